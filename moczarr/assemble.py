@@ -1,0 +1,316 @@
+"""Lazy arrays per zarr object -> one Dataset on a ``cells`` dimension.
+
+Every opener (source leaves, overview and column levels) ends here. Its
+inputs are already decided by coverage arithmetic: which objects, which of
+their cells (the row domain), and one schema read from one object. Nothing
+here reads a ``morton`` or ``cell_ids`` chunk at open, and no data chunk is
+read until the arrays are computed; each dask task reads one object's array
+through the open call's single store handle.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import dask.array as da
+import mortie
+import numpy as np
+import xarray as xr
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
+
+from . import ids
+from .errors import PrecisionWarning, StampError
+from .storage import Storage
+
+CELLS = "cells"
+COORD = "morton"
+NESTED = "cell_ids"
+MAX_EXACT_NESTED_ORDER = 24
+
+
+@dataclass(frozen=True)
+class ArraySchema:
+    """One array of the data group: its zarr metadata document, dims and attrs."""
+
+    name: str
+    metadata: dict
+    dims: tuple[str, ...]
+
+    @property
+    def attrs(self) -> dict:
+        return dict(self.metadata.get("attributes") or {})
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.metadata["shape"])
+
+    @property
+    def dtype(self) -> np.dtype:
+        dt = self.metadata["data_type"]
+        if dt in ("variable_length_bytes", "bytes", "string", "variable_length_utf8"):
+            return np.dtype(object)
+        return np.dtype(dt if isinstance(dt, str) else "O")
+
+    @property
+    def cells_axis(self) -> int | None:
+        return self.dims.index(CELLS) if CELLS in self.dims else None
+
+
+@dataclass
+class Schema:
+    """The data group of one object: group attrs and every array (names ascending)."""
+
+    group_attrs: dict
+    arrays: dict[str, ArraySchema] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One object's contribution: the rows ``sel`` (local cell positions, None = all) of ``group``."""
+
+    group: str  # store-relative path of the object's data group, e.g. "4/3/.../4331421.zarr/8"
+    first_rank: int  # rank (at the level's order) of the object's first cell
+    n_cells: int  # cells the object holds (4**depth)
+    sel: np.ndarray | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return self.n_cells if self.sel is None else int(self.sel.size)
+
+
+def read_schema(storage: Storage, group: str, array_names: list[str] | None = None) -> Schema:
+    """Group and array metadata of one data group (1 GET + one per array, concurrent).
+
+    ``array_names`` skips the LIST when the caller knows them (a stamp's
+    ``content_hashes``, a provenance block). Raises :class:`StampError` when the
+    group is missing or is not a zarr v3 group.
+    """
+    doc = storage.get_json(f"{group}/zarr.json")
+    if not isinstance(doc, dict) or doc.get("node_type") != "group":
+        raise StampError(f"{storage.describe(group)}: missing or not a zarr v3 group (malformed object)")
+    if array_names is None:
+        array_names = [n for n in storage.list_dir(group) if n != "zarr.json"]
+    docs = storage.get_many_json([f"{group}/{n}/zarr.json" for n in array_names])
+    arrays = {}
+    for name, meta in sorted(zip(array_names, docs)):
+        if not isinstance(meta, dict) or meta.get("node_type") != "array":
+            continue
+        dims = meta.get("dimension_names") or [f"{name}_dim_{i}" for i in range(len(meta["shape"]))]
+        arrays[name] = ArraySchema(name, meta, tuple(dims))
+    return Schema(doc.get("attributes") or {}, arrays)
+
+
+class _ReadBlock:
+    """A dask task: read one object's array and keep the selected cells."""
+
+    __slots__ = ("storage", "path", "metadata", "sel", "axis")
+
+    def __init__(self, storage, path, metadata, sel, axis):
+        self.storage, self.path, self.metadata, self.sel, self.axis = storage, path, metadata, sel, axis
+
+    def __call__(self):
+        arr = self.storage.array(self.path, self.metadata)
+        if self.sel is None:
+            return arr[...]
+        index = [slice(None)] * len(self.metadata["shape"])
+        lo, hi = int(self.sel[0]), int(self.sel[-1]) + 1
+        if hi - lo == self.sel.size:  # contiguous run: a plain slice reads only its chunks
+            index[self.axis] = slice(lo, hi)
+            return arr[tuple(index)]
+        index[self.axis] = self.sel
+        return arr.get_orthogonal_selection(tuple(index))
+
+
+def lazy_cells_array(storage: Storage, schema: ArraySchema, parts: list[Part]) -> da.Array:
+    """A dask array over the ``cells`` axis: one chunk per part, in part order."""
+    axis = schema.cells_axis
+    other = [s for i, s in enumerate(schema.shape) if i != axis]
+    row_chunks = tuple(p.n_rows for p in parts)
+    if not parts:
+        shape = list(schema.shape)
+        shape[axis] = 0
+        return da.from_array(np.empty(shape, dtype=schema.dtype), chunks=-1)
+    name = f"moczarr-{schema.name}-" + tokenize(
+        storage.location, schema.name, [p.group for p in parts], [p.sel for p in parts], schema.metadata
+    )
+    dsk = {}
+    for i, part in enumerate(parts):
+        key = [0] * len(schema.shape)
+        key[axis] = i
+        dsk[(name, *key)] = (_ReadBlock(storage, f"{part.group}/{schema.name}", schema.metadata, part.sel, axis),)
+    chunks = [(s,) for s in other]
+    chunks.insert(axis, row_chunks)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[])
+    return da.Array(graph, name, tuple(chunks), dtype=schema.dtype)
+
+
+def lazy_whole_array(storage: Storage, schema: ArraySchema, group: str) -> da.Array:
+    """A dask array of one object's whole array (arrays without a ``cells`` axis)."""
+    name = f"moczarr-{schema.name}-" + tokenize(storage.location, group, schema.name, schema.metadata)
+    key = (name, *([0] * len(schema.shape)))
+    dsk = {key: (_ReadBlock(storage, f"{group}/{schema.name}", schema.metadata, None, 0),)}
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[])
+    return da.Array(graph, name, tuple((s,) for s in schema.shape), dtype=schema.dtype)
+
+
+def _nested_block(domain: MortonRanges, start: int, stop: int) -> np.ndarray:
+    words = domain.word_at(np.arange(start, stop, dtype=np.int64))
+    if words.size == 0:
+        return np.empty(0, dtype=np.uint64)
+    nested, _ = mortie.mort2healpix(words)
+    return np.asarray(nested, dtype=np.uint64)
+
+
+def fabricated_cell_ids(domain: MortonRanges, row_chunks: tuple[int, ...], where: str) -> da.Array:
+    """NESTED ids of the domain's words, computed per chunk from the index (no I/O)."""
+    if domain.order > MAX_EXACT_NESTED_ORDER:
+        warnings.warn(
+            f"{where}: NESTED cell_ids at order {domain.order} exceed 2**53 and are unsafe as float64/JS numbers",
+            PrecisionWarning,
+            stacklevel=4,
+        )
+    if not row_chunks or sum(row_chunks) == 0:
+        return da.from_array(np.empty(0, dtype=np.uint64), chunks=-1)
+    name = "moczarr-cell_ids-" + tokenize(domain, row_chunks)
+    bounds = np.concatenate([[0], np.cumsum(row_chunks)])
+    dsk = {(name, i): (_nested_block, domain, int(bounds[i]), int(bounds[i + 1])) for i in range(len(row_chunks))}
+    return da.Array(HighLevelGraph.from_collections(name, dsk, dependencies=[]), name, (tuple(row_chunks),), dtype=np.uint64)
+
+
+def nested_attrs(order: int) -> dict:
+    """xdggs-style attrs of a NESTED ``cell_ids`` coordinate."""
+    return {"grid_name": "healpix", "level": order, "indexing_scheme": "nested", "fabricated": True}
+
+
+def morton_coords(domain: MortonRanges, index_kind: str) -> xr.Coordinates:
+    """The ``morton`` coordinate on ``cells``: the lazy MOC index or a materialized pandas index."""
+    if index_kind == "moc":
+        from .index import MortonMocIndex
+
+        return xr.Coordinates.from_xindex(MortonMocIndex.from_ranges(domain, dim=CELLS, coord_name=COORD))
+    if index_kind == "pandas":
+        import pandas as pd
+        from xarray.indexes import PandasIndex
+
+        index = PandasIndex(pd.Index(domain.words(), dtype=np.uint64, name=COORD), CELLS, coord_dtype=np.uint64)
+        return xr.Coordinates.from_xindex(index)
+    raise ValueError(f"index_kind must be 'moc' or 'pandas', got {index_kind!r}")
+
+
+def build_dataset(
+    storage: Storage,
+    schema: Schema,
+    parts: list[Part],
+    domain: MortonRanges,
+    *,
+    index_kind: str = "moc",
+    fabricate_cell_ids: str | bool = "auto",
+    attrs: dict | None = None,
+) -> xr.Dataset:
+    """The Dataset of ``parts`` under ``schema``: lazy data variables, the morton index, NESTED ids.
+
+    ``domain`` must hold exactly the rows of ``parts`` in order (the caller's
+    coverage arithmetic guarantees it; a mismatch raises ``ValueError``).
+    """
+    if fabricate_cell_ids not in ("auto", True, False):
+        raise ValueError(f"fabricate_cell_ids must be 'auto', True or False, got {fabricate_cell_ids!r}")
+    n_rows = sum(p.n_rows for p in parts)
+    if n_rows != len(domain):
+        raise ValueError(f"row domain holds {len(domain)} cells but the objects give {n_rows}")
+    row_chunks = tuple(p.n_rows for p in parts if p.n_rows)
+    live = [p for p in parts if p.n_rows]
+    data_vars, coords = {}, {}
+    for name, arr in schema.arrays.items():
+        if name == COORD:
+            continue
+        if arr.cells_axis is None:
+            if live:
+                coords_or_vars = coords if name in _other_dims(schema) else data_vars
+                coords_or_vars[name] = xr.Variable(arr.dims, lazy_whole_array(storage, arr, live[0].group), arr.attrs)
+            continue
+        var = xr.Variable(arr.dims, lazy_cells_array(storage, arr, live), arr.attrs)
+        if name == NESTED:
+            if fabricate_cell_ids is True:
+                continue
+            coords[name] = var
+        else:
+            data_vars[name] = var
+    if NESTED not in coords and fabricate_cell_ids in ("auto", True):
+        coords[NESTED] = xr.Variable((CELLS,), fabricated_cell_ids(domain, row_chunks, storage.location), nested_attrs(domain.order))
+    ds = xr.Dataset(data_vars, coords=morton_coords(domain, index_kind))
+    ds = ds.assign_coords(coords)
+    ds.attrs.update(attrs or {})
+    return ds
+
+
+def _other_dims(schema: Schema) -> set[str]:
+    return {d for a in schema.arrays.values() for d in a.dims if d != CELLS}
+
+
+def rows_in(domain: MortonRanges, first_ranks: np.ndarray, n_cells: int) -> list[np.ndarray | None]:
+    """Per object (subtrees starting at ``first_ranks``, ``n_cells`` each): local positions in ``domain``.
+
+    None where the whole subtree is in the domain. Vectorized over intervals.
+    """
+    first = np.asarray(first_ranks, dtype=np.uint64)
+    last = first + np.uint64(n_cells - 1)
+    lo, hi = domain.lo, domain.hi
+    start = np.searchsorted(hi, first, side="left")
+    stop = np.searchsorted(lo, last, side="right")
+    out: list[np.ndarray | None] = []
+    for j in range(first.size):
+        a, b = int(start[j]), int(stop[j])
+        if b - a == 1 and lo[a] <= first[j] and hi[a] >= last[j]:
+            out.append(None)
+            continue
+        plo = np.maximum(lo[a:b], first[j]) - first[j]
+        phi = np.minimum(hi[a:b], last[j]) - first[j]
+        lengths = (phi - plo + np.uint64(1)).astype(np.int64)
+        pos = np.repeat(plo.astype(np.int64), lengths) + (
+            np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        )
+        out.append(pos)
+    return out
+
+
+def _ranges_cls():
+    from .ranges import MortonRanges  # imported late: the index modules import xarray internals
+
+    return MortonRanges
+
+
+def domain_of(object_words: np.ndarray, object_order: int, cell_order: int, aoi: np.ndarray | None) -> MortonRanges:
+    """The row domain: the objects' subtrees at ``cell_order``, intersected with the AOI cover."""
+    MortonRanges = _ranges_cls()
+    words = np.asarray(object_words, dtype=np.uint64)
+    full = MortonRanges.from_subtrees(words, cell_order) if words.size else MortonRanges.empty(cell_order)
+    if aoi is None:
+        return full
+    return full.intersection(aoi_ranges(aoi, cell_order))
+
+
+def aoi_ranges(aoi_words: np.ndarray, cell_order: int) -> MortonRanges:
+    """An AOI cover as cell-order intervals: a member finer than ``cell_order`` selects its containing cell."""
+    MortonRanges = _ranges_cls()
+    if aoi_words.size == 0:
+        return MortonRanges.empty(cell_order)
+    orders = mortie.orders_of(aoi_words)
+    words = aoi_words.copy()
+    fine = orders > cell_order
+    if fine.any():
+        words[fine] = mortie.clip2order(cell_order, aoi_words[fine])
+    return MortonRanges.from_subtrees(np.unique(words), cell_order)
+
+
+__all__ = [
+    "ArraySchema",
+    "Part",
+    "Schema",
+    "build_dataset",
+    "domain_of",
+    "read_schema",
+    "rows_in",
+    "ids",
+]

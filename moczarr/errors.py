@@ -1,0 +1,101 @@
+"""The exception and warning types moczarr raises and emits.
+
+Errors subclass both :class:`MoczarrError` and the builtin that best describes
+them (``ValueError`` for bad content, ``LookupError`` for missing things), so
+callers can catch either. Warnings all subclass :class:`MoczarrWarning`, itself
+a ``UserWarning``, so ``warnings.simplefilter("error", MoczarrWarning)`` turns
+every degrade path into a failure.
+
+The rule behind the split (the seed's): caches degrade with a warning, corrupt
+content raises.
+"""
+
+from __future__ import annotations
+
+
+class MoczarrError(Exception):
+    """Base class of every error moczarr raises on purpose."""
+
+
+class NotAHiveStoreError(MoczarrError, FileNotFoundError):
+    """The path holds no morton-hive manifest (and is not a product root)."""
+
+
+class ManifestError(MoczarrError, ValueError):
+    """``morton_hive.json`` is missing a field, malformed, or of an unknown spec."""
+
+
+class CoverageError(MoczarrError, ValueError):
+    """A coverage object is present but corrupt (a bad range, a bitmap of the wrong size)."""
+
+
+class StampError(MoczarrError, ValueError):
+    """A commit stamp or ``zarr.json`` is present but cannot be parsed or trusted."""
+
+
+class VersionPointerError(StampError):
+    """A stamp's ``current`` is not one path component beginning ``run-``."""
+
+
+class NoCoverageError(MoczarrError, LookupError):
+    """The store holds no stamped leaf at all, so there is nothing to open (not even a schema)."""
+
+
+class StaleCoverageError(MoczarrError, LookupError):
+    """Committed leaves exist but the root coverage MOC names none of them."""
+
+
+class WindowError(MoczarrError, ValueError):
+    """A ``window=`` argument that the store cannot take (missing, refused, unknown, or ``all``)."""
+
+
+class AOIError(MoczarrError, ValueError):
+    """An ``aoi=`` argument that is not a set of valid morton ids or a ``mortie.Moc``."""
+
+
+class MixedOrderError(MoczarrError, ValueError):
+    """A rank-space structure was handed words of more than one cell order."""
+
+
+class PyramidError(MoczarrError, ValueError):
+    """A pyramid declaration or a derived object is malformed or contradicts its address."""
+
+
+class UnsupportedVersionError(MoczarrError, ValueError):
+    """An object declares a format version newer than this reader supports."""
+
+
+class MoczarrWarning(UserWarning):
+    """Base class of every warning moczarr emits."""
+
+
+class CoverageFallbackWarning(MoczarrWarning):
+    """A coverage cache was unusable; the reader fell back to a slower but exact path."""
+
+
+class DebrisWarning(MoczarrWarning):
+    """A leaf that claims committed data (a stamped version pointer) has none; it was skipped."""
+
+
+class EmptySelectionWarning(MoczarrWarning):
+    """The AOI or window selected no leaf; the result is schema-correct with zero rows."""
+
+
+class IndexDegradedWarning(MoczarrWarning):
+    """A selection the lazy MOC index cannot represent; the index was dropped."""
+
+
+class PrecisionWarning(MoczarrWarning):
+    """NESTED ids above order 24 exceed 2**53 and are unsafe as float64 / JS numbers."""
+
+
+class ObjectDroppedWarning(MoczarrWarning):
+    """A derived (cache) object could not be interpreted and was left out."""
+
+
+class LevelOmittedWarning(MoczarrWarning):
+    """A declared pyramid level could not be opened and was left out of the tree."""
+
+
+class UncommittedError(MoczarrError, LookupError):
+    """A zarr object that was asked for by name carries no commit stamp (missing or debris)."""

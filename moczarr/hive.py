@@ -1,0 +1,343 @@
+"""``open_hive`` and ``open_leaf``: source leaves as one lazy Dataset (FORMAT.md §12).
+
+The data flow, one function a step::
+
+    manifest -> candidate leaves (root MOC | walk) -> stamps (one batched read)
+             -> admitted leaves (debris, box reject, version pointers)
+             -> row domain (subtrees ∩ AOI) -> lazy arrays -> Dataset
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import mortie
+import numpy as np
+import xarray as xr
+
+from . import ids
+from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
+from .coverage import ROOT_MOC_NAME, aoi_words, box_words, parse_root_moc
+from .errors import (
+    CoverageFallbackWarning,
+    DebrisWarning,
+    EmptySelectionWarning,
+    NoCoverageError,
+    StaleCoverageError,
+    StampError,
+    UncommittedError,
+)
+from .manifest import Manifest, check_window, read_manifest
+from .storage import DEFAULT_CONCURRENCY, Storage
+from .store import LeafRef, leaf_data_prefix, read_roots, stamp_of, version_of, walk_leaves, windows_present
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A committed leaf admitted to an open: where it is, its stamp, and where its arrays are."""
+
+    ref: LeafRef
+    stamp: dict
+    prefix: str
+
+    @property
+    def word(self) -> int:
+        return int(ids.to_words(self.ref.decimal)[0])
+
+
+def open_hive(
+    store_root,
+    aoi=None,
+    window: str | None = None,
+    *,
+    index_kind: str = "pandas",
+    fabricate_cell_ids: str | bool = "auto",
+    storage_options: dict | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> xr.Dataset:
+    """Open every selected source leaf of a store as one lazy ``xarray.Dataset``.
+
+    Parameters
+    ----------
+    store_root : str or path
+        A bare store root (local path, ``file://`` or ``s3://`` URL).
+    aoi : optional
+        Packed words, decimal strings (mixed orders allowed), or a ``mortie.Moc``.
+        Rows are the selected shards' cells that meet the AOI.
+    window : str, optional
+        Required on a time-windowed (``morton-hive/2``) store, refused otherwise.
+    index_kind : {"moc", "pandas"}
+        ``moc`` (default) holds the row domain as intervals; ``pandas`` materializes it.
+    fabricate_cell_ids : {"auto", True, False}
+        ``auto`` keeps a stored ``cell_ids`` and fabricates NESTED ids otherwise.
+    storage_options : dict, optional
+        fsspec options for URLs (``{"anon": True}``, endpoint, credentials).
+    concurrency : int
+        Metadata reads in flight at once.
+
+    Returns a Dataset with one ``cells`` dimension in ascending packed-word
+    order, the ``morton`` coordinate, lazy (dask) data variables and the store
+    summary in ``attrs["morton_hive"]``. No data or coordinate chunk is read.
+
+    Raises
+    ------
+    NotAHiveStoreError, ManifestError
+        No manifest, or a malformed one.
+    WindowError
+        A window missing, refused, malformed, or ``"all"``.
+    NoCoverageError
+        The store holds no stamped leaf at all.
+    StaleCoverageError
+        Unscoped open whose root MOC names none of the committed leaves.
+    CoverageError, VersionPointerError, StampError
+        Corrupt coverage or stamp content.
+
+    Warns ``CoverageFallbackWarning`` when walking for lack of a usable root
+    MOC, ``DebrisWarning`` for a stamped pointer to a missing version, and
+    ``EmptySelectionWarning`` (with a 0-row, schema-correct result) when the
+    AOI or window selects nothing.
+    """
+    storage = Storage.open(store_root, storage_options, concurrency)
+    manifest = read_manifest(storage)
+    return open_source(storage, manifest, aoi, window, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids)
+
+
+def open_source(
+    storage: Storage,
+    manifest: Manifest,
+    aoi=None,
+    window: str | None = None,
+    *,
+    index_kind: str = "pandas",
+    fabricate_cell_ids: str | bool = "auto",
+    extra_attrs: dict | None = None,
+) -> xr.Dataset:
+    """:func:`open_hive` on an already-open storage and manifest (shared by the tree openers)."""
+    shards = root_shards(storage, manifest)
+    window = check_window(manifest, window, lambda: _labels(storage, manifest, shards))
+    cover = aoi_words(aoi) if aoi is not None else None
+    candidates = candidate_leaves(storage, manifest, shards, window, cover)
+    leaves, corrupted = admit_leaves(storage, manifest, candidates, cover)
+    attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
+    attrs.update(extra_attrs or {})
+    if not leaves:
+        schema_leaf = find_schema_leaf(storage, manifest, candidates, corrupted, scoped=aoi is not None or window is not None)
+        warnings.warn(
+            f"{storage.describe()}: the {'AOI' if aoi is not None else 'window'} selects no committed leaf; "
+            "returning the schema with 0 rows",
+            EmptySelectionWarning,
+            stacklevel=3,
+        )
+        return leaves_dataset(storage, manifest, [], cover, schema_leaf, index_kind, fabricate_cell_ids, attrs)
+    return leaves_dataset(storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs)
+
+
+def root_shards(storage: Storage, manifest: Manifest) -> np.ndarray | None:
+    """Shard words from the root ranges MOC (one GET), or None when the cache is unusable."""
+    return parse_root_moc(storage.get_bytes(ROOT_MOC_NAME), manifest.shard_order, storage.describe())
+
+
+def candidate_leaves(
+    storage: Storage, manifest: Manifest, shards: np.ndarray | None, window: str | None, cover: np.ndarray | None
+) -> list[LeafRef]:
+    """Leaves worth a stamp read: root MOC shards (or the walk's finds) meeting the AOI, for the window."""
+    pg = manifest.path_grouping
+    if shards is None:
+        warnings.warn(
+            f"{storage.describe()}: no usable root coverage.moc; falling back to the discovery walk",
+            CoverageFallbackWarning,
+            stacklevel=4,
+        )
+        refs = [r for r in walk_leaves(storage, manifest.shard_order, pg) if r.window == window]
+        if cover is not None and refs:
+            keep = _meets(ids.to_words([r.decimal for r in refs]), cover)
+            refs = [r for r, k in zip(refs, keep) if k]
+        return refs
+    if cover is not None and shards.size:
+        shards = shards[_meets(shards, cover)]
+    return [LeafRef(d, window, ids.leaf_path(d, window, pg)) for d in ids.to_decimals(shards)]
+
+
+def _meets(words: np.ndarray, cover: np.ndarray) -> np.ndarray:
+    """Per word: does its cell meet the cover (one batched mortie call)?"""
+    if cover.size == 0 or words.size == 0:
+        return np.zeros(words.size, dtype=bool)
+    offsets = np.arange(words.size + 1, dtype=np.int64)
+    return np.asarray(mortie.moc_intersects(cover, words, offsets=offsets), dtype=bool)
+
+
+def admit_leaves(
+    storage: Storage, manifest: Manifest, candidates: list[LeafRef], cover: np.ndarray | None
+) -> tuple[list[Leaf], set[str]]:
+    """Read the candidates' stamps (one batch) and keep the committed leaves worth opening.
+
+    Unstamped prefixes are debris and skipped silently. A stamped box that
+    misses the AOI is rejected. A version pointer is followed; a pointer whose
+    version group is gone (and whose version is unstamped) is skipped with a
+    :class:`DebrisWarning`. Returns the leaves and the paths of corrupted ones.
+    """
+    docs = read_roots(storage, [c.path for c in candidates])
+    admitted: list[Leaf] = []
+    for ref, doc in zip(candidates, docs):
+        stamp = stamp_of(doc)
+        if stamp is None:
+            continue
+        if cover is not None:
+            box = box_words(stamp)
+            if box is not None and not _meets(box, cover).any():
+                continue
+        admitted.append(Leaf(ref, stamp, leaf_data_prefix(ref.path, stamp, where=storage.describe(ref.path))))
+    return drop_missing_versions(storage, manifest, admitted)
+
+
+def drop_missing_versions(storage: Storage, manifest: Manifest, leaves: list[Leaf]) -> tuple[list[Leaf], set[str]]:
+    """Probe each versioned leaf's data group; skip pointers to versions that are gone (FORMAT.md §5.5).
+
+    One batched GET per versioned leaf (legacy leaves cost nothing); for a
+    missing group the version's own stamp decides: missing or unstamped ->
+    corrupted leaf, skipped with a warning; stamped -> a malformed leaf, raised.
+    """
+    versioned = [lf for lf in leaves if lf.prefix != lf.ref.path]
+    if not versioned:
+        return leaves, set()
+    group = str(manifest.cell_order)
+    groups = storage.get_many([f"{lf.prefix}/{group}/zarr.json" for lf in versioned])
+    missing = [lf for lf, g in zip(versioned, groups) if g is None]
+    if not missing:
+        return leaves, set()
+    corrupted = set()
+    for lf, doc in zip(missing, read_roots(storage, [lf.prefix for lf in missing])):
+        if stamp_of(doc) is not None:
+            raise StampError(f"{storage.describe(lf.prefix)}: stamped version has no {group}/ data group (malformed leaf)")
+        warnings.warn(
+            f"{storage.describe(lf.ref.path)}: stamp points at version {lf.stamp['current']!r}, which is missing "
+            "or unstamped (committed data removed out of band); leaf skipped",
+            DebrisWarning,
+            stacklevel=5,
+        )
+        corrupted.add(lf.ref.path)
+    return [lf for lf in leaves if lf.ref.path not in corrupted], corrupted
+
+
+def find_schema_leaf(
+    storage: Storage, manifest: Manifest, candidates: list[LeafRef], corrupted: set[str], *, scoped: bool
+) -> Leaf:
+    """A committed leaf to take the schema from when a selection is empty (FORMAT.md §12).
+
+    Raises :class:`NoCoverageError` when the store has no stamped leaf at all,
+    and :class:`StaleCoverageError` when an unscoped open found none through the
+    root MOC although committed leaves exist.
+    """
+    for ref in walk_leaves(storage, manifest.shard_order, manifest.path_grouping):
+        if ref.path in corrupted:
+            continue
+        stamp = stamp_of(storage.get_json(f"{ref.path}/zarr.json"))
+        if stamp is None:
+            continue
+        leaf = Leaf(ref, stamp, leaf_data_prefix(ref.path, stamp, where=storage.describe(ref.path)))
+        live, _ = drop_missing_versions(storage, manifest, [leaf])
+        if not live:
+            continue
+        if not scoped:
+            raise StaleCoverageError(
+                f"{storage.describe()}: committed leaves exist (e.g. {ref.path}) but the root coverage.moc "
+                "names none of them; the MOC is stale: rebuild it"
+            )
+        return leaf
+    raise NoCoverageError(f"{storage.describe()}: the store holds no committed (stamped) leaf")
+
+
+def leaves_dataset(
+    storage: Storage,
+    manifest: Manifest,
+    leaves: list[Leaf],
+    cover: np.ndarray | None,
+    schema_leaf: Leaf,
+    index_kind: str,
+    fabricate_cell_ids,
+    attrs: dict,
+) -> xr.Dataset:
+    """The Dataset of admitted leaves: domain arithmetic, then lazy assembly."""
+    group = str(manifest.cell_order)
+    schema = read_schema(storage, f"{schema_leaf.prefix}/{group}", stamped_array_names(schema_leaf.stamp, group))
+    words = ids.to_words([lf.ref.decimal for lf in leaves]) if leaves else np.empty(0, np.uint64)
+    domain = domain_of(words, manifest.shard_order, manifest.cell_order, cover)
+    first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
+    n_cells = manifest.cells_per_leaf
+    sels = rows_in(domain, first, n_cells)
+    parts = [Part(f"{lf.prefix}/{group}", int(f), n_cells, s) for lf, f, s in zip(leaves, first, sels)]
+    return build_dataset(
+        storage, schema, parts, domain, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, attrs=attrs
+    )
+
+
+def stamped_array_names(stamp: dict, group: str) -> list[str] | None:
+    """Array names of ``group`` from the stamp's ``content_hashes`` (newest writers), else None."""
+    hashes = (stamp.get("content_hashes") or {}).get("arrays") if isinstance(stamp.get("content_hashes"), dict) else None
+    if not isinstance(hashes, dict):
+        return None
+    names = sorted(k.split("/", 1)[1] for k in hashes if k.startswith(f"{group}/") and "/" not in k.split("/", 1)[1])
+    return names or None
+
+
+def leaf_summary(leaves: list[Leaf]) -> dict:
+    """What the admitted leaves' stamps say, summarized for ``attrs``."""
+    stamps = [lf.stamp for lf in leaves]
+    written = sorted(s["written_at"] for s in stamps if isinstance(s.get("written_at"), str))
+    ranges = [s["time_range"] for s in stamps if isinstance(s.get("time_range"), list) and len(s["time_range"]) == 2]
+    out = {
+        "n_leaves": len(leaves),
+        "leaves": [lf.ref.decimal for lf in leaves],
+        "n_versioned": sum(1 for lf in leaves if lf.prefix != lf.ref.path),
+        "cells_with_data": int(sum(int(s.get("cells_with_data") or 0) for s in stamps)),
+        "granule_count": int(sum(int(s.get("granule_count") or 0) for s in stamps)),
+    }
+    if written:
+        out["written_at"] = [written[0], written[-1]]
+    if ranges:
+        out["time_range"] = [min(r[0] for r in ranges), max(r[1] for r in ranges)]
+    return out
+
+
+def _labels(storage: Storage, manifest: Manifest, shards: np.ndarray | None) -> list[str]:
+    """Window labels present (error paths only): declared labels, else a LIST of shard nodes."""
+    if manifest.declared_windows:
+        return manifest.declared_windows
+    if shards is not None:
+        return windows_present(storage, ids.to_decimals(shards), manifest.path_grouping)
+    return sorted({r.window for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping) if r.window})
+
+
+def open_leaf(
+    store_root,
+    leaf: str,
+    *,
+    stamp: dict | None = None,
+    index_kind: str = "pandas",
+    fabricate_cell_ids: str | bool = "auto",
+    storage_options: dict | None = None,
+) -> xr.Dataset:
+    """One leaf as a lazy ``xarray.Dataset`` (all cells of its shard).
+
+    ``leaf`` is the shard's decimal id, ``{id}_{window}``, or the stable leaf
+    path. The root stamp is read (one GET) unless ``stamp=`` is given; a
+    ``current`` pointer is followed. Raises :class:`UncommittedError` for a
+    missing or unstamped leaf and :class:`VersionPointerError` for a bad pointer.
+    """
+    from .coverage import _resolve_leaf
+
+    storage = Storage.open(store_root, storage_options)
+    manifest = read_manifest(storage)
+    decimal, window, path = _resolve_leaf(leaf, manifest)
+    if stamp is None:
+        stamp = stamp_of(storage.get_json(f"{path}/zarr.json"))
+        if stamp is None:
+            raise UncommittedError(f"{storage.describe(path)}: no committed leaf there (missing, or debris without a stamp)")
+    ref = LeafRef(decimal, window, path)
+    lf = Leaf(ref, stamp, leaf_data_prefix(path, stamp, where=storage.describe(path)))
+    attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary([lf])}}
+    return leaves_dataset(storage, manifest, [lf], None, lf, index_kind, fabricate_cell_ids, attrs)
+
+
+__all__ = ["open_hive", "open_leaf", "open_source", "version_of"]

@@ -1,0 +1,277 @@
+"""Storage: one zarr store handle per open call, batched concurrent reads, a request counter.
+
+Every byte moczarr reads goes through :class:`Storage`, which wraps a zarr v3
+store (``LocalStore`` for local paths, ``FsspecStore`` for ``s3://`` and other
+fsspec URLs). Metadata reads are issued concurrently (bounded by
+``concurrency``); the lazy arrays built on top read chunks through the same
+store object, so one filesystem handle serves the whole open and every later
+compute.
+
+Requests are classified by object kind and counted while a
+:func:`count_requests` block is active, for tests and benchmarks::
+
+    with count_requests() as counter:
+        ds = open_hive(root)
+    counter["GET", "stamp"], counter.lists
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import zarr
+from zarr.abc.store import ByteRequest, Store
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+from zarr.storage import FsspecStore, LocalStore, StorePath, WrapperStore
+
+from .errors import StampError
+
+DEFAULT_CONCURRENCY = 32
+
+
+class RequestCounter(Counter):
+    """Counts requests as ``(op, kind)`` keys: op is ``GET`` or ``LIST``.
+
+    Kinds: ``manifest``, ``root_moc``, ``stamp`` (a zarr object's root
+    ``zarr.json``), ``metadata`` (other ``zarr.json``), ``bitmap``,
+    ``chunk:morton``, ``chunk:cell_ids``, ``chunk:data``, ``other``.
+    """
+
+    @property
+    def gets(self) -> int:
+        return sum(n for (op, _), n in self.items() if op == "GET")
+
+    @property
+    def lists(self) -> int:
+        return sum(n for (op, _), n in self.items() if op == "LIST")
+
+    def kind(self, kind: str) -> int:
+        """GETs of one object kind."""
+        return self["GET", kind]
+
+    def summary(self) -> dict[str, int]:
+        """``{"GET stamp": n, ...}``, sorted, for printing."""
+        return {f"{op} {kind}": n for (op, kind), n in sorted(self.items())}
+
+
+_ACTIVE: list[RequestCounter] = []
+_LOCK = threading.Lock()
+
+
+@contextmanager
+def count_requests() -> Iterator[RequestCounter]:
+    """Count every request any moczarr storage makes inside the block (all threads)."""
+    counter = RequestCounter()
+    with _LOCK:
+        _ACTIVE.append(counter)
+    try:
+        yield counter
+    finally:
+        with _LOCK:
+            _ACTIVE.remove(counter)
+
+
+def classify_key(key: str) -> str:
+    """The object kind of a store key (see :class:`RequestCounter`)."""
+    parts = key.strip("/").split("/")
+    name = parts[-1]
+    if name == "morton_hive.json":
+        return "manifest"
+    if name == "coverage.moc":
+        return "root_moc" if len(parts) == 1 or not any(p.endswith(".zarr") for p in parts) else "bitmap"
+    if name == "zarr.json":
+        parent = parts[-2] if len(parts) > 1 else ""
+        return "stamp" if parent.endswith(".zarr") else "metadata"
+    if "c" in parts:
+        array = parts[parts.index("c") - 1] if parts.index("c") > 0 else ""
+        if array in ("morton", "cell_ids"):
+            return f"chunk:{array}"
+        return "chunk:data"
+    return "other"
+
+
+def _record(op: str, key: str) -> None:
+    if _ACTIVE:
+        kind = classify_key(key) if op == "GET" else "prefix"
+        with _LOCK:
+            for counter in _ACTIVE:
+                counter[op, kind] += 1
+
+
+class CountingStore(WrapperStore):
+    """A read-only zarr store wrapper that reports each request to the active counters."""
+
+    async def get(self, key: str, prototype=None, byte_range: ByteRequest | None = None):
+        _record("GET", key)
+        return await self._store.get(key, prototype or default_buffer_prototype(), byte_range)
+
+    async def get_partial_values(self, prototype, key_ranges):
+        key_ranges = list(key_ranges)
+        for key, _ in key_ranges:
+            _record("GET", key)
+        return await self._store.get_partial_values(prototype, key_ranges)
+
+    async def exists(self, key: str) -> bool:
+        _record("GET", key)
+        return await self._store.exists(key)
+
+    def list_dir(self, prefix: str):
+        _record("LIST", prefix)
+        return self._store.list_dir(prefix)
+
+    def list_prefix(self, prefix: str):
+        _record("LIST", prefix)
+        return self._store.list_prefix(prefix)
+
+    def list(self):
+        _record("LIST", "")
+        return self._store.list()
+
+    def __reduce__(self):
+        return (CountingStore, (self._store,))
+
+
+def _split_url(url: str) -> tuple[str | None, str]:
+    if "://" in url:
+        protocol, _, rest = url.partition("://")
+        return protocol, rest
+    return None, url
+
+
+def make_store(url: str | os.PathLike, storage_options: dict | None = None) -> Store:
+    """A read-only zarr store for a local path, ``file://`` URL or fsspec URL (``s3://...``)."""
+    url = os.fspath(url)
+    protocol, rest = _split_url(url)
+    if protocol in (None, "file", "local"):
+        path = rest if protocol else url
+        base: Store = LocalStore(os.path.abspath(path), read_only=True)
+    else:
+        base = FsspecStore.from_url(url, storage_options=storage_options or {}, read_only=True)
+    return CountingStore(base)
+
+
+class Storage:
+    """A store handle rooted at one prefix, with batched reads.
+
+    ``Storage`` never writes. Keys passed to its methods are relative to
+    ``root`` (``""`` is the root itself). ``location`` is the user-facing
+    address used in messages.
+    """
+
+    def __init__(self, store: Store, root: str = "", *, location: str = "", concurrency: int = DEFAULT_CONCURRENCY):
+        self.store = store
+        self.root = root.strip("/")
+        self.location = location or root
+        self.concurrency = max(1, int(concurrency))
+
+    @classmethod
+    def open(
+        cls,
+        url: str | os.PathLike,
+        storage_options: dict | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+    ) -> "Storage":
+        """One handle for ``url``; every read of the open call goes through it."""
+        if isinstance(url, Storage):
+            return url
+        url = os.fspath(url)
+        return cls(make_store(url, storage_options), "", location=url.rstrip("/"), concurrency=concurrency)
+
+    def child(self, sub: str) -> "Storage":
+        """The same handle rooted at ``{root}/{sub}`` (a product inside a multi-product root)."""
+        sub = sub.strip("/")
+        return Storage(
+            self.store, self.key(sub), location=f"{self.location}/{sub}", concurrency=self.concurrency
+        )
+
+    def key(self, rel: str) -> str:
+        rel = rel.strip("/")
+        return f"{self.root}/{rel}" if self.root and rel else (self.root or rel)
+
+    def describe(self, rel: str = "") -> str:
+        """The user-facing address of ``rel`` (for error messages)."""
+        return f"{self.location}/{rel}" if rel else self.location
+
+    # -- reads ---------------------------------------------------------------------------------
+    async def _get(self, rel: str, sem: asyncio.Semaphore | None = None) -> bytes | None:
+        async def go():
+            buf = await self.store.get(self.key(rel), default_buffer_prototype())
+            return None if buf is None else buf.to_bytes()
+
+        if sem is None:
+            return await go()
+        async with sem:
+            return await go()
+
+    def get_bytes(self, rel: str) -> bytes | None:
+        """The object's bytes, or None when it does not exist."""
+        return sync(self._get(rel))
+
+    def get_many(self, rels: Sequence[str]) -> list[bytes | None]:
+        """Many objects at once, at most ``concurrency`` in flight; None for each missing one."""
+        if not rels:
+            return []
+
+        async def go():
+            sem = asyncio.Semaphore(self.concurrency)
+            return await asyncio.gather(*(self._get(r, sem) for r in rels))
+
+        return list(sync(go()))
+
+    def get_json(self, rel: str) -> Any:
+        """Parsed JSON of an object, None when missing. Raises :class:`StampError` when unparsable."""
+        return parse_json(self.get_bytes(rel), self.describe(rel))
+
+    def get_many_json(self, rels: Sequence[str]) -> list[Any]:
+        """:meth:`get_many` parsed as JSON (None for missing objects)."""
+        return [parse_json(b, self.describe(r)) for b, r in zip(self.get_many(rels), rels)]
+
+    def list_dir(self, rel: str = "") -> list[str]:
+        """Immediate child names under ``rel`` (one delimiter-LIST)."""
+        async def go():
+            prefix = self.key(rel)
+            return sorted([name async for name in self.store.list_dir(prefix)])
+
+        return sync(go())
+
+    def list_many(self, rels: Sequence[str]) -> list[list[str]]:
+        """:meth:`list_dir` of many prefixes concurrently."""
+        if not rels:
+            return []
+
+        async def one(rel, sem):
+            async with sem:
+                return sorted([name async for name in self.store.list_dir(self.key(rel))])
+
+        async def go():
+            sem = asyncio.Semaphore(self.concurrency)
+            return await asyncio.gather(*(one(r, sem) for r in rels))
+
+        return list(sync(go()))
+
+    def array(self, rel: str, metadata: dict) -> zarr.Array:
+        """A zarr array at ``rel`` built from already-read metadata: no request is made."""
+        from zarr.core.array import AsyncArray
+
+        return zarr.Array(AsyncArray(metadata=metadata, store_path=StorePath(self.store, self.key(rel))))
+
+    def __repr__(self) -> str:
+        return f"Storage({self.location!r})"
+
+
+def parse_json(payload: bytes | None, where: str) -> Any:
+    """JSON from bytes; None stays None. Raises :class:`StampError` naming ``where`` when unparsable."""
+    if payload is None:
+        return None
+    try:
+        return json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StampError(f"{where}: not valid JSON ({exc})") from None

@@ -1,0 +1,145 @@
+"""Commit stamps, debris, versioned leaves and the discovery walk (FORMAT.md §4.3-§4.4, §5, §12).
+
+Presence requires the stamp: a ``.zarr`` prefix whose root ``zarr.json`` has
+no ``morton_hive_commit`` mapping is debris. :func:`leaf_data_prefix` is the
+one place the versioned-leaf rule (``current``) is applied.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from . import ids
+from .errors import CoverageFallbackWarning, StampError, VersionPointerError
+from .storage import Storage, parse_json
+
+STAMP_KEY = "morton_hive_commit"
+_VERSION_RE = re.compile(r"^run-[^/\\]+$")
+
+
+def stamp_of(zarr_json: dict | None) -> dict | None:
+    """The commit stamp inside a root ``zarr.json`` document, or None (not committed)."""
+    if not isinstance(zarr_json, dict):
+        return None
+    attrs = zarr_json.get("attributes")
+    stamp = attrs.get(STAMP_KEY) if isinstance(attrs, dict) else None
+    return stamp if isinstance(stamp, dict) else None
+
+
+def read_stamp(storage: Storage, path: str) -> dict | None:
+    """The stamp of the zarr object at ``path`` (one GET); None when missing or unstamped."""
+    return stamp_of(storage.get_json(f"{path}/zarr.json"))
+
+
+def read_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None]:
+    """The root ``zarr.json`` documents of many objects in one batched, concurrent read.
+
+    None for a missing object. Raises :class:`StampError` for a present but
+    unparsable document.
+    """
+    return storage.get_many_json([f"{p}/zarr.json" for p in paths])
+
+
+def read_commits(store_root, leaves: Sequence[str], *, storage_options: dict | None = None, concurrency: int = 32) -> dict[str, dict | None]:
+    """Stamps of many leaves (stable leaf paths relative to the store root) in one batched read.
+
+    Returns ``{path: stamp or None}``; the stamps can be threaded into
+    :func:`moczarr.open_leaf` / :func:`moczarr.read_coverage_bitmap` with ``stamp=``.
+    """
+    storage = Storage.open(store_root, storage_options, concurrency)
+    docs = read_roots(storage, list(leaves))
+    return {p: stamp_of(d) for p, d in zip(leaves, docs)}
+
+
+def version_of(stamp: dict | None, where: str = "") -> str | None:
+    """The validated ``current`` version name of a root stamp (None for legacy leaves).
+
+    Raises :class:`VersionPointerError` unless ``current`` is absent, null, or
+    a string forming exactly one path component that begins ``run-``.
+    """
+    if not stamp or stamp.get("current") is None:
+        return None
+    current = stamp["current"]
+    if not isinstance(current, str) or not _VERSION_RE.match(current) or current in (".", ".."):
+        raise VersionPointerError(
+            f"{where}: stamp 'current' is {current!r}; a version pointer must be one path component beginning 'run-'"
+        )
+    return current
+
+
+def leaf_data_prefix(leaf: str, stamp: dict | None, *, where: str | None = None) -> str:
+    """Where a leaf's arrays and bitmap live: ``{leaf}/{current}`` when the stamp names a version, else ``leaf``.
+
+    The one reader rule of FORMAT.md §5.3. Raises :class:`VersionPointerError`
+    for a ``current`` that is not a version name.
+    """
+    version = version_of(stamp, where or leaf)
+    return f"{leaf.rstrip('/')}/{version}" if version else leaf.rstrip("/")
+
+
+@dataclass(frozen=True)
+class LeafRef:
+    """A candidate source leaf: its id, window and stable path."""
+
+    decimal: str
+    window: str | None
+    path: str
+
+
+def walk_leaves(storage: Storage, shard_order: int, path_grouping: int = 1) -> list[LeafRef]:
+    """Every source-leaf prefix under the store (the discovery walk; LISTs, level by level).
+
+    Recurses only into digit-shaped children (``-?[1-6]`` at the root, up to
+    ``path_grouping`` digits ``1-4`` below), classifies ``*.zarr`` children
+    whose stem parses as a morton id at ``shard_order`` (``_window`` allowed),
+    and skips everything else: columns, overviews, sidecars, and leaves whose
+    id disagrees with their node path (the node invariant). Stamps are not
+    checked here. The result is sorted by packed word, then window.
+    """
+    root_digit = re.compile(r"^-?[1-6]$")
+    tail_digit = re.compile(rf"^[1-4]{{1,{path_grouping}}}$")
+    found: list[LeafRef] = []
+    frontier = [name for name in storage.list_dir("") if root_digit.match(name)]
+    while frontier:
+        listings = storage.list_many(frontier)
+        nxt = []
+        for node, names in zip(frontier, listings):
+            for name in names:
+                if tail_digit.match(name):
+                    nxt.append(f"{node}/{name}")
+                    continue
+                parsed = ids.parse_leaf_name(name)
+                if parsed is None:
+                    continue
+                decimal, window = parsed
+                if ids.decimal_order(decimal) != shard_order:
+                    continue
+                if ids.hive_node(decimal, path_grouping) != node:
+                    warnings.warn(
+                        f"{storage.describe(node + '/' + name)}: leaf id disagrees with its node path; skipped",
+                        CoverageFallbackWarning,
+                        stacklevel=3,
+                    )
+                    continue
+                found.append(LeafRef(decimal, window, f"{node}/{name}"))
+        frontier = nxt
+    if not found:
+        return []
+    words = ids.to_words([f.decimal for f in found])
+    order = sorted(range(len(found)), key=lambda i: (int(words[i]), found[i].window or ""))
+    return [found[i] for i in order]
+
+
+def windows_present(storage: Storage, shard_decimals: Sequence[str], path_grouping: int) -> list[str]:
+    """Window labels of the leaves at the given shards' nodes (one LIST per node; error paths only)."""
+    nodes = sorted({ids.hive_node(d, path_grouping) for d in shard_decimals})
+    labels = set()
+    for names in storage.list_many(nodes):
+        for name in names:
+            parsed = ids.parse_leaf_name(name)
+            if parsed and parsed[1]:
+                labels.add(parsed[1])
+    return sorted(labels)
