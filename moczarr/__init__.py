@@ -33,7 +33,7 @@ from .errors import (
     VersionPointerError,
     WindowError,
 )
-from .hive import open_hive, open_leaf
+from .hive import list_windows, open_hive, open_leaf
 from .manifest import Manifest, read_manifest
 from .products import list_products
 from .storage import count_requests
@@ -69,6 +69,7 @@ __all__ = [
     "count_requests",
     "leaf_data_prefix",
     "list_products",
+    "list_windows",
     "open_hive",
     "open_leaf",
     "read_commits",

@@ -51,7 +51,7 @@ def open_hive(
     aoi=None,
     window: str | None = None,
     *,
-    index_kind: str = "pandas",
+    index_kind: str = "moc",
     fabricate_cell_ids: str | bool = "auto",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -109,7 +109,7 @@ def open_source(
     aoi=None,
     window: str | None = None,
     *,
-    index_kind: str = "pandas",
+    index_kind: str = "moc",
     fabricate_cell_ids: str | bool = "auto",
     extra_attrs: dict | None = None,
 ) -> xr.Dataset:
@@ -300,6 +300,19 @@ def leaf_summary(leaves: list[Leaf]) -> dict:
     return out
 
 
+def list_windows(store_root, *, storage_options: dict | None = None) -> list[str]:
+    """Window labels of a store: declared ones (explicit schedules), else those found at the shard nodes.
+
+    ``[]`` on an unwindowed store. Costs LISTs on generative schedules (the
+    manifest does not record which windows were written).
+    """
+    storage = Storage.open(store_root, storage_options)
+    manifest = read_manifest(storage)
+    if not manifest.windowed:
+        return []
+    return _labels(storage, manifest, root_shards(storage, manifest))
+
+
 def _labels(storage: Storage, manifest: Manifest, shards: np.ndarray | None) -> list[str]:
     """Window labels present (error paths only): declared labels, else a LIST of shard nodes."""
     if manifest.declared_windows:
@@ -314,7 +327,7 @@ def open_leaf(
     leaf: str,
     *,
     stamp: dict | None = None,
-    index_kind: str = "pandas",
+    index_kind: str = "moc",
     fabricate_cell_ids: str | bool = "auto",
     storage_options: dict | None = None,
 ) -> xr.Dataset:
@@ -340,4 +353,4 @@ def open_leaf(
     return leaves_dataset(storage, manifest, [lf], None, lf, index_kind, fabricate_cell_ids, attrs)
 
 
-__all__ = ["open_hive", "open_leaf", "open_source", "version_of"]
+__all__ = ["list_windows", "open_hive", "open_leaf", "open_source"]
