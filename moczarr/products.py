@@ -52,3 +52,136 @@ def list_products(store_root, *, storage_options: dict | None = None, concurrenc
 
 
 __all__ = ["SUPPORTED_SPECS", "is_product_name", "list_products"]
+
+
+# -- the DataTree view ---------------------------------------------------------------------------------
+def _bare_node_name(manifest) -> str:
+    name = (manifest.short_name or "").lower()
+    return name if is_product_name(name) else "product"
+
+
+def open_store(
+    store_root,
+    products: list[str] | str | None = None,
+    aoi=None,
+    window: str | None = None,
+    *,
+    index_kind: str = "moc",
+    storage_options: dict | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+):
+    """A store root as an ``xarray.DataTree``: an empty root, one child per product.
+
+    Each product child holds exactly the :func:`moczarr.open_hive` Dataset of
+    that product (``semantic_hash`` on its attrs). A product declaring a
+    pyramid becomes an empty intermediate with one child per materialized
+    cell order: bare integers (``atl06/8``, ``atl06/6``) for ``zagg-pyramid/1``,
+    ``o{r}`` for ``zagg-pyramid/2``. A bare store is the one-child form (child
+    named from the dataset short name; ``products=`` raises there).
+
+    ``window=`` scopes windowed products and leaves unwindowed ones whole;
+    ``"all"`` raises. ``aoi=`` scopes rows in every node, never the tree's
+    shape. Raises :class:`~moczarr.errors.WindowError` when a windowed product
+    is opened without a window.
+    """
+    import xarray as xr
+
+    from .errors import NotAHiveStoreError, WindowError
+    from .ids import ALL_TOKEN
+    from .manifest import read_manifest
+
+    storage = Storage.open(store_root, storage_options, concurrency)
+    if window == ALL_TOKEN:
+        raise WindowError(
+            f"{storage.describe()}: window='all' is refused: all-time folds exist only as overviews and the source "
+            "axis has no all-time leaf to pair them with; open them with open_pyramid(..., all_time=True)"
+        )
+    roster = list_products(storage)
+    if storage.get_bytes(MANIFEST_NAME) is not None:
+        manifest = read_manifest(storage)
+        if products is not None:
+            raise ValueError(f"{storage.describe()} is a bare store: there are no products to filter with products=")
+        name = _bare_node_name(manifest)
+        store_attrs = {"store_root": storage.location, "products": [], "bare": True, "node": name}
+        targets = [(name, storage, manifest)]
+    else:
+        if not roster:
+            raise NotAHiveStoreError(f"{storage.describe()} holds neither a morton-hive manifest nor products")
+        wanted = roster if products is None else ([products] if isinstance(products, str) else list(products))
+        missing = [p for p in wanted if p not in roster]
+        if missing:
+            raise ValueError(f"{storage.describe()}: no product named {missing}; products: {', '.join(roster)}")
+        store_attrs = {"store_root": storage.location, "products": roster}
+        targets = []
+        for p in wanted:
+            child = storage.child(p)
+            targets.append((p, child, read_manifest(child)))
+    children = {}
+    for name, pstore, manifest in targets:
+        pwindow = window if manifest.windowed else None
+        if manifest.windowed and window is None:
+            from .hive import list_windows
+
+            raise WindowError(
+                f"{pstore.describe()}: product {name!r} is time-windowed; pass window= one of "
+                f"{', '.join(list_windows(pstore)) or '(none found)'}"
+            )
+        children[name] = product_node(pstore, manifest, aoi, pwindow, index_kind=index_kind)
+    return xr.DataTree(xr.Dataset(attrs={"morton_hive_store": store_attrs}), children=children)
+
+
+def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "moc"):
+    """One product: its flat Dataset, or (pyramid declared) an empty node with one child per stored order."""
+    import warnings
+
+    import xarray as xr
+
+    from .errors import LevelOmittedWarning
+    from .hive import open_source
+    from .pyramid import _jsonable, open_level_in, pyramid_declaration, pyramid_levels, structural_orders
+
+    identity = {"morton_hive": manifest.summary()}
+    if manifest.semantic_hash:
+        identity["semantic_hash"] = manifest.semantic_hash
+    decl = pyramid_declaration(manifest)
+    if decl is None:
+        ds = open_source(storage, manifest, aoi, window, index_kind=index_kind, extra_attrs=identity)
+        ds.attrs["moczarr_orders"] = {"source": [manifest.cell_order], "overview": []}
+        return xr.DataTree(ds)
+    v2 = decl["spec"] == "zagg-pyramid/2"
+    if manifest.path_grouping > 1:
+        warnings.warn(
+            f"{storage.describe()}: path_grouping {manifest.path_grouping} > 1: overview nodes have no settled "
+            "path; only the source order is opened",
+            LevelOmittedWarning,
+            stacklevel=3,
+        )
+    children = {}
+    for level in pyramid_levels(manifest):
+        ds = open_level_in(storage, manifest, level.cell_order, window, aoi, index_kind=index_kind)
+        if ds is not None:
+            children[f"o{level.cell_order}" if v2 else str(level.cell_order)] = xr.DataTree(ds)
+    attrs = {**identity, "zagg_pyramid": _jsonable(decl), "moczarr_orders": structural_orders(children)}
+    return xr.DataTree(xr.Dataset(attrs=attrs), children=children)
+
+
+def source_orders(node) -> tuple[int, ...]:
+    """Every stored cell order of a product node carrying at least one source object (finest first)."""
+    return tuple(node.attrs["moczarr_orders"]["source"]) if "moczarr_orders" in node.attrs else _orders_from(node, "source")
+
+
+def overview_orders(node) -> tuple[int, ...]:
+    """Every stored cell order of a product node carrying at least one overview object (finest first)."""
+    return tuple(node.attrs["moczarr_orders"]["overview"]) if "moczarr_orders" in node.attrs else _orders_from(node, "overview")
+
+
+def finest_source_at(node, k: int) -> int | None:
+    """The finest source order at or above (coarser than or equal to) order ``k``, or None."""
+    candidates = [r for r in source_orders(node) if r <= k]
+    return max(candidates) if candidates else None
+
+
+def _orders_from(node, role: str) -> tuple[int, ...]:
+    from .pyramid import structural_orders
+
+    return tuple(structural_orders(dict(node.children))[role])

@@ -1,0 +1,496 @@
+"""Pyramids: the declaration, the resolution table, and one Dataset per level (FORMAT.md §7).
+
+Levels are addressed by **cell order**. The manifest's ``pyramid`` block is the
+only source of which levels exist (never a listing, never ``multiscales``);
+the objects of a derived level are named arithmetically from the root
+coverage MOC's source shards and admitted by their stamps. Derived objects
+are caches: an uninterpretable one is dropped with a warning, one that
+positively declares the wrong cell order raises, and a level with nothing to
+show is omitted with a warning while the source level stands.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+
+from . import ids
+from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
+from .coverage import aoi_words
+from .errors import LevelOmittedWarning, ObjectDroppedWarning, PyramidError, WindowError
+from .hive import candidate_leaves, open_source, root_shards
+from .ids import ALL_TOKEN
+from .manifest import Manifest, check_window, read_manifest
+from .storage import DEFAULT_CONCURRENCY, Storage
+from .store import read_roots, stamp_of
+
+OVERVIEW_SPECS = ("zagg-overview/1", "zagg-overview/2")
+COLUMN_SPECS = ("zagg-column/1",)
+
+
+# -- the declaration --------------------------------------------------------------------------------
+def pyramid_declaration(manifest: Manifest) -> dict | None:
+    """The normalized ``pyramid`` record of a manifest (FORMAT.md §7.2), or None when declared off.
+
+    Raises :class:`PyramidError` for an unknown ``spec``, a ``/1`` block with
+    orders but without ``spacing``/``all_time``/``fields`` (or without its
+    spec), an ancestor order outside ``0..shard_order-1``, or a malformed ``/2``
+    ladder.
+    """
+    block = manifest.pyramid
+    where = f"{manifest.location}: pyramid"
+    if not isinstance(block, dict):
+        return None
+    spec = block.get("spec")
+    s, c = manifest.shard_order, manifest.cell_order
+    if spec == "zagg-pyramid/2":
+        return _declaration_v2(block, s, c, where)
+    if spec is not None and spec != "zagg-pyramid/1":
+        raise PyramidError(f"{where}: unknown spec {spec!r} (this reader knows zagg-pyramid/1 and /2)")
+    overview = block.get("overview")
+    if not isinstance(overview, dict) or not overview.get("orders"):
+        return None
+    if spec != "zagg-pyramid/1":
+        raise PyramidError(f"{where}: a block declaring orders must carry spec 'zagg-pyramid/1'")
+    for key in ("spacing", "all_time", "fields"):
+        if key not in overview:
+            raise PyramidError(f"{where}: overview block lacks {key!r}")
+    orders = overview["orders"]
+    if not isinstance(orders, list) or not all(isinstance(k, int) and not isinstance(k, bool) for k in orders):
+        raise PyramidError(f"{where}: overview.orders must be a list of integers, got {orders!r}")
+    for k in orders:
+        if not 0 <= k < s:
+            raise PyramidError(f"{where}: overview order {k} is outside 0..{s - 1} (shard order {s})")
+    orders = sorted(set(orders), reverse=True)
+    return {
+        "spec": "zagg-pyramid/1",
+        "orders": orders,
+        "cell_orders": {k: [c - (s - k)] for k in orders},
+        "leaf_cells": None,
+        "spacing": overview["spacing"],
+        "overviews": None,
+        "all_time": bool(overview["all_time"]),
+        "fold_source": overview.get("fold_source", "leaves"),
+        "exact_levels": overview.get("exact_levels"),
+        "fields": overview["fields"],
+        "materialized": overview.get("materialized"),
+    }
+
+
+def _declaration_v2(block: dict, s: int, c: int, where: str) -> dict:
+    entries = block.get("overviews")
+    family = block.get("overview")
+    if not isinstance(entries, list) or not entries:
+        raise PyramidError(f"{where}: zagg-pyramid/2 needs a non-empty 'overviews' list")
+    if not isinstance(family, dict) or "all_time" not in family or "fields" not in family:
+        raise PyramidError(f"{where}: zagg-pyramid/2 needs an 'overview' block with 'all_time' and 'fields'")
+    cell_orders: dict[int, list[int]] = {}
+    leaf_cells = None
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("node"), int) or not isinstance(entry.get("cells"), list):
+            raise PyramidError(f"{where}: ladder entry {entry!r} needs an integer 'node' and a 'cells' list")
+        k, cells = entry["node"], entry["cells"]
+        if not 0 <= k <= s:
+            raise PyramidError(f"{where}: ladder node {k} is outside 0..{s}")
+        if k in cell_orders or (k == s and leaf_cells is not None):
+            raise PyramidError(f"{where}: ladder node {k} appears twice")
+        for r in cells:
+            if not isinstance(r, int) or not k < r < c:
+                raise PyramidError(f"{where}: ladder node {k} member {r!r} must satisfy {k} < r < {c}")
+        if k == s:
+            if cells != sorted(cells, reverse=True) or len(set(cells)) != len(cells):
+                raise PyramidError(f"{where}: leaf entry cells {cells} must be strictly descending")
+            leaf_cells = list(cells)
+        else:
+            cell_orders[k] = list(cells)
+    return {
+        "spec": "zagg-pyramid/2",
+        "orders": sorted(cell_orders, reverse=True),
+        "cell_orders": cell_orders,
+        "leaf_cells": leaf_cells,
+        "spacing": None,
+        "overviews": entries,
+        "all_time": bool(family["all_time"]),
+        "fold_source": family.get("fold_source", "leaves"),
+        "exact_levels": family.get("exact_levels"),
+        "fields": family["fields"],
+        "materialized": family.get("materialized"),
+    }
+
+
+@dataclass(frozen=True)
+class Level:
+    """One addressable resolution: its cell order, the node order of its artifacts, and their kind."""
+
+    cell_order: int
+    node_order: int
+    artifact: str  # "source" | "column" | "overview"
+
+    def record(self) -> dict:
+        return {"cell_order": self.cell_order, "order": self.node_order, "artifact": self.artifact}
+
+
+def pyramid_levels(manifest: Manifest) -> list[Level]:
+    """The resolution table (FORMAT.md §7.6): one level per addressable cell order, finest first.
+
+    Raises :class:`PyramidError` when one resolution is declared at two levels.
+    """
+    levels = {manifest.cell_order: Level(manifest.cell_order, manifest.shard_order, "source")}
+    decl = pyramid_declaration(manifest)
+    if decl:
+        for r in decl["leaf_cells"] or []:
+            levels[r] = Level(r, manifest.shard_order, "column")
+        for k, cells in decl["cell_orders"].items():
+            for r in cells:
+                if r in levels:
+                    raise PyramidError(f"{manifest.location}: cell order {r} is declared at two levels")
+                levels[r] = Level(r, k, "overview")
+    return [levels[r] for r in sorted(levels, reverse=True)]
+
+
+# -- one level --------------------------------------------------------------------------------------
+def open_level(
+    store_root,
+    cell_order: int,
+    window: str | None = None,
+    aoi=None,
+    all_time: bool = False,
+    *,
+    index_kind: str = "moc",
+    storage_options: dict | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> xr.Dataset | None:
+    """One resolution of a store as a Dataset, whichever artifact kind materializes it.
+
+    The same shape for every kind: a ``cells`` dimension in ascending word
+    order, the ``morton`` coordinate (lazy MOC index by default), fabricated
+    NESTED ``cell_ids``, dense and ragged (vlen-bytes) variables, and attrs
+    ``morton_hive``, ``zagg_objects`` and ``zagg_level``.
+
+    Returns None, with a :class:`LevelOmittedWarning`, for a derived level that
+    cannot be opened (no usable root MOC, no stamped object, or overview levels
+    of a ``path_grouping > 1`` store). Raises :class:`PyramidError` for an
+    undeclared order or an object declaring another cell order, and
+    :class:`WindowError` for window misuse (``all_time`` is exclusive with
+    ``window`` and needs a windowed store; the all-time view has no source or
+    column level).
+    """
+    storage = Storage.open(store_root, storage_options, concurrency)
+    manifest = read_manifest(storage)
+    return open_level_in(storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind)
+
+
+def open_overview_order(
+    store_root,
+    cell_order: int,
+    window: str | None = None,
+    aoi=None,
+    all_time: bool = False,
+    *,
+    index_kind: str = "moc",
+    storage_options: dict | None = None,
+) -> xr.Dataset | None:
+    """The overview level storing cells at ``cell_order`` (see :func:`open_level`).
+
+    Raises :class:`PyramidError` when that order is not an overview level.
+    """
+    storage = Storage.open(store_root, storage_options)
+    manifest = read_manifest(storage)
+    level = _level(manifest, cell_order)
+    if level.artifact != "overview":
+        raise PyramidError(f"{manifest.location}: cell order {cell_order} is a {level.artifact} level, not an overview")
+    return open_level_in(storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind)
+
+
+def _level(manifest: Manifest, cell_order: int) -> Level:
+    table = {lv.cell_order: lv for lv in pyramid_levels(manifest)}
+    if cell_order not in table:
+        raise PyramidError(
+            f"{manifest.location}: cell order {cell_order} is not a level of this store; levels: "
+            + ", ".join(f"{lv.cell_order} ({lv.artifact})" for lv in table.values())
+        )
+    return table[cell_order]
+
+
+def check_all_time(manifest: Manifest, window: str | None, all_time: bool) -> None:
+    """Refuse ``all_time`` with ``window=`` or on an unwindowed store."""
+    if not all_time:
+        return
+    if window is not None:
+        raise WindowError(f"{manifest.location}: all_time=True and window= are exclusive")
+    if not manifest.windowed:
+        raise WindowError(
+            f"{manifest.location}: all_time=True needs a windowed store; an unwindowed store's levels "
+            "already are its all-time folds (use window=None)"
+        )
+
+
+def open_level_in(
+    storage: Storage,
+    manifest: Manifest,
+    cell_order: int,
+    window: str | None = None,
+    aoi=None,
+    all_time: bool = False,
+    *,
+    index_kind: str = "moc",
+) -> xr.Dataset | None:
+    """:func:`open_level` on an open storage and manifest (shared by the tree openers)."""
+    level = _level(manifest, cell_order)
+    check_all_time(manifest, window, all_time)
+    decl = pyramid_declaration(manifest)
+    level_attrs = {
+        **level.record(),
+        "spec": decl["spec"] if decl else None,
+        "fields": decl["fields"] if decl else None,
+        "fold_source": decl["fold_source"] if decl else None,
+    }
+    if all_time and level.artifact != "overview":
+        raise WindowError(
+            f"{manifest.location}: the all-time view holds overview levels only; cell order {cell_order} is a "
+            f"{level.artifact} level with no all-time artifact"
+        )
+    if level.artifact == "source":
+        ds = open_source(storage, manifest, aoi, window, index_kind=index_kind)
+        hive = ds.attrs["morton_hive"]
+        objects = [{"node": leaf, "window": window, "role": "source"} for leaf in hive["leaves"]]
+        ds.attrs.update(zagg_objects=objects, zagg_level=level_attrs)
+        return ds
+    shards = root_shards(storage, manifest)
+    if not all_time:
+        window = check_window(manifest, window, lambda: manifest.declared_windows)
+    stem = ALL_TOKEN if (all_time or window is None) else window
+    if shards is None:
+        return _omit(f"{manifest.location}: no usable root coverage.moc, so {level.artifact} level o{cell_order} cannot be enumerated")
+    if level.artifact == "overview" and manifest.path_grouping > 1:
+        return _omit(
+            f"{manifest.location}: path_grouping {manifest.path_grouping} > 1 leaves no settled path for "
+            f"overview nodes; level o{cell_order} omitted"
+        )
+    cover = aoi_words(aoi) if aoi is not None else None
+    if level.artifact == "overview":
+        objects = _overview_objects(storage, manifest, level, shards, stem)
+    else:
+        refs = candidate_leaves(storage, manifest, shards, None, cover)
+        objects = _column_objects(storage, manifest, level, [r.decimal for r in refs], stem, window)
+    if not objects:
+        return _omit(f"{manifest.location}: no stamped {level.artifact} object at cell order {cell_order}; level omitted")
+    attrs = {
+        "morton_hive": {**manifest.summary(), "cell_order": cell_order, "shard_order": level.node_order, "window": window if not all_time else ALL_TOKEN},
+        "zagg_objects": [o.entry for o in objects],
+        "zagg_level": level_attrs,
+    }
+    return _objects_dataset(storage, level, objects, cover, index_kind, attrs)
+
+
+def _omit(message: str) -> None:
+    warnings.warn(message, LevelOmittedWarning, stacklevel=4)
+    return None
+
+
+@dataclass(frozen=True)
+class DerivedObject:
+    """A stamped derived object admitted to a level."""
+
+    decimal: str  # the node id the object covers
+    path: str
+    entry: dict  # the zagg_objects roster entry
+    array_names: tuple[str, ...] | None
+
+
+def overview_candidates(manifest: Manifest, shards: np.ndarray, node_order: int, stem: str) -> list[tuple[str, str]]:
+    """``(node decimal, path)`` of every covered ancestor at ``node_order``, ascending by word (§7.7)."""
+    decimals = ids.to_decimals(shards)
+    nodes = sorted({d[: (2 if d.startswith("-") else 1) + node_order] for d in decimals})
+    words = ids.to_words(nodes) if nodes else np.empty(0, np.uint64)
+    ordered = [nodes[i] for i in np.argsort(words, kind="stable")]
+    return [(n, f"{ids.ancestor_node(n)}/{stem}.zarr") for n in ordered]
+
+
+def _overview_objects(storage: Storage, manifest: Manifest, level: Level, shards: np.ndarray, stem: str) -> list[DerivedObject]:
+    cands = overview_candidates(manifest, shards, level.node_order, stem)
+    docs = read_roots(storage, [p for _, p in cands])
+    out = []
+    window = None if stem == ALL_TOKEN and not manifest.windowed else stem
+    for (node, path), doc in zip(cands, docs):
+        stamp = stamp_of(doc)
+        if stamp is None:
+            continue
+        attrs = doc.get("attributes") or {}
+        role = attrs.get("role")
+        where = storage.describe(path)
+        if role is None:
+            out.append(DerivedObject(node, path, {"node": node, "window": window, "role": "source"}, None))
+            continue
+        if role != "overview":
+            _drop(f"{where}: role {role!r} is not a role an overview node can hold; object dropped")
+            continue
+        block = attrs.get("zagg_overview")
+        if not isinstance(block, dict) or block.get("spec") not in OVERVIEW_SPECS or "cell_order" not in block:
+            _drop(f"{where}: missing, unknown or incomplete zagg_overview block; overview dropped")
+            continue
+        if block["cell_order"] != level.cell_order:
+            raise PyramidError(
+                f"{where}: overview declares cell_order {block['cell_order']!r} but sits at level o{level.cell_order}"
+            )
+        fields = block.get("fields")
+        names = tuple(sorted(fields)) + ("morton",) if isinstance(fields, dict) and fields else None
+        out.append(DerivedObject(node, path, {"node": node, "window": window, "role": "overview", "zagg_overview": block}, names))
+    return out
+
+
+def _column_objects(
+    storage: Storage, manifest: Manifest, level: Level, shard_decimals: list[str], stem: str, window: str | None
+) -> list[DerivedObject]:
+    pg = manifest.path_grouping
+    paths = [f"{ids.hive_node(d, pg)}/{stem}.pyramid.zarr" for d in shard_decimals]
+    out = []
+    for node, path, doc in zip(shard_decimals, paths, read_roots(storage, paths)):
+        stamp = stamp_of(doc)
+        if stamp is None:
+            continue
+        attrs = doc.get("attributes") or {}
+        block = attrs.get("zagg_column")
+        where = storage.describe(path)
+        if attrs.get("role") != "column" or not isinstance(block, dict) or block.get("spec") not in COLUMN_SPECS:
+            _drop(f"{where}: not an interpretable column (role {attrs.get('role')!r}, zagg_column spec "
+                  f"{block.get('spec') if isinstance(block, dict) else None!r}); dropped")
+            continue
+        if block.get("node") != node or block.get("order") != manifest.shard_order or block.get("window") != stem:
+            raise PyramidError(
+                f"{where}: zagg_column names node {block.get('node')!r}, order {block.get('order')!r}, window "
+                f"{block.get('window')!r}, which disagree with its address ({node}, {manifest.shard_order}, {stem})"
+            )
+        if str(level.cell_order) not in (block.get("groups") or {}):
+            continue  # the column lacks this resolution: the level under-covers that leaf
+        fields = block.get("fields")
+        names = tuple(sorted(fields)) + ("morton",) if isinstance(fields, dict) and fields else None
+        out.append(DerivedObject(node, path, {"node": node, "window": window, "role": "column", "zagg_column": block}, names))
+    return out
+
+
+def _drop(message: str) -> None:
+    warnings.warn(message, ObjectDroppedWarning, stacklevel=5)
+
+
+def _objects_dataset(
+    storage: Storage, level: Level, objects: list[DerivedObject], cover, index_kind: str, attrs: dict
+) -> xr.Dataset:
+    r, k = level.cell_order, level.node_order
+    group = str(r)
+    words = ids.to_words([o.decimal for o in objects])
+    domain = domain_of(words, k, r, cover)
+    first, _ = ids.subtree_rank_bounds(words, k, r)
+    n_cells = 4 ** (r - k)
+    sels = rows_in(domain, first, n_cells)
+    parts = [Part(f"{o.path}/{group}", int(f), n_cells, s) for o, f, s in zip(objects, first, sels)]
+    schema = read_schema(storage, parts[0].group, list(objects[0].array_names) if objects[0].array_names else None)
+    return build_dataset(storage, schema, parts, domain, index_kind=index_kind, attrs=attrs)
+
+
+# -- many levels -------------------------------------------------------------------------------------
+def open_pyramid(
+    store_root,
+    levels=None,
+    aoi=None,
+    window: str | None = None,
+    all_time: bool = False,
+    *,
+    index_kind: str = "moc",
+    storage_options: dict | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> xr.DataTree:
+    """Every materialized level of a store as a DataTree: an empty root, children ``o{cell_order}``, finest first.
+
+    The root carries ``morton_hive`` (the manifest summary), ``zagg_pyramid``
+    (the normalized declaration) and the manifest's ``multiscales`` verbatim
+    when present. ``levels`` limits the cell orders assembled. Declared but
+    unmaterialized levels are omitted with their warning. ``all_time=True``
+    opens the cross-window folds (overview levels only); it is refused when the
+    declaration never carried all-time folds.
+    """
+    storage = Storage.open(store_root, storage_options, concurrency)
+    manifest = read_manifest(storage)
+    return pyramid_tree(storage, manifest, levels, aoi, window, all_time, index_kind=index_kind)
+
+
+def pyramid_tree(storage, manifest, levels=None, aoi=None, window=None, all_time=False, *, index_kind="moc") -> xr.DataTree:
+    """:func:`open_pyramid` on an open storage and manifest."""
+    decl = pyramid_declaration(manifest)
+    check_all_time(manifest, window, all_time)
+    if all_time and not (decl and decl["all_time"]):
+        raise WindowError(f"{manifest.location}: the pyramid declaration carries no all-time folds (all_time is false)")
+    table = pyramid_levels(manifest)
+    if levels is not None:
+        wanted = {int(x) for x in ([levels] if isinstance(levels, int) else levels)}
+        unknown = wanted - {lv.cell_order for lv in table}
+        if unknown:
+            raise PyramidError(
+                f"{manifest.location}: cell orders {sorted(unknown)} are not levels; levels: {[lv.cell_order for lv in table]}"
+            )
+        table = [lv for lv in table if lv.cell_order in wanted]
+    if all_time:
+        table = [lv for lv in table if lv.artifact == "overview"]
+    root_attrs = {"morton_hive": manifest.summary(), "zagg_pyramid": _jsonable(decl)}
+    if manifest.semantic_hash:
+        root_attrs["semantic_hash"] = manifest.semantic_hash
+    if manifest.multiscales is not None:
+        root_attrs["multiscales"] = manifest.multiscales
+    children = {}
+    for lv in table:
+        ds = open_level_in(storage, manifest, lv.cell_order, window, aoi, all_time, index_kind=index_kind)
+        if ds is not None:
+            children[f"o{lv.cell_order}"] = xr.DataTree(ds)
+    return xr.DataTree(xr.Dataset(attrs=root_attrs), children=children)
+
+
+def _jsonable(decl: dict | None) -> dict | None:
+    """The declaration with string keys (attrs must survive a JSON round trip)."""
+    if decl is None:
+        return None
+    out = dict(decl)
+    out["cell_orders"] = {str(k): v for k, v in decl["cell_orders"].items()}
+    return out
+
+
+def level_demotions(obj) -> list[dict]:
+    """Every stamped ``demotions`` record of a level Dataset or a tree, flattened, each with its object's node.
+
+    Passed through unvalidated (a pre-spec key); an empty list proves nothing.
+    """
+    datasets = [obj] if isinstance(obj, xr.Dataset) else [n.ds for n in obj.subtree] if isinstance(obj, xr.DataTree) else [obj]
+    out = []
+    for ds in datasets:
+        for entry in ds.attrs.get("zagg_objects") or []:
+            block = entry.get("zagg_overview") or {}
+            for record in block.get("demotions") or []:
+                out.append({"node": entry.get("node"), "window": entry.get("window"), "cell_order": block.get("cell_order"), **record})
+    return out
+
+
+__all__ = [
+    "Level",
+    "level_demotions",
+    "open_level",
+    "open_overview_order",
+    "open_pyramid",
+    "pyramid_declaration",
+    "pyramid_levels",
+]
+
+
+def structural_orders(children: dict) -> dict[str, list[int]]:
+    """Source and overview cell orders of opened level nodes, from each object's own role (finest first)."""
+    roles: dict[str, set[int]] = {"source": set(), "overview": set()}
+    for child in children.values():
+        ds = child.ds if isinstance(child, xr.DataTree) else child
+        order = ds.attrs["morton_hive"]["cell_order"]
+        for entry in ds.attrs.get("zagg_objects") or []:
+            if entry.get("role") in roles:
+                roles[entry["role"]].add(order)
+        if ds.attrs.get("zagg_level", {}).get("artifact") == "source":
+            roles["source"].add(order)
+    return {k: sorted(v, reverse=True) for k, v in roles.items()}

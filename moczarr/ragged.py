@@ -1,0 +1,108 @@
+"""Ragged (vlen-bytes) digest fields: declarations and per-cell decoding (FORMAT.md §9).
+
+A ragged field is a ``variable_length_bytes`` array on the ``cells`` axis whose
+``ragged`` attrs declare the element dtype and shape. The readers expose the
+encoded bytes as they are (one object per cell); these helpers decode them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import MoczarrError
+
+RAGGED_SPEC = "zagg-ragged/1"
+
+
+class RaggedError(MoczarrError, ValueError):
+    """A ragged declaration this reader must refuse (unknown spec, no well-formed element)."""
+
+
+@dataclass(frozen=True)
+class RaggedSpec:
+    """A validated ``ragged`` declaration plus its sibling bindings."""
+
+    dtype: np.dtype
+    inner_shape: tuple[int, ...]
+    locations: str | None = None
+    times: str | None = None
+    weights: str | None = None
+    gain: dict | None = None
+
+
+def parse_ragged_attrs(attrs: dict, name: str = "array") -> RaggedSpec:
+    """Validate the attrs of a ragged array and return how to decode its cells.
+
+    Raises :class:`RaggedError` for a missing block, a spec other than
+    ``zagg-ragged/1`` (never guess a layout), an element without a dtype or
+    with a shape not of the form ``[-1, *inner]``, or an unknown ``weights``.
+    """
+    block = attrs.get("ragged")
+    if not isinstance(block, dict):
+        raise RaggedError(f"{name}: no 'ragged' declaration; not a zagg ragged array")
+    if block.get("spec") != RAGGED_SPEC:
+        raise RaggedError(f"{name}: ragged spec {block.get('spec')!r} is not {RAGGED_SPEC}")
+    element = block.get("element")
+    if not isinstance(element, dict) or "dtype" not in element or not isinstance(element.get("shape"), list):
+        raise RaggedError(f"{name}: ragged element {element!r} lacks a dtype and a shape")
+    shape = element["shape"]
+    if not shape or shape[0] != -1 or not all(isinstance(s, int) and s > 0 for s in shape[1:]):
+        raise RaggedError(f"{name}: ragged element shape {shape!r} is not [-1, *inner]")
+    try:
+        dtype = np.dtype(element["dtype"]).newbyteorder("<")
+    except TypeError:
+        raise RaggedError(f"{name}: unknown ragged element dtype {element['dtype']!r}") from None
+    weights = attrs.get("weights")
+    if weights not in (None, "counts", "flux"):
+        raise RaggedError(f"{name}: unknown weights {weights!r} (known: counts, flux)")
+    return RaggedSpec(dtype, tuple(shape[1:]), block.get("locations"), attrs.get("times"), weights, attrs.get("gain"))
+
+
+def decode_cell(payload: bytes | None, spec: RaggedSpec) -> np.ndarray:
+    """One cell's payload as an ``(n, *inner)`` array (``(0, *inner)`` for an empty cell).
+
+    Raises :class:`RaggedError` when the byte count is not a whole number of elements.
+    """
+    payload = payload or b""
+    itemsize = spec.dtype.itemsize * int(np.prod(spec.inner_shape, dtype=np.int64))
+    if len(payload) % itemsize:
+        raise RaggedError(f"payload of {len(payload)} bytes is not a whole number of {itemsize}-byte elements")
+    return np.frombuffer(payload, dtype=spec.dtype).reshape(-1, *spec.inner_shape)
+
+
+def decode_variable(var) -> list[np.ndarray]:
+    """Every cell of a ragged ``xarray.DataArray`` decoded (loads the variable)."""
+    spec = parse_ragged_attrs(var.attrs, var.name or "array")
+    return [decode_cell(p, spec) for p in np.asarray(var.values).ravel()]
+
+
+def read_ragged(store_root, field: str, cells, *, cell_order: int | None = None, window: str | None = None, storage_options: dict | None = None) -> dict[int, np.ndarray]:
+    """Decode ``field`` at the given cells (words or decimal ids) of a store: ``{word: array}``.
+
+    ``cell_order`` picks the level (default: the source order; any level
+    :func:`moczarr.pyramid.open_level` can open). Only the leaves or objects
+    holding those cells are read. Raises ``KeyError`` for a field the level
+    lacks and for cells outside the level's domain.
+    """
+    from . import ids
+    from .pyramid import open_level
+
+    words = ids.to_words(cells)
+    from .manifest import read_manifest
+    from .storage import Storage
+
+    storage = Storage.open(store_root, storage_options)
+    order = cell_order if cell_order is not None else read_manifest(storage).cell_order
+    ds = open_level(storage, order, window=window, aoi=words, index_kind="pandas")
+    if ds is None or field not in ds:
+        raise KeyError(f"{store_root}: no ragged field {field!r} at cell order {order}")
+    spec = parse_ragged_attrs(ds[field].attrs, field)
+    have = ds["morton"].values
+    pos = np.searchsorted(have, words)
+    missing = (pos >= have.size) | (have[np.minimum(pos, max(have.size - 1, 0))] != words) if have.size else np.ones(words.size, bool)
+    if missing.any():
+        raise KeyError(f"{store_root}: cells {ids.to_decimals(words[missing])} are not in the level's domain")
+    payloads = ds[field].isel(cells=pos).values
+    return {int(w): decode_cell(p, spec) for w, p in zip(words, payloads)}
