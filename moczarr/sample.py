@@ -1,0 +1,656 @@
+"""A tiny, deterministic sample store for the README demo and the example Intake catalogs.
+
+:func:`write_sample_store` synthesizes ICESat-2-like elevation points (a few
+ground-track passes of three beam pairs around the Chesapeake Bay, lat 38.9,
+lon -76.5) from a seeded numpy RNG, aggregates them per HEALPix cell and writes
+a **multi-product root** (FORMAT.md §3: no manifest of its own) holding:
+
+``elevation``
+    ``morton-hive/1``, shard order 6, cell order 8 (16 cells per leaf), fields
+    ``count``/``h_min``/``h_max`` (exact) and ``h_mean`` (class ``none``), a
+    ``zagg-pyramid/1`` declaration with orders [4, 2] and its swept ``all.zarr``
+    overviews at every covered ancestor node (FORMAT.md §7.3, §7.8).
+``elevation_yearly``
+    ``morton-hive/2`` (schedule ``yearly``) holding the same points split into
+    windows ``2019`` and ``2020`` (leaves ``{id}_{window}.zarr``); pyramid
+    declared off.
+
+Beside the products, ``sample.json`` records what the store must hold,
+computed from the input points (never from the written arrays): leaf rosters,
+per-leaf counts and occupancy, totals, overview nodes and per-level totals.
+
+The output is byte-for-byte reproducible for a given seed and library set:
+timestamps are fixed, JSON is written with a fixed key order, and nothing
+depends on the clock, the host or a network. mortie does all morton
+arithmetic; this module only lays the objects out as the format describes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import mortie
+import numpy as np
+import zarr
+import zstandard
+from mortie.morton_index import MortonIndexArray
+
+__all__ = [
+    "CELL_ORDER",
+    "OVERVIEW_ORDERS",
+    "PRODUCTS",
+    "SHARD_ORDER",
+    "WINDOWS",
+    "content_hashes",
+    "coverage_box",
+    "fold",
+    "root_ranges",
+    "synthetic_points",
+    "write_sample_store",
+]
+
+SHARD_ORDER = 6
+CELL_ORDER = 8
+OVERVIEW_ORDERS = (4, 2)  # descending, as configs write them
+SPACING = 2
+WINDOWS = ("2019", "2020")
+PRODUCTS = ("elevation", "elevation_yearly")
+EXPECTATIONS_NAME = "sample.json"
+GENERATOR = "moczarr.sample"
+
+# Fixed clocks: the store's only timestamps (determinism).
+TEMPLATE_AT = "2025-01-01T00:00:00+00:00"
+LEAF_WRITTEN_AT = "2025-01-01T00:00:01+00:00"
+ROOT_MOC_AT = "2025-01-01T00:00:02+00:00"
+SWEEP_AT = "2025-01-01T00:00:03+00:00"
+
+DATASET = {"short_name": "MOCZARR_SAMPLE", "version": "1"}
+REGION = {"lat": 38.9, "lon": -76.5, "name": "Chesapeake Bay (synthetic)"}
+
+#: (reference longitude at REGION lat, UTC start of the pass, window). Three 2019 and three 2020 passes.
+GRANULES = (
+    ("ATL06_20190211063108_06750206_SYN_01.h5", -77.35, "2019-02-11T06:31:08"),
+    ("ATL06_20190514021547_07150306_SYN_01.h5", -76.65, "2019-05-14T02:15:47"),
+    ("ATL06_20190917184402_12300406_SYN_01.h5", -75.95, "2019-09-17T18:44:02"),
+    ("ATL06_20200309101233_11260606_SYN_01.h5", -77.05, "2020-03-09T10:12:33"),
+    ("ATL06_20200612225910_12010706_SYN_01.h5", -76.35, "2020-06-12T22:59:10"),
+    ("ATL06_20201104133004_06750906_SYN_01.h5", -75.70, "2020-11-04T13:30:04"),
+)
+BEAMS = ("gt1l", "gt1r", "gt2l", "gt2r", "gt3l", "gt3r")
+#: across-track offsets (km) of the six beams: three pairs 3.3 km apart, 90 m within a pair
+BEAM_OFFSETS_KM = (-3.3, -3.21, 0.0, 0.09, 3.3, 3.39)
+HALF_TRACK_KM = 120.0
+ALONG_STEP_KM = 5.0
+GROUND_SPEED_KM_S = 7.0
+KEEP_FRACTION = 0.75  # the rest is "cloud" dropout
+
+#: Aggregation fields: the semantic core (dtypes, fills, functions) hashed into ``semantic_hash``.
+FIELDS = {
+    "count": {"function": "count", "dtype": "int32", "fill_value": 0},
+    "h_min": {"function": "min", "source": "h_li", "dtype": "float32", "fill_value": "NaN"},
+    "h_max": {"function": "max", "source": "h_li", "dtype": "float32", "fill_value": "NaN"},
+    "h_mean": {"function": "mean", "source": "h_li", "dtype": "float32", "fill_value": "NaN"},
+}
+FIELD_NAMES = tuple(FIELDS)
+EXACT_FIELDS = ("count", "h_min", "h_max")
+#: the manifest's per-field composability declaration (FORMAT.md §7.3)
+PYRAMID_FIELDS = {
+    "count": {"class": "exact", "method": "sum", "nan_policy": "skip", "dtype": "int32", "fill_value": 0},
+    "h_min": {"class": "exact", "method": "min", "nan_policy": "skip", "dtype": "float32", "fill_value": "NaN"},
+    "h_max": {"class": "exact", "method": "max", "nan_policy": "skip", "dtype": "float32", "fill_value": "NaN"},
+    "h_mean": {"class": "none"},
+}
+
+DGGS_CONVENTIONS = [
+    {
+        "schema_url": "https://raw.githubusercontent.com/zarr-conventions/dggs/refs/tags/v1/schema.json",
+        "spec_url": "https://github.com/zarr-conventions/dggs/blob/v1/README.md",
+        "uuid": "7b255807-140c-42ca-97f6-7a1cfecdbc38",
+        "name": "dggs",
+        "description": "Discrete Global Grid Systems convention for zarr",
+    },
+    {
+        "schema_url": "https://github.com/espg/mortie/blob/main/docs/specification.md#dggs-attrs",
+        "spec_url": "https://github.com/espg/mortie/blob/main/docs/specification.md",
+        "uuid": "3e22156d-ea9e-4e01-95fe-e3809a4b41e7",
+        "name": "morton-dggs",
+        "description": "Packed-u64 morton (HEALPix) DGGS convention",
+    },
+]
+
+
+# -- synthetic input ---------------------------------------------------------------------------------
+def synthetic_points(seed: int = 0) -> dict[str, np.ndarray]:
+    """The sample's input points: ICESat-2-like along-track elevations, one RNG stream per seed.
+
+    Each granule is one near-meridional pass of six beams across the region;
+    points sit every ~5 km along track with jitter and a random 25 % dropout.
+    Returns ``lat``, ``lon`` (float64, degrees), ``h`` (float32 metres),
+    ``time`` (``datetime64[s]`` UTC, whole seconds), ``granule`` (index into
+    :data:`GRANULES`), ``beam`` (index into :data:`BEAMS`) and ``window``
+    (the year label of each point).
+    """
+    rng = np.random.default_rng(seed)
+    lat0, lon0 = REGION["lat"], REGION["lon"]
+    km_per_deg_lon = 111.32 * np.cos(np.radians(lat0))
+    cols: dict[str, list] = {k: [] for k in ("lat", "lon", "h", "time", "granule", "beam")}
+    steps = np.arange(-HALF_TRACK_KM, HALF_TRACK_KM, ALONG_STEP_KM)
+    for g, (_name, ref_lon, start) in enumerate(GRANULES):
+        t0 = np.datetime64(start, "s")
+        for b, offset in enumerate(BEAM_OFFSETS_KM):
+            along = steps + rng.uniform(-1.5, 1.5, steps.size)
+            keep = rng.random(steps.size) < KEEP_FRACTION
+            along = along[keep]
+            lat = lat0 + along / 111.0
+            lon = ref_lon + 0.12 * (lat - lat0) + offset / km_per_deg_lon
+            terrain = 14.0 + 30.0 * (lat - lat0) + 9.0 * np.cos(3.0 * (lon - lon0))
+            h = terrain + rng.normal(0.0, 0.6, along.size)
+            secs = np.floor(np.clip(along + HALF_TRACK_KM, 0.0, None) / GROUND_SPEED_KM_S).astype(np.int64)
+            cols["lat"].append(lat)
+            cols["lon"].append(lon)
+            cols["h"].append(h.astype(np.float32))
+            cols["time"].append(t0 + secs.astype("timedelta64[s]"))
+            cols["granule"].append(np.full(along.size, g, dtype=np.int16))
+            cols["beam"].append(np.full(along.size, b, dtype=np.int16))
+    out = {k: np.concatenate(v) for k, v in cols.items()}
+    out["window"] = np.asarray([str(t)[:4] for t in out["time"].astype("datetime64[Y]")])
+    return out
+
+
+# -- morton helpers (mortie does the arithmetic) -----------------------------------------------------
+def _decimals(words) -> list[str]:
+    words = np.asarray(words, dtype=np.uint64).ravel()
+    return [] if words.size == 0 else [str(d) for d in MortonIndexArray.from_words(words).decimal_repr()]
+
+
+def _node_path(word) -> str:
+    """One-digit-per-component node path of a cell (the directory its hive path puts it in)."""
+    path = MortonIndexArray.from_words(np.asarray([word], dtype=np.uint64)).hive_path()[0]
+    return os.path.dirname(str(path))
+
+
+def _leaf_path(word, window: str | None) -> str:
+    decimal = _decimals([word])[0]
+    name = f"{decimal}.zarr" if window is None else f"{decimal}_{window}.zarr"
+    return f"{_node_path(word)}/{name}"
+
+
+def _children(word, order: int) -> np.ndarray:
+    """All descendants of ``word`` at ``order``, ascending packed word (= digit-tail rank)."""
+    return np.asarray(mortie.generate_morton_children(np.uint64(word), order), dtype=np.uint64).ravel()
+
+
+def _order_of(word) -> int:
+    return int(np.asarray(mortie.orders_of(np.asarray([word], dtype=np.uint64))).ravel()[0])
+
+
+def coverage_box(occupied) -> list[str | None]:
+    """The stamp's tier-0 box of a leaf's occupied cells (FORMAT.md §6): exactly four slots.
+
+    ``compress_moc`` of the occupancy; one member is the box. Otherwise split
+    at the deepest common ancestor and tighten each intersecting child of it to
+    the common ancestor of the occupancy inside that child (2-4 members),
+    sorted by packed word, padded with ``None``.
+    """
+    occupied = np.unique(np.asarray(occupied, dtype=np.uint64))
+    if occupied.size == 0:
+        raise ValueError("an empty leaf has no box from its occupancy (the writer writes no such leaf)")
+    compact = np.asarray(mortie.compress_moc(occupied), dtype=np.uint64).ravel()
+    if compact.size == 1:
+        members = compact
+    else:
+        ancestor = np.uint64(mortie.common_ancestor(occupied))
+        child_of = np.asarray(mortie.clip2order(_order_of(ancestor) + 1, occupied), dtype=np.uint64)
+        members = np.sort(
+            np.asarray(
+                [np.uint64(mortie.common_ancestor(occupied[child_of == c])) for c in np.unique(child_of)],
+                dtype=np.uint64,
+            )
+        )
+    if not 1 <= members.size <= 4:
+        raise AssertionError(f"box of {members.size} members")
+    return _decimals(members) + [None] * (4 - members.size)
+
+
+def root_ranges(shards) -> list[list[str]]:
+    """Maximal inclusive runs of consecutive shard ids within one base cell, ascending (FORMAT.md §2.3)."""
+    words = np.unique(np.asarray(shards, dtype=np.uint64))
+    if words.size == 0:
+        return []
+    order = _order_of(words[0])
+    if np.any(np.asarray(mortie.orders_of(words)) != order):
+        raise ValueError("root ranges need shards of one order")
+    base = np.asarray(mortie.clip2order(0, words), dtype=np.uint64)
+    # siblings at one order: the digit-tail rank steps by one between neighbours in word space
+    step = np.uint64(1) << np.uint64(60 - 2 * order)
+    breaks = np.flatnonzero((np.diff(words) != step) | (base[1:] != base[:-1])) + 1
+    runs = []
+    for run in np.split(words, breaks):
+        lo, hi = _decimals([run[0], run[-1]])
+        runs.append([lo, hi])
+    return runs
+
+
+def content_hashes(group: str, arrays: dict[str, np.ndarray]) -> dict:
+    """The O11 record (FORMAT.md §8.6) of fixed-width arrays: sha256 of their decoded LE bytes."""
+    per = {}
+    for name in sorted(arrays):
+        a = np.asarray(arrays[name])
+        per[f"{group}/{name}"] = hashlib.sha256(np.ascontiguousarray(a.astype(a.dtype.newbyteorder("<"))).tobytes()).hexdigest()
+    combined = hashlib.sha256("\n".join(sorted(per.values())).encode("ascii")).hexdigest()
+    return {"arrays": per, "combined": combined}
+
+
+# -- aggregation ----------------------------------------------------------------------------------------
+def _aggregate(words: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Per occupied order-8 cell (ascending word): count, min, max and mean of ``h``."""
+    cells, inverse = np.unique(words, return_inverse=True)
+    n = cells.size
+    count = np.bincount(inverse, minlength=n).astype(np.int32)
+    h_min = np.full(n, np.inf, dtype=np.float32)
+    h_max = np.full(n, -np.inf, dtype=np.float32)
+    np.minimum.at(h_min, inverse, h)
+    np.maximum.at(h_max, inverse, h)
+    h_mean = (np.bincount(inverse, weights=h.astype(np.float64), minlength=n) / count).astype(np.float32)
+    return cells, {"count": count, "h_min": h_min, "h_max": h_max, "h_mean": h_mean}
+
+
+def _fill_of(name: str) -> np.generic:
+    spec = FIELDS[name]
+    return np.dtype(spec["dtype"]).type(np.nan if spec["fill_value"] == "NaN" else spec["fill_value"])
+
+
+def _dense(slots: np.ndarray, n: int, values: dict[str, np.ndarray], names) -> dict[str, np.ndarray]:
+    """Dense slabs of ``n`` cells with ``values`` placed at ``slots``, the rest at each field's fill."""
+    out = {}
+    for name in names:
+        arr = np.full(n, _fill_of(name), dtype=FIELDS[name]["dtype"])
+        arr[slots] = values[name]
+        out[name] = arr
+    return out
+
+
+def fold(slab: dict[str, np.ndarray], group: int) -> dict[str, np.ndarray]:
+    """Exact-class fold of dense slabs by ``group`` cells (sum / min / max, nan_policy skip)."""
+    count = slab["count"].reshape(-1, group).sum(axis=1, dtype=np.int64).astype(np.int32)
+    out = {"count": count}
+    for name, reduce, identity in (("h_min", np.min, np.inf), ("h_max", np.max, -np.inf)):
+        v = slab[name].reshape(-1, group)
+        present = ~np.isnan(v)
+        red = reduce(np.where(present, v, np.float32(identity)), axis=1).astype(np.float32)
+        red[~present.any(axis=1)] = np.float32(np.nan)
+        out[name] = red
+    return out
+
+
+# -- writing ----------------------------------------------------------------------------------------------
+def _dump(path: Path, obj, *, sort_keys: bool = False, newline: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(obj, indent=1, sort_keys=sort_keys)
+    path.write_text(text + ("\n" if newline else ""), encoding="utf-8")
+
+
+def _dggs_attrs(order: int) -> dict:
+    return {
+        "zarr_conventions": json.loads(json.dumps(DGGS_CONVENTIONS)),
+        "dggs": {
+            "name": "morton",
+            "refinement_level": order,
+            "spatial_dimension": "cells",
+            "ellipsoid": {"name": "WGS84", "semimajor_axis": 6378137.0, "inverse_flattening": 298.257223563},
+            "compression": "none",
+            "latitude": "authalic-wgs84",
+            "coordinate": "morton",
+        },
+    }
+
+
+def _write_group_arrays(root: zarr.Group, order: int, arrays: dict[str, np.ndarray]) -> None:
+    """The data group ``str(order)``: dggs attrs, then one single-chunk unsharded array per entry."""
+    group = root.create_group(str(order), attributes=_dggs_attrs(order))
+    for name, data in arrays.items():
+        fill = 0 if name == "morton" else FIELDS[name]["fill_value"]
+        arr = group.create_array(
+            name,
+            shape=data.shape,
+            chunks=data.shape,
+            dtype=data.dtype,
+            fill_value=np.nan if fill == "NaN" else fill,
+            compressors=None,
+            filters=None,
+            dimension_names=["cells"],
+        )
+        arr[:] = data
+
+
+def _bitmap(ranks: np.ndarray, depth: int) -> tuple[bytes, int]:
+    """The zstd sidecar payload of a bitmap with bits ``ranks`` set (MSB-first), and its raw size."""
+    bits = np.zeros(4**depth, dtype=bool)
+    bits[ranks] = True
+    raw = np.packbits(bits).tobytes()
+    return zstandard.ZstdCompressor(level=3).compress(raw), len(raw)
+
+
+def _write_leaf(path: Path, shard: np.uint64, cells: np.ndarray, values: dict, *, granules: int,
+                window: str | None, time_range: list[str] | None) -> dict:
+    """One source leaf, in the §4.4 write order; returns its stamp."""
+    kids = _children(shard, CELL_ORDER)
+    slots = np.searchsorted(kids, cells)
+    if not np.array_equal(kids[slots], cells):
+        raise AssertionError("cells outside their shard")
+    arrays = {"morton": kids, **_dense(slots, kids.size, values, FIELD_NAMES)}
+    root = zarr.open_group(str(path), mode="w", zarr_format=3)  # (1) clear the prefix, group metadata
+    _write_group_arrays(root, CELL_ORDER, arrays)  # (2) dense arrays
+    depth = CELL_ORDER - SHARD_ORDER
+    payload, raw_nbytes = _bitmap(slots, depth)
+    (path / "coverage.moc").write_bytes(payload)  # (4) bitmap sidecar
+    stamp = {
+        "spec": "morton-hive/1" if window is None else "morton-hive/2",
+        "complete": True,
+        "cells_with_data": int(cells.size),
+        "granule_count": int(granules),
+        "written_at": LEAF_WRITTEN_AT,
+    }
+    if window is not None:
+        stamp["window"] = window
+        stamp["time_range"] = time_range
+    stamp["coverage"] = {
+        "spec": "morton-moc/1",
+        "box": coverage_box(cells),
+        "cell_order": CELL_ORDER,
+        "source": "builder",
+        "encoding": "bitmap",
+        "sidecar": "coverage.moc",
+        "nbytes": len(payload),
+        "raw_nbytes": raw_nbytes,
+    }
+    stamp["content_hashes"] = content_hashes(str(CELL_ORDER), arrays)
+    root.update_attributes({"morton_hive_commit": stamp})  # (5) the stamp, last
+    return stamp
+
+
+def _iso(t: np.datetime64) -> str:
+    return f"{np.datetime_as_string(np.datetime64(t, 's'), unit='s')}+00:00"
+
+
+def _semantic_hash() -> str:
+    core = {
+        "aggregation": FIELDS,
+        "data_source": {"kind": "synthetic", "generator": GENERATOR, "quality_filter": None},
+        "grid": {"name": "morton", "latitude": "authalic-wgs84"},
+        "pipeline": {"type": "point"},
+    }
+    canonical = json.dumps(core, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def _manifest(spec: str, pyramid: dict, temporal: dict | None) -> dict:
+    m = {
+        "spec": spec,
+        "dataset": dict(DATASET),
+        "semantic_hash": _semantic_hash(),
+        "cell_order": CELL_ORDER,
+        "shard_order": SHARD_ORDER,
+        "split_schedule": [1] * SHARD_ORDER,
+        "path_grouping": 1,
+        "pyramid": pyramid,
+        "generated_at": TEMPLATE_AT,
+    }
+    if temporal is not None:
+        m["temporal"] = temporal
+    return m
+
+
+def _pyramid_declared(materialized: bool) -> dict:
+    overview = {
+        "spacing": SPACING,
+        "orders": list(OVERVIEW_ORDERS),
+        "all_time": False,
+        "fields": json.loads(json.dumps(PYRAMID_FIELDS)),
+    }
+    if materialized:
+        overview["materialized"] = {"orders": sorted(OVERVIEW_ORDERS), "generated_at": SWEEP_AT}
+    return {"spec": "zagg-pyramid/1", "overview": overview}
+
+
+class _Leafset:
+    """The points of one product window, grouped by shard (the writer's view and the expectations)."""
+
+    def __init__(self, pts: dict[str, np.ndarray], mask: np.ndarray):
+        self.lat, self.lon = pts["lat"][mask], pts["lon"][mask]
+        self.h, self.time, self.granule = pts["h"][mask], pts["time"][mask], pts["granule"][mask]
+        self.words = np.asarray(mortie.geo2mort(self.lat, self.lon, order=CELL_ORDER), dtype=np.uint64).ravel()
+        self.shard_of = np.asarray(mortie.clip2order(SHARD_ORDER, self.words), dtype=np.uint64)
+        self.shards = np.unique(self.shard_of)
+
+    def points_in(self, shard) -> np.ndarray:
+        return self.shard_of == shard
+
+
+def _write_product_leaves(root: Path, leafset: _Leafset, window: str | None) -> dict[str, dict]:
+    """Write every leaf of one window; return the per-leaf expectations (from the points)."""
+    rec = {}
+    for shard in leafset.shards:
+        sel = leafset.points_in(shard)
+        cells, values = _aggregate(leafset.words[sel], leafset.h[sel])
+        times = leafset.time[sel]
+        time_range = [_iso(times.min()), _iso(times.max())] if window is not None else None
+        n_gran = int(np.unique(leafset.granule[sel]).size)
+        path = _leaf_path(shard, window)
+        stamp = _write_leaf(root / path, shard, cells, values, granules=n_gran, window=window, time_range=time_range)
+        decimal = _decimals([shard])[0]
+        entry = {
+            "shard": decimal,
+            "window": window,
+            "path": path,
+            "count": int(sel.sum()),
+            "occupied": int(np.unique(leafset.words[sel]).size),
+            "granule_count": n_gran,
+            "h_min": float(leafset.h[sel].min()),
+            "h_max": float(leafset.h[sel].max()),
+            "box": stamp["coverage"]["box"],
+        }
+        if time_range is not None:
+            entry["time_range"] = time_range
+        rec[decimal if window is None else f"{decimal}_{window}"] = entry
+    return rec
+
+
+def _write_root_moc(root: Path, shards: np.ndarray, time_range: list[str] | None) -> None:
+    env = {
+        "spec": "morton-moc/1",
+        "encoding": "ranges",
+        "order": SHARD_ORDER,
+        "source": "builder",
+        "generated_at": ROOT_MOC_AT,
+        "ranges": root_ranges(shards),
+    }
+    if time_range is not None:
+        env["time_range"] = time_range
+    _dump(root / "coverage.moc", env)
+
+
+def _write_overviews(root: Path, leafset: _Leafset, granules_per_shard: dict[int, int]) -> dict:
+    """Sweep: ``all.zarr`` at every covered ancestor node at each overview order (folded from the leaves)."""
+    cells, values = _aggregate(leafset.words, leafset.h)
+    record = {}
+    for k in OVERVIEW_ORDERS:
+        r = CELL_ORDER - (SHARD_ORDER - k)  # constant-depth rule (FORMAT.md §7.3)
+        shard_nodes = np.asarray(mortie.clip2order(k, leafset.shards), dtype=np.uint64)
+        point_nodes = np.asarray(mortie.clip2order(k, leafset.words), dtype=np.uint64)
+        nodes = np.unique(shard_nodes)
+        level = {"node_order": k, "cell_order": r, "nodes": {}}
+        for node in nodes:
+            # the node's whole subtree at the source cell order, leaves placed, missing leaves at fill
+            fine = _children(node, CELL_ORDER)
+            inside = np.asarray(mortie.clip2order(k, cells), dtype=np.uint64) == node
+            slab = _dense(np.searchsorted(fine, cells[inside]), fine.size,
+                          {n: v[inside] for n, v in values.items()}, EXACT_FIELDS)
+            folded = fold(slab, 4 ** (CELL_ORDER - r))
+            arrays = {"morton": _children(node, r), **folded}
+            leaves_below = leafset.shards[shard_nodes == node]
+            node_dec = _decimals([node])[0]
+            obj = zarr.open_group(str(root / _node_path(node) / "all.zarr"), mode="w", zarr_format=3)
+            _write_group_arrays(obj, r, arrays)
+            obj.update_attributes({
+                "role": "overview",
+                "zagg_overview": {
+                    "spec": "zagg-overview/1",
+                    "node": node_dec,
+                    "order": k,
+                    "cell_order": r,
+                    "source_shard_order": SHARD_ORDER,
+                    "source_cell_order": CELL_ORDER,
+                    "window": "all",
+                    "fields": {n: {kk: PYRAMID_FIELDS[n][kk] for kk in ("class", "method", "nan_policy")}
+                               for n in EXACT_FIELDS},
+                    "generation": {"n_leaves": len(leaves_below), "max_leaf_timestamp": LEAF_WRITTEN_AT},
+                    "generated_at": SWEEP_AT,
+                },
+            })
+            obj.update_attributes({"morton_hive_commit": {
+                "spec": "morton-hive/1",
+                "complete": True,
+                "cells_with_data": int((folded["count"] > 0).sum()),
+                "granule_count": int(sum(granules_per_shard[int(s)] for s in leaves_below)),
+                "written_at": SWEEP_AT,
+                "content_hashes": content_hashes(str(r), arrays),
+            }})
+            level["nodes"][node_dec] = {
+                "path": f"{_node_path(node)}/all.zarr",
+                "n_leaves": len(leaves_below),
+                "count": int((point_nodes == node).sum()),
+            }
+        # per-level totals straight from the points
+        level_cells = np.asarray(mortie.clip2order(r, leafset.words), dtype=np.uint64)
+        level["n_cells_with_data"] = int(np.unique(level_cells).size)
+        level["count_sum"] = int(leafset.words.size)
+        record[str(r)] = level
+    return record
+
+
+def _totals(leafset: _Leafset) -> dict:
+    return {
+        "count_sum": int(leafset.words.size),
+        "n_occupied_cells": int(np.unique(leafset.words).size),
+        "h_min_min": float(leafset.h.min()),
+        "h_max_max": float(leafset.h.max()),
+        "n_granules": int(np.unique(leafset.granule).size),
+    }
+
+
+def _prepare_root(path: Path, overwrite: bool) -> None:
+    if path.exists():
+        if not path.is_dir():
+            raise FileExistsError(f"{path} exists and is not a directory")
+        if any(path.iterdir()):
+            if not overwrite:
+                raise FileExistsError(f"{path} is not empty (pass overwrite=True to replace a sample store)")
+            marker = path / EXPECTATIONS_NAME
+            try:
+                ours = json.loads(marker.read_text()).get("generator") == GENERATOR
+            except (OSError, ValueError, AttributeError):
+                ours = False
+            if not ours:
+                raise FileExistsError(f"{path} is not a sample store written by {GENERATOR}; refusing to replace it")
+            shutil.rmtree(path)
+    path.mkdir(parents=True, exist_ok=True)
+
+
+def write_sample_store(path, *, seed: int = 0, overwrite: bool = False) -> Path:
+    """Write the sample multi-product root at ``path`` and return it.
+
+    Products ``elevation`` (``morton-hive/1`` with ``zagg-pyramid/1``
+    overviews at orders 4 and 2) and ``elevation_yearly`` (``morton-hive/2``,
+    windows 2019 and 2020), plus ``sample.json``: the expectations computed
+    from the input points (rosters, counts, totals, overview nodes).
+
+    Deterministic: the same ``seed`` gives the same bytes. ``path`` must be
+    absent or empty; with ``overwrite=True`` an existing sample store (one
+    holding a ``sample.json`` written here) is replaced, anything else is
+    refused with :class:`FileExistsError`.
+    """
+    root = Path(path)
+    _prepare_root(root, overwrite)
+    pts = synthetic_points(seed)
+
+    # elevation: morton-hive/1 with a /1 pyramid
+    elev = root / "elevation"
+    _dump(elev / "morton_hive.json", _manifest("morton-hive/1", _pyramid_declared(False), None))
+    everything = _Leafset(pts, np.ones(pts["h"].size, dtype=bool))
+    leaves = _write_product_leaves(elev, everything, None)
+    _write_root_moc(elev, everything.shards, None)
+    granules = {int(mortie.decimal_to_word(v["shard"])): v["granule_count"] for v in leaves.values()}
+    overviews = _write_overviews(elev, everything, granules)
+    _dump(elev / "morton_hive.json", _manifest("morton-hive/1", _pyramid_declared(True), None))  # sweep actuals
+
+    # elevation_yearly: morton-hive/2, yearly windows, pyramid declared off
+    yearly = root / "elevation_yearly"
+    temporal = {
+        "schedule": "yearly",
+        "time_field": "delta_time",
+        "epoch": "2018-01-01T00:00:00+00:00",
+        "scale": "utc",
+        "units": "seconds",
+        "calendar": "proleptic_gregorian",
+        "append_policy": "new-window",
+    }
+    declared_off = {"spec": "zagg-pyramid/1", "overview": {"orders": []}}
+    _dump(yearly / "morton_hive.json", _manifest("morton-hive/2", declared_off, temporal))
+    windows, all_shards, ranges = {}, [], []
+    for label in WINDOWS:
+        ls = _Leafset(pts, pts["window"] == label)
+        wleaves = _write_product_leaves(yearly, ls, label)
+        tr = [_iso(ls.time.min()), _iso(ls.time.max())]
+        windows[label] = {"leaves": wleaves, "totals": _totals(ls), "time_range": tr}
+        all_shards.append(ls.shards)
+        ranges.append(tr)
+    union_range = [min(r[0] for r in ranges), max(r[1] for r in ranges)]
+    _write_root_moc(yearly, np.unique(np.concatenate(all_shards)), union_range)
+
+    expectations = {
+        "generator": GENERATOR,
+        "seed": int(seed),
+        "region": REGION,
+        "fixed_timestamps": {"template": TEMPLATE_AT, "leaves": LEAF_WRITTEN_AT, "root_moc": ROOT_MOC_AT,
+                             "sweep": SWEEP_AT},
+        "input": {
+            "n_points": int(pts["h"].size),
+            "n_granules": len(GRANULES),
+            "granules": [g[0] for g in GRANULES],
+            "beams": list(BEAMS),
+            "points_per_window": {w: int((pts["window"] == w).sum()) for w in WINDOWS},
+        },
+        "products": {
+            "elevation": {
+                "spec": "morton-hive/1",
+                "cell_order": CELL_ORDER,
+                "shard_order": SHARD_ORDER,
+                "cells_per_leaf": 4 ** (CELL_ORDER - SHARD_ORDER),
+                "fields": list(FIELD_NAMES),
+                "windows": [],
+                "leaves": leaves,
+                "shards": _decimals(everything.shards),
+                "totals": _totals(everything),
+                "overview_orders": list(OVERVIEW_ORDERS),
+                "levels": overviews,
+            },
+            "elevation_yearly": {
+                "spec": "morton-hive/2",
+                "cell_order": CELL_ORDER,
+                "shard_order": SHARD_ORDER,
+                "cells_per_leaf": 4 ** (CELL_ORDER - SHARD_ORDER),
+                "fields": list(FIELD_NAMES),
+                "schedule": "yearly",
+                "windows": windows,
+                "time_range": union_range,
+                "shards": _decimals(np.unique(np.concatenate(all_shards))),
+            },
+        },
+    }
+    _dump(root / EXPECTATIONS_NAME, expectations, sort_keys=True, newline=True)
+    return root
