@@ -156,7 +156,7 @@ def lazy_whole_array(storage: Storage, schema: ArraySchema, group: str) -> da.Ar
 
 
 def _nested_block(domain: MortonRanges, start: int, stop: int) -> np.ndarray:
-    words = domain.word_at(np.arange(start, stop, dtype=np.int64))
+    words = domain.isel(slice(start, stop)).words()
     if words.size == 0:
         return np.empty(0, dtype=np.uint64)
     nested, _ = mortie.mort2healpix(words)
@@ -194,7 +194,7 @@ def morton_coords(domain: MortonRanges, index_kind: str) -> xr.Coordinates:
         import pandas as pd
         from xarray.indexes import PandasIndex
 
-        index = PandasIndex(pd.Index(domain.words(), dtype=np.uint64, name=COORD), CELLS, coord_dtype=np.uint64)
+        index = PandasIndex(pd.Index(domain.words(), dtype=np.uint64, name=COORD), CELLS, coord_dtype=np.dtype(np.uint64))
         return xr.Coordinates.from_xindex(index)
     raise ValueError(f"index_kind must be 'moc' or 'pandas', got {index_kind!r}")
 
