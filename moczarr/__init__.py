@@ -6,6 +6,8 @@ The one-line opens::
     ds = moczarr.open_hive("path/to/store")                 # every leaf, one lazy Dataset
     ds = moczarr.open_hive(root, aoi=["4331421"])           # rows meeting an AOI
     leaf = moczarr.open_leaf(root, "4331421")               # one leaf
+    tree = moczarr.open_store(root)                         # products and resolutions
+    level = moczarr.open_level(root, 6)                     # one resolution
 """
 
 from .coverage import aoi_mask, read_coverage_bitmap
@@ -35,7 +37,17 @@ from .errors import (
 )
 from .hive import list_windows, open_hive, open_leaf
 from .manifest import Manifest, read_manifest
-from .products import list_products
+from .cells import join_coarse, parent_cells
+from .products import finest_source_at, list_products, open_store, overview_orders, source_orders
+from .pyramid import (
+    level_demotions,
+    open_level,
+    open_overview_order,
+    open_pyramid,
+    pyramid_declaration,
+    pyramid_levels,
+)
+from .ragged import decode_cell, parse_ragged_attrs, read_ragged
 from .storage import count_requests
 from .store import leaf_data_prefix, read_commits
 
@@ -67,12 +79,27 @@ __all__ = [
     "WindowError",
     "aoi_mask",
     "count_requests",
+    "decode_cell",
+    "finest_source_at",
+    "join_coarse",
     "leaf_data_prefix",
+    "level_demotions",
     "list_products",
     "list_windows",
     "open_hive",
     "open_leaf",
+    "open_level",
+    "open_overview_order",
+    "open_pyramid",
+    "open_store",
+    "overview_orders",
+    "parent_cells",
+    "parse_ragged_attrs",
+    "pyramid_declaration",
+    "pyramid_levels",
     "read_commits",
     "read_coverage_bitmap",
     "read_manifest",
+    "read_ragged",
+    "source_orders",
 ]

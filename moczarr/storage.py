@@ -154,8 +154,27 @@ def make_store(url: str | os.PathLike, storage_options: dict | None = None) -> S
         path = rest if protocol else url
         base: Store = LocalStore(os.path.abspath(path), read_only=True)
     else:
-        base = FsspecStore.from_url(url, storage_options=storage_options or {}, read_only=True)
+        base = FsspecStore.from_url(url, storage_options=_fsspec_options(protocol, storage_options), read_only=True)
     return CountingStore(base)
+
+
+def _fsspec_options(protocol: str | None, storage_options: dict | None) -> dict:
+    """The caller's ``storage_options`` plus the defaults S3 needs (the caller's values win).
+
+    - ``max_concurrency=1``: s3fs sizes every whole-object read with a HEAD when
+      ``max_concurrency > 1`` (its default is 10), to split large objects into
+      parallel ranged GETs. Hive objects are small, so that HEAD only doubled
+      every request: one GET per object instead.
+    - ``use_listings_cache=False``: fsspec shares one filesystem instance
+      between opens with equal options, and s3fs keeps its listings forever by
+      default, so a later walk or product roster in the same process would not
+      see leaves committed since. Every LIST goes to the server.
+    """
+    opts = dict(storage_options or {})
+    if protocol in ("s3", "s3a"):
+        opts.setdefault("max_concurrency", 1)
+        opts.setdefault("use_listings_cache", False)
+    return opts
 
 
 class Storage:

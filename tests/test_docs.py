@@ -1,0 +1,35 @@
+"""Every ```python block in README.md and docs/*.md runs (blocks marked ``notest`` excepted).
+
+Blocks run in order per page, in one namespace, from the repository root, so
+pages may build on earlier blocks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+
+import pytest
+
+from .conftest import REPO, fixtures_dir
+
+PAGES = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md")])
+BLOCK = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_examples_run(page, monkeypatch):
+    text = page.read_text()
+    blocks = [(m.group(1).strip(), m.group(2)) for m in BLOCK.finditer(text)]
+    runnable = [code for flags, code in blocks if "notest" not in flags]
+    if not runnable:
+        pytest.skip(f"{page.name} has no runnable python block")
+    if "../shared" in text:
+        fixtures_dir()  # fails under CI when the shared fixtures are missing
+    monkeypatch.chdir(REPO)
+    namespace: dict = {"__name__": f"docs_{page.stem}"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for code in runnable:
+            exec(compile(code, f"{page.name}", "exec"), namespace)
