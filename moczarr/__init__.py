@@ -13,6 +13,7 @@ The one-line opens::
 from .coverage import aoi_mask, read_coverage_bitmap
 from .errors import (
     AOIError,
+    ArrayContractError,
     CoverageError,
     CoverageFallbackWarning,
     DebrisWarning,
@@ -47,13 +48,16 @@ from .pyramid import (
     pyramid_declaration,
     pyramid_levels,
 )
-from .ragged import decode_cell, parse_ragged_attrs, read_ragged
+from .ragged import RaggedError, decode_cell, decode_variable, parse_ragged_attrs, read_ragged
 from .storage import count_requests
 from .store import leaf_data_prefix, read_commits
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArrayContractError",
+    "RaggedError",
+    "decode_variable",
     "AOIError",
     "CoverageError",
     "CoverageFallbackWarning",

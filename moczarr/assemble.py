@@ -21,7 +21,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from . import ids
-from .errors import PrecisionWarning, StampError
+from .errors import ArrayContractError, PrecisionWarning, StampError
 from .storage import Storage
 
 CELLS = "cells"
@@ -97,9 +97,32 @@ def read_schema(storage: Storage, group: str, array_names: list[str] | None = No
     for name, meta in sorted(zip(array_names, docs)):
         if not isinstance(meta, dict) or meta.get("node_type") != "array":
             continue
+        check_array_contract(meta, storage.describe(f"{group}/{name}"))
         dims = meta.get("dimension_names") or [f"{name}_dim_{i}" for i in range(len(meta["shape"]))]
         arrays[name] = ArraySchema(name, meta, tuple(dims))
     return Schema(doc.get("attributes") or {}, arrays)
+
+
+def check_array_contract(meta: dict, where: str) -> None:
+    """Refuse arrays whose zagg declarations cannot be read safely (FORMAT.md §0, §9).
+
+    Raises :class:`ArrayContractError` for a composition array of unknown spec or
+    with a non-zero fill (fill cells would decode as compositions), a ragged
+    declaration of unknown spec, and the ``vlen-ndarray`` data type (zagg-ragged/2).
+    """
+    attrs = meta.get("attributes") or {}
+    comp = attrs.get("composition")
+    if comp is not None:
+        if not isinstance(comp, dict) or comp.get("spec") != "zagg-composition/1":
+            raise ArrayContractError(f"{where}: unknown composition declaration {comp!r}")
+        if meta.get("fill_value") not in (0, "0"):
+            raise ArrayContractError(f"{where}: a composition array must have fill 0, not {meta.get('fill_value')!r}")
+    ragged = attrs.get("ragged")
+    if ragged is not None and (not isinstance(ragged, dict) or ragged.get("spec") != "zagg-ragged/1"):
+        raise ArrayContractError(f"{where}: unknown ragged declaration {ragged!r}; refusing to guess a layout")
+    dtype = meta.get("data_type")
+    if isinstance(dtype, dict) and dtype.get("name") == "vlen-ndarray" or dtype == "vlen-ndarray":
+        raise ArrayContractError(f"{where}: vlen-ndarray (zagg-ragged/2) needs the zarr-vlen-ndarray extension; install it")
 
 
 class _ReadBlock:

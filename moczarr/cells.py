@@ -59,11 +59,17 @@ def join_coarse(fine: xr.Dataset, coarse: xr.Dataset, *, suffix: str = "") -> xr
     picker = xr.DataArray(clipped, dims=(CELLS,))
     mask = xr.DataArray(found, dims=(CELLS,))
     for name, var in coarse.data_vars.items():
-        if CELLS not in var.dims or not have.size:
+        if CELLS not in var.dims:
             continue
-        taken = var.variable.isel({CELLS: picker.values})
-        joined = xr.DataArray(taken, dims=var.dims).where(mask) if not found.all() else xr.DataArray(taken, dims=var.dims)
         if name + suffix in out:
             raise ValueError(f"variable {name + suffix!r} exists in the fine Dataset; pass suffix=")
+        if have.size:
+            taken = var.variable.isel({CELLS: picker.values})
+            joined = xr.DataArray(taken, dims=var.dims)
+            if not found.all():
+                joined = joined.where(mask)
+        else:  # nothing to take from: every row is missing, the schema stays
+            shape = tuple(parents.size if d == CELLS else n for d, n in zip(var.dims, var.shape))
+            joined = xr.DataArray(np.zeros(shape, dtype=var.dtype), dims=var.dims).where(False)
         out[name + suffix] = joined.assign_attrs(var.attrs)
     return out

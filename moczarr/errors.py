@@ -29,6 +29,10 @@ class CoverageError(MoczarrError, ValueError):
     """A coverage object is present but corrupt (a bad range, a bitmap of the wrong size)."""
 
 
+class ArrayContractError(MoczarrError, ValueError):
+    """An array violates a zagg array convention it declares (composition fill, ragged layout, ...)."""
+
+
 class StampError(MoczarrError, ValueError):
     """A commit stamp or ``zarr.json`` is present but cannot be parsed or trusted."""
 

@@ -134,8 +134,11 @@ def open_source(
 
 
 def root_shards(storage: Storage, manifest: Manifest) -> np.ndarray | None:
-    """Shard words from the root ranges MOC (one GET), or None when the cache is unusable."""
-    return parse_root_moc(storage.get_bytes(ROOT_MOC_NAME), manifest.shard_order, storage.describe())
+    """Shard words from the root ranges MOC (one GET per open), or None when the cache is unusable."""
+    key = ("root_shards", manifest.shard_order)
+    if key not in storage.memo:
+        storage.memo[key] = parse_root_moc(storage.get_bytes(ROOT_MOC_NAME), manifest.shard_order, storage.describe())
+    return storage.memo[key]
 
 
 def candidate_leaves(

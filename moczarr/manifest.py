@@ -160,16 +160,17 @@ def _check_windows(temporal: dict, where: str) -> None:
             raise ManifestError(f"{where}: 'temporal.windows' entry {entry!r} has no valid label")
 
 
-def read_manifest(storage) -> Manifest:
-    """GET and validate ``{root}/morton_hive.json``.
+def read_manifest(storage, storage_options: dict | None = None) -> Manifest:
+    """GET and validate ``{root}/morton_hive.json`` (``storage``: a store root, URL or open Storage).
 
     Raises :class:`NotAHiveStoreError` when the object is absent (naming the
     products when the root is a multi-product root) and :class:`ManifestError`
     when it is malformed.
     """
-    from .storage import parse_json
     from .errors import StampError
+    from .storage import Storage, parse_json
 
+    storage = Storage.open(storage, storage_options)
     where = storage.describe()
     try:
         obj = parse_json(storage.get_bytes(MANIFEST_NAME), storage.describe(MANIFEST_NAME))

@@ -132,11 +132,8 @@ def open_store(
 
 def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "moc"):
     """One product: its flat Dataset, or (pyramid declared) an empty node with one child per stored order."""
-    import warnings
-
     import xarray as xr
 
-    from .errors import LevelOmittedWarning
     from .hive import open_source
     from .pyramid import _jsonable, open_level_in, pyramid_declaration, pyramid_levels, structural_orders
 
@@ -145,20 +142,14 @@ def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "
         identity["semantic_hash"] = manifest.semantic_hash
     decl = pyramid_declaration(manifest)
     if decl is None:
-        ds = open_source(storage, manifest, aoi, window, index_kind=index_kind, extra_attrs=identity)
-        ds.attrs["moczarr_orders"] = {"source": [manifest.cell_order], "overview": []}
-        return xr.DataTree(ds)
+        # the flat node is exactly open_hive's Dataset (its own morton_hive summary), plus the hash
+        extra = {"semantic_hash": manifest.semantic_hash} if manifest.semantic_hash else None
+        return xr.DataTree(open_source(storage, manifest, aoi, window, index_kind=index_kind, extra_attrs=extra))
     v2 = decl["spec"] == "zagg-pyramid/2"
-    if manifest.path_grouping > 1:
-        warnings.warn(
-            f"{storage.describe()}: path_grouping {manifest.path_grouping} > 1: overview nodes have no settled "
-            "path; only the source order is opened",
-            LevelOmittedWarning,
-            stacklevel=3,
-        )
     children = {}
     for level in pyramid_levels(manifest):
-        ds = open_level_in(storage, manifest, level.cell_order, window, aoi, index_kind=index_kind)
+        # each level warns for itself when it cannot be opened (path_grouping > 1 omits overview levels only)
+        ds = open_level_in(storage, manifest, level.cell_order, window, aoi, index_kind=index_kind, named=False)
         if ds is not None:
             children[f"o{level.cell_order}" if v2 else str(level.cell_order)] = xr.DataTree(ds)
     attrs = {**identity, "zagg_pyramid": _jsonable(decl), "moczarr_orders": structural_orders(children)}
@@ -184,4 +175,8 @@ def finest_source_at(node, k: int) -> int | None:
 def _orders_from(node, role: str) -> tuple[int, ...]:
     from .pyramid import structural_orders
 
-    return tuple(structural_orders(dict(node.children))[role])
+    children = dict(getattr(node, "children", {}) or {})
+    if not children and "morton_hive" in node.attrs:
+        # a flat (declared-off) product node holds the data itself: its own order is its source order
+        return (int(node.attrs["morton_hive"]["cell_order"]),) if role == "source" else ()
+    return tuple(structural_orders(children)[role])

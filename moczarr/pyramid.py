@@ -20,7 +20,7 @@ import xarray as xr
 from . import ids
 from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
 from .coverage import aoi_words
-from .errors import LevelOmittedWarning, ObjectDroppedWarning, PyramidError, WindowError
+from .errors import EmptySelectionWarning, LevelOmittedWarning, ObjectDroppedWarning, PyramidError, WindowError
 from .hive import candidate_leaves, open_source, root_shards
 from .ids import ALL_TOKEN
 from .manifest import Manifest, check_window, read_manifest
@@ -32,14 +32,25 @@ COLUMN_SPECS = ("zagg-column/1",)
 
 
 # -- the declaration --------------------------------------------------------------------------------
+def _as_manifest(manifest) -> Manifest:
+    """A :class:`Manifest` as given, or the manifest of a store root (path, URL or Storage)."""
+    if isinstance(manifest, Manifest):
+        return manifest
+    storage = manifest if isinstance(manifest, Storage) else Storage.open(manifest)
+    return read_manifest(storage)
+
+
 def pyramid_declaration(manifest: Manifest) -> dict | None:
     """The normalized ``pyramid`` record of a manifest (FORMAT.md §7.2), or None when declared off.
+
+    ``manifest`` is a :class:`~moczarr.manifest.Manifest` or a store root.
 
     Raises :class:`PyramidError` for an unknown ``spec``, a ``/1`` block with
     orders but without ``spacing``/``all_time``/``fields`` (or without its
     spec), an ancestor order outside ``0..shard_order-1``, or a malformed ``/2``
     ladder.
     """
+    manifest = _as_manifest(manifest)
     block = manifest.pyramid
     where = f"{manifest.location}: pyramid"
     if not isinstance(block, dict):
@@ -136,8 +147,10 @@ class Level:
 def pyramid_levels(manifest: Manifest) -> list[Level]:
     """The resolution table (FORMAT.md §7.6): one level per addressable cell order, finest first.
 
+    ``manifest`` is a :class:`~moczarr.manifest.Manifest` or a store root.
     Raises :class:`PyramidError` when one resolution is declared at two levels.
     """
+    manifest = _as_manifest(manifest)
     levels = {manifest.cell_order: Level(manifest.cell_order, manifest.shard_order, "source")}
     decl = pyramid_declaration(manifest)
     if decl:
@@ -237,8 +250,16 @@ def open_level_in(
     all_time: bool = False,
     *,
     index_kind: str = "moc",
+    named: bool = True,
 ) -> xr.Dataset | None:
-    """:func:`open_level` on an open storage and manifest (shared by the tree openers)."""
+    """:func:`open_level` on an open storage and manifest (shared by the tree openers).
+
+    ``named=False`` says the level was not named by the caller but taken from
+    the declaration (the tree openers): under a ``/1`` declaration a
+    ``zagg-overview/2`` object at another cell order is then dropped with a
+    warning instead of raising (FORMAT.md §7.8: the derivation is wrong, not
+    the store).
+    """
     level = _level(manifest, cell_order)
     check_all_time(manifest, window, all_time)
     decl = pyramid_declaration(manifest)
@@ -272,18 +293,34 @@ def open_level_in(
         )
     cover = aoi_words(aoi) if aoi is not None else None
     if level.artifact == "overview":
-        objects = _overview_objects(storage, manifest, level, shards, stem)
+        lenient = not named and decl["spec"] == "zagg-pyramid/1"
+        objects = _overview_objects(storage, manifest, level, shards, stem, lenient=lenient)
+        schema_objects = objects
     else:
         refs = candidate_leaves(storage, manifest, shards, None, cover)
         objects = _column_objects(storage, manifest, level, [r.decimal for r in refs], stem, window)
-    if not objects:
+        schema_objects = objects
+        if not objects and cover is not None:
+            # the AOI cut every column candidate: the level is still on disk, so open it empty
+            # with the schema of any column (the roster stays query-scoped: empty)
+            every = candidate_leaves(storage, manifest, shards, None, None)
+            schema_objects = _column_objects(storage, manifest, level, [r.decimal for r in every], stem, window)
+    if not schema_objects:
         return _omit(f"{manifest.location}: no stamped {level.artifact} object at cell order {cell_order}; level omitted")
     attrs = {
         "morton_hive": {**manifest.summary(), "cell_order": cell_order, "shard_order": level.node_order, "window": window if not all_time else ALL_TOKEN},
         "zagg_objects": [o.entry for o in objects],
         "zagg_level": level_attrs,
     }
-    return _objects_dataset(storage, level, objects, cover, index_kind, attrs)
+    ds = _objects_dataset(storage, level, objects, cover, index_kind, attrs, schema_objects[0])
+    if cover is not None and ds.sizes["cells"] == 0:
+        warnings.warn(
+            f"{manifest.location}: the AOI selects no cell of {level.artifact} level o{cell_order}; "
+            "returning the schema with 0 rows",
+            EmptySelectionWarning,
+            stacklevel=3,
+        )
+    return ds
 
 
 def _omit(message: str) -> None:
@@ -310,7 +347,9 @@ def overview_candidates(manifest: Manifest, shards: np.ndarray, node_order: int,
     return [(n, f"{ids.ancestor_node(n)}/{stem}.zarr") for n in ordered]
 
 
-def _overview_objects(storage: Storage, manifest: Manifest, level: Level, shards: np.ndarray, stem: str) -> list[DerivedObject]:
+def _overview_objects(
+    storage: Storage, manifest: Manifest, level: Level, shards: np.ndarray, stem: str, *, lenient: bool = False
+) -> list[DerivedObject]:
     cands = overview_candidates(manifest, shards, level.node_order, stem)
     docs = read_roots(storage, [p for _, p in cands])
     out = []
@@ -333,6 +372,12 @@ def _overview_objects(storage: Storage, manifest: Manifest, level: Level, shards
             _drop(f"{where}: missing, unknown or incomplete zagg_overview block; overview dropped")
             continue
         if block["cell_order"] != level.cell_order:
+            if lenient and block.get("spec") == "zagg-overview/2":
+                _drop(
+                    f"{where}: a zagg-overview/2 object at cell_order {block['cell_order']!r} sits where the /1 "
+                    f"declaration derives level o{level.cell_order}; dropped (open /2 levels by their declared cell order)"
+                )
+                continue
             raise PyramidError(
                 f"{where}: overview declares cell_order {block['cell_order']!r} but sits at level o{level.cell_order}"
             )
@@ -377,18 +422,45 @@ def _drop(message: str) -> None:
 
 
 def _objects_dataset(
-    storage: Storage, level: Level, objects: list[DerivedObject], cover, index_kind: str, attrs: dict
+    storage: Storage,
+    level: Level,
+    objects: list[DerivedObject],
+    cover,
+    index_kind: str,
+    attrs: dict,
+    schema_object: DerivedObject,
 ) -> xr.Dataset:
     r, k = level.cell_order, level.node_order
     group = str(r)
-    words = ids.to_words([o.decimal for o in objects])
+    words = ids.to_words([o.decimal for o in objects]) if objects else np.empty(0, np.uint64)
     domain = domain_of(words, k, r, cover)
     first, _ = ids.subtree_rank_bounds(words, k, r)
     n_cells = 4 ** (r - k)
-    sels = rows_in(domain, first, n_cells)
+    sels = rows_in(domain, first, n_cells) if objects else []
     parts = [Part(f"{o.path}/{group}", int(f), n_cells, s) for o, f, s in zip(objects, first, sels)]
-    schema = read_schema(storage, parts[0].group, list(objects[0].array_names) if objects[0].array_names else None)
+    schema_group = f"{schema_object.path}/{group}"
+    names = list(schema_object.array_names) if schema_object.array_names else None
+    schema = read_schema(storage, schema_group, names)
+    if names is not None:
+        # the provenance block lists fields only: add the ragged siblings their declarations bind
+        bound = _bound_siblings(schema) - set(schema.arrays)
+        if bound:
+            schema = read_schema(storage, schema_group, sorted(set(names) | bound))
     return build_dataset(storage, schema, parts, domain, index_kind=index_kind, attrs=attrs)
+
+
+def _bound_siblings(schema) -> set[str]:
+    """Arrays a ragged payload binds through its attrs: ``ragged.locations`` and ``times`` (FORMAT.md §9.1)."""
+    out = set()
+    for arr in schema.arrays.values():
+        attrs = arr.attrs
+        block = attrs.get("ragged")
+        if not isinstance(block, dict):
+            continue
+        for name in (block.get("locations"), attrs.get("times")):
+            if isinstance(name, str) and name:
+                out.add(name)
+    return out
 
 
 # -- many levels -------------------------------------------------------------------------------------
@@ -441,7 +513,9 @@ def pyramid_tree(storage, manifest, levels=None, aoi=None, window=None, all_time
         root_attrs["multiscales"] = manifest.multiscales
     children = {}
     for lv in table:
-        ds = open_level_in(storage, manifest, lv.cell_order, window, aoi, all_time, index_kind=index_kind)
+        ds = open_level_in(
+            storage, manifest, lv.cell_order, window, aoi, all_time, index_kind=index_kind, named=levels is not None
+        )
         if ds is not None:
             children[f"o{lv.cell_order}"] = xr.DataTree(ds)
     return xr.DataTree(xr.Dataset(attrs=root_attrs), children=children)

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import MoczarrError
+from .errors import ArrayContractError
 
 RAGGED_SPEC = "zagg-ragged/1"
+LOCATED_SPEC = "zagg-located/1"
 
 
-class RaggedError(MoczarrError, ValueError):
+class RaggedError(ArrayContractError):
     """A ragged declaration this reader must refuse (unknown spec, no well-formed element)."""
 
 
@@ -37,7 +38,9 @@ def parse_ragged_attrs(attrs: dict, name: str = "array") -> RaggedSpec:
 
     Raises :class:`RaggedError` for a missing block, a spec other than
     ``zagg-ragged/1`` (never guess a layout), an element without a dtype or
-    with a shape not of the form ``[-1, *inner]``, or an unknown ``weights``.
+    with a shape not of the form ``[-1, *inner]``, an unknown ``weights``, a
+    ``flux`` declaration without its ``gain`` {name, version}, or an unknown
+    ``located`` declaration.
     """
     block = attrs.get("ragged")
     if not isinstance(block, dict):
@@ -57,6 +60,14 @@ def parse_ragged_attrs(attrs: dict, name: str = "array") -> RaggedSpec:
     weights = attrs.get("weights")
     if weights not in (None, "counts", "flux"):
         raise RaggedError(f"{name}: unknown weights {weights!r} (known: counts, flux)")
+    gain = attrs.get("gain")
+    if weights == "flux" and not (
+        isinstance(gain, dict) and isinstance(gain.get("name"), str) and isinstance(gain.get("version"), str)
+    ):
+        raise RaggedError(f"{name}: weights 'flux' needs a gain {{name, version}}, got {gain!r}")
+    located = attrs.get("located")
+    if located is not None and not (isinstance(located, dict) and located.get("spec") == LOCATED_SPEC):
+        raise RaggedError(f"{name}: unknown located declaration {located!r} (this reader knows {LOCATED_SPEC})")
     return RaggedSpec(dtype, tuple(shape[1:]), block.get("locations"), attrs.get("times"), weights, attrs.get("gain"))
 
 

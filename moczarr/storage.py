@@ -190,6 +190,8 @@ class Storage:
         self.root = root.strip("/")
         self.location = location or root
         self.concurrency = max(1, int(concurrency))
+        #: per-open memo of parsed small objects (the root MOC), so one open reads each once
+        self.memo: dict = {}
 
     @classmethod
     def open(

@@ -328,3 +328,25 @@ def test_nothing_is_written_to_the_store(copy_fixture):
     moczarr.open_leaf(root, "1111111").load()
     after = {p: p.stat().st_mtime_ns for p in root.rglob("*")}
     assert before == after
+
+
+def test_composition_with_nonzero_fill_raises(copy_fixture):
+    root = copy_fixture("spec/kitchen_sink")
+    meta = root / "1/1/2/1/3/11213.zarr/6/composition/zarr.json"
+    doc = load_json(meta)
+    doc["fill_value"] = 1
+    write_json(meta, doc)
+    with pytest.raises(moczarr.ArrayContractError, match="fill 0"):
+        moczarr.open_hive(root)
+
+
+def test_unknown_ragged_spec_raises(copy_fixture):
+    root = copy_fixture("spec/minimal")
+    set_attrs(root / "1/1/2/1/3/11213.zarr/6/h_tdigest/zarr.json", lambda a: a["ragged"].update(spec="zagg-ragged/9"))
+    with pytest.raises(moczarr.ArrayContractError, match="ragged"):
+        moczarr.open_hive(root)
+
+
+def test_read_manifest_takes_a_path():
+    manifest = moczarr.read_manifest(fixture_path("serc_hive"))
+    assert (manifest.cell_order, manifest.shard_order) == (8, 6)
