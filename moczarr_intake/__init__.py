@@ -1,0 +1,13 @@
+"""moczarr_intake: Intake catalogs and STAC documents for morton-hive stores and moraine pyramids.
+
+- ``intake.open_catalog("catalog.yaml")`` with the ``morton_level`` / ``morton_store`` /
+  ``morton_hive`` / ``moraine_level`` / ``moraine_points`` drivers (registered entry points);
+- the intake readers layer (``MortonHive`` datatype, ``MortonLevelReader``, ``MortonStoreReader``);
+- :func:`build_stac` / :func:`open_stac` / :func:`validate_offline` for static STAC;
+- the ``moczarr-catalog`` command (:mod:`moczarr_intake.cli`).
+"""
+
+from .stac import build_stac, open_stac, validate_offline
+from .summary import summarize_store
+
+__all__ = ["build_stac", "open_stac", "summarize_store", "validate_offline"]

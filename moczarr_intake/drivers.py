@@ -1,0 +1,255 @@
+"""Intake drivers (the ``intake.drivers`` plugin generation).
+
+- ``morton_hive``: a catalog over a store root. One entry per product (a bare
+  store is one product), a level source with parameters ``order``, ``window``
+  (windowed products) and ``aoi``; plus ``{product}_tree``, the product's DataTree.
+- ``morton_level``: a level source, ``read()``/``to_dask()`` -> :func:`moczarr.open_level`.
+- ``morton_store``: a tree source, ``read()``/``to_dask()`` -> :func:`moczarr.open_store`.
+
+Entry metadata comes from :mod:`moczarr_intake.summary`, so listing a catalog
+reads no data.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from intake.catalog.base import Catalog
+from intake.catalog.local import LocalCatalogEntry, UserParameter
+from intake.source.base import DataSource, Schema
+
+from moczarr import __version__
+
+from .summary import ProductSummary, summarize_store
+
+
+def parse_aoi(aoi: Any):
+    """``aoi`` as a reader accepts it: None for empty; a list of ids from a list or a comma-separated string."""
+    if aoi is None or (hasattr(aoi, "__len__") and len(aoi) == 0):
+        return None
+    if isinstance(aoi, str):
+        text = aoi.strip()
+        if text.startswith("["):
+            return parse_aoi(ast.literal_eval(text))
+        return [part.strip().strip("'\"") for part in text.split(",") if part.strip()]
+    return list(aoi) if isinstance(aoi, (list, tuple)) else aoi
+
+
+def _none_if_blank(value):
+    return None if value in (None, "", "None", "none") else value
+
+
+class MortonLevelSource(DataSource):
+    """One resolution of a morton-hive product as a lazy ``xarray.Dataset``."""
+
+    container = "xarray"
+    name = "morton_level"
+    version = __version__
+    partition_access = False
+
+    def __init__(
+        self,
+        store_root: str,
+        order: int | None = None,
+        window: str | None = None,
+        aoi=None,
+        all_time: bool = False,
+        storage_options: dict | None = None,
+        metadata: dict | None = None,
+    ):
+        self.store_root = store_root
+        self.order = None if _none_if_blank(order) is None else int(order)
+        self.window = _none_if_blank(window)
+        self.aoi = parse_aoi(aoi)
+        self.all_time = bool(all_time)
+        self._ds = None
+        super().__init__(storage_options=storage_options, metadata=metadata)
+
+    def _open(self):
+        if self._ds is None:
+            from moczarr.manifest import read_manifest
+            from moczarr.pyramid import open_level_in
+            from moczarr.storage import Storage
+
+            storage = Storage.open(self.store_root, self.storage_options)
+            manifest = read_manifest(storage)
+            order = manifest.cell_order if self.order is None else self.order
+            ds = open_level_in(storage, manifest, order, self.window, self.aoi, self.all_time)
+            if ds is None:
+                from moczarr.errors import LevelOmittedWarning
+
+                raise LookupError(
+                    f"{self.store_root}: level o{order} has no materialized objects (see the {LevelOmittedWarning.__name__})"
+                )
+            self._ds = ds
+        return self._ds
+
+    def _get_schema(self):
+        ds = self._open()
+        return Schema(
+            datashape=None,
+            dtype=None,
+            shape=None,
+            npartitions=1,
+            extra_metadata={"dims": dict(ds.sizes), "data_vars": list(ds.data_vars)},
+        )
+
+    def to_dask(self):
+        """The lazy Dataset (dask-backed variables)."""
+        return self._open()
+
+    def read(self):
+        """The Dataset with every variable loaded into memory."""
+        return self._open().load()
+
+    def _close(self):
+        self._ds = None
+
+
+class MortonStoreSource(DataSource):
+    """A morton-hive store (or some of its products) as an ``xarray.DataTree``."""
+
+    container = "xarray"
+    name = "morton_store"
+    version = __version__
+    partition_access = False
+
+    def __init__(
+        self,
+        store_root: str,
+        products=None,
+        window: str | None = None,
+        aoi=None,
+        storage_options: dict | None = None,
+        metadata: dict | None = None,
+    ):
+        self.store_root = store_root
+        self.products = [products] if isinstance(products, str) and products else (list(products) if products else None)
+        self.window = _none_if_blank(window)
+        self.aoi = parse_aoi(aoi)
+        self._tree = None
+        super().__init__(storage_options=storage_options, metadata=metadata)
+
+    def _open(self):
+        if self._tree is None:
+            from moczarr.products import open_store
+
+            self._tree = open_store(
+                self.store_root, self.products, self.aoi, self.window, storage_options=self.storage_options
+            )
+        return self._tree
+
+    def _get_schema(self):
+        tree = self._open()
+        return Schema(datashape=None, dtype=None, shape=None, npartitions=1, extra_metadata={"nodes": [node.path for node in tree.subtree]})
+
+    def to_dask(self):
+        return self._open()
+
+    def read(self):
+        return self._open().load()
+
+    def _close(self):
+        self._tree = None
+
+
+def level_parameters(product: ProductSummary) -> list[UserParameter]:
+    """The user parameters of a product's level entry: ``order``, ``window`` (windowed only), ``aoi``."""
+    params = [
+        UserParameter(
+            "order",
+            description="cell order (resolution) to open; levels: "
+            + ", ".join(f"{lv.cell_order} ({lv.artifact})" for lv in product.levels),
+            type="int",
+            default=product.native_order,
+            allowed=product.orders,
+        )
+    ]
+    if product.windowed:
+        params.append(
+            UserParameter(
+                "window",
+                description="time window label",
+                type="str",
+                default=product.windows[0] if product.windows else "",
+                allowed=product.windows or None,
+            )
+        )
+    params.append(
+        UserParameter("aoi", description="area of interest: morton ids (decimal strings)", type="list", default=[])
+    )
+    return params
+
+
+def level_args(product: ProductSummary, root: str, storage_options: dict | None) -> dict:
+    args = {"store_root": root, "order": "{{ order }}", "aoi": "{{ aoi }}"}
+    if product.windowed:
+        args["window"] = "{{ window }}"
+    if storage_options:
+        args["storage_options"] = storage_options
+    return args
+
+
+def product_entries(product: ProductSummary, root: str, *, storage_options=None, catalog=None, stac_href=None, store_root=None, product_name=None) -> dict[str, LocalCatalogEntry]:
+    """The level entry and the tree entry of one product."""
+    metadata = product.metadata()
+    if stac_href:
+        metadata["stac_href"] = stac_href
+    title = product.dataset.get("short_name") or product.name
+    level = LocalCatalogEntry(
+        product.name,
+        f"{title} v{product.dataset.get('version')} ({product.spec}), cell orders {product.orders}",
+        MortonLevelSource,
+        args=level_args(product, root, storage_options),
+        parameters=level_parameters(product),
+        metadata=metadata,
+        catalog=catalog,
+    )
+    tree_args = {"store_root": store_root or root}
+    if product_name:
+        tree_args["products"] = [product_name]
+    if product.windowed:
+        tree_args["window"] = "{{ window }}"
+    if storage_options:
+        tree_args["storage_options"] = storage_options
+    tree = LocalCatalogEntry(
+        f"{product.name}_tree",
+        f"{title}: every stored order as a DataTree",
+        MortonStoreSource,
+        args=tree_args,
+        parameters=[p for p in level_parameters(product) if p.name == "window"],
+        metadata=metadata,
+        catalog=catalog,
+    )
+    return {level.name: level, tree.name: tree}
+
+
+class MortonHiveCatalog(Catalog):
+    """A catalog over one morton-hive store root (bare or multi-product)."""
+
+    name = "morton_hive"
+    version = __version__
+
+    def __init__(self, store_root: str, storage_options: dict | None = None, stac_hrefs: dict | None = None, **kwargs):
+        self.store_root = str(store_root)
+        self.stac_hrefs = stac_hrefs or {}
+        super().__init__(storage_options=storage_options, **kwargs)
+
+    def _load(self):
+        summary = summarize_store(self.store_root, self.storage_options)
+        self._entries = {}
+        for product in summary.products:
+            multi = summary.layout == "multi"
+            self._entries.update(
+                product_entries(
+                    product,
+                    product.root,
+                    storage_options=self.storage_options,
+                    catalog=self,
+                    stac_href=self.stac_hrefs.get(product.name),
+                    store_root=self.store_root,
+                    product_name=product.name if multi else None,
+                )
+            )
+        self.metadata = {**(self.metadata or {}), "store_root": self.store_root, "layout": summary.layout}

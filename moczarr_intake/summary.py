@@ -1,0 +1,292 @@
+"""One cheap description of a store: the only place the catalog reads store metadata.
+
+Per product it reads the manifest, the root coverage MOC and a bounded number
+of small objects (one committed leaf's schema, a few shard-node listings for
+window labels on generative schedules), so its cost does not grow with the
+leaf count. Levels are what the manifest declares (declared is not
+materialized; opening a level says what is on disk).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import mortie
+import numpy as np
+
+from moczarr import ids
+from moczarr.assemble import read_schema
+from moczarr.coverage import ROOT_MOC_NAME, parse_root_moc
+from moczarr.hive import stamped_array_names
+from moczarr.manifest import MANIFEST_NAME, Manifest, parse_manifest
+from moczarr.products import list_products
+from moczarr.pyramid import pyramid_declaration, pyramid_levels
+from moczarr.storage import Storage, parse_json
+from moczarr.store import leaf_data_prefix, stamp_of, windows_present
+
+#: shard nodes listed (at most) to find window labels on generative schedules
+WINDOW_SAMPLE = 8
+#: leaves tried (at most) to find one committed leaf for the schema
+SCHEMA_TRIES = 4
+
+
+@dataclass
+class VariableInfo:
+    name: str
+    dtype: str
+    dims: list[str]
+    attrs: dict = field(default_factory=dict)
+    kind: str = "dense"  # dense | ragged
+
+
+@dataclass
+class LevelInfo:
+    cell_order: int
+    node_order: int
+    artifact: str
+    variables: list[str]
+    resolution_km: float
+
+
+@dataclass
+class ProductSummary:
+    """What a catalog entry needs to let a user choose without opening data."""
+
+    name: str
+    root: str
+    spec: str
+    dataset: dict
+    semantic_hash: str | None
+    cell_order: int
+    shard_order: int
+    path_grouping: int
+    pyramid_spec: str | None
+    windowed: bool
+    schedule: str
+    windows: list[str]
+    time_range: list[str] | None
+    n_shards: int | None
+    shards: list[str]  # decimal shard ids from the root MOC (empty without one)
+    bbox: list[float] | None
+    levels: list[LevelInfo]
+    variables: list[VariableInfo]
+    manifest: dict = field(repr=False, default_factory=dict)
+    coverage_usable: bool = True
+
+    @property
+    def native_order(self) -> int:
+        return self.cell_order
+
+    @property
+    def orders(self) -> list[int]:
+        return [lv.cell_order for lv in self.levels]
+
+    def level(self, cell_order: int) -> LevelInfo:
+        for lv in self.levels:
+            if lv.cell_order == cell_order:
+                return lv
+        raise KeyError(f"{self.root}: no level at cell order {cell_order}; levels: {self.orders}")
+
+    def metadata(self) -> dict:
+        """The Intake entry metadata (plain JSON types)."""
+        return {
+            "product": self.name,
+            "store_root": self.root,
+            "spec": self.spec,
+            "dataset": self.dataset,
+            "semantic_hash": self.semantic_hash,
+            "cell_order": self.cell_order,
+            "shard_order": self.shard_order,
+            "pyramid": self.pyramid_spec,
+            "levels": [asdict(lv) for lv in self.levels],
+            "windows": self.windows,
+            "schedule": self.schedule,
+            "time_range": self.time_range,
+            "bbox": self.bbox,
+            "n_shards": self.n_shards,
+            "variables": {v.name: {"dtype": v.dtype, "kind": v.kind} for v in self.variables},
+        }
+
+
+@dataclass
+class StoreSummary:
+    root: str
+    layout: str  # "bare" | "multi"
+    products: list[ProductSummary]
+
+
+def summarize_store(root, storage_options: dict | None = None, *, storage: Storage | None = None) -> StoreSummary:
+    """Describe a bare store or a multi-product root (see the module docstring for the cost)."""
+    storage = storage or Storage.open(root, storage_options)
+    payload = storage.get_bytes(MANIFEST_NAME)
+    if payload is not None:
+        manifest = parse_manifest(parse_json(payload, storage.describe(MANIFEST_NAME)), storage.describe())
+        name = (manifest.short_name or "product").lower()
+        return StoreSummary(storage.location, "bare", [summarize_product(storage, manifest, name)])
+    products = list_products(storage)
+    if not products:
+        from moczarr.errors import NotAHiveStoreError
+
+        raise NotAHiveStoreError(f"{storage.describe()} holds neither a morton-hive manifest nor products")
+    out = []
+    for name in products:
+        child = storage.child(name)
+        manifest = parse_manifest(child.get_json(MANIFEST_NAME), child.describe())
+        out.append(summarize_product(child, manifest, name))
+    return StoreSummary(storage.location, "multi", out)
+
+
+def summarize_product(storage: Storage, manifest: Manifest, name: str) -> ProductSummary:
+    """One product's summary (manifest + root MOC + one leaf schema + bounded listings)."""
+    moc_bytes = storage.get_bytes(ROOT_MOC_NAME)
+    shards = parse_root_moc(moc_bytes, manifest.shard_order, storage.describe())
+    envelope = parse_json(moc_bytes, storage.describe(ROOT_MOC_NAME)) if shards is not None else None
+    decimals = ids.to_decimals(shards) if shards is not None else []
+    windows = _windows(storage, manifest, decimals)
+    variables = _source_variables(storage, manifest, decimals, windows)
+    decl = pyramid_declaration(manifest)
+    composable = (
+        sorted(k for k, f in (decl["fields"] or {}).items() if isinstance(f, dict) and f.get("class") in ("exact", "approximate"))
+        if decl
+        else []
+    )
+    levels = []
+    for lv in pyramid_levels(manifest):
+        names = [v.name for v in variables] if lv.artifact == "source" else composable
+        levels.append(LevelInfo(lv.cell_order, lv.node_order, lv.artifact, names, float(mortie.order2res(lv.cell_order))))
+    return ProductSummary(
+        name=name,
+        root=storage.location,
+        spec=manifest.spec,
+        dataset=dict(manifest.dataset),
+        semantic_hash=manifest.semantic_hash,
+        cell_order=manifest.cell_order,
+        shard_order=manifest.shard_order,
+        path_grouping=manifest.path_grouping,
+        pyramid_spec=decl["spec"] if decl else None,
+        windowed=manifest.windowed,
+        schedule=manifest.schedule,
+        windows=windows,
+        time_range=_time_range(manifest, envelope),
+        n_shards=None if shards is None else int(shards.size),
+        shards=decimals,
+        bbox=footprint_bbox(shards) if shards is not None and shards.size else None,
+        levels=levels,
+        variables=variables,
+        manifest=manifest.raw,
+        coverage_usable=shards is not None,
+    )
+
+
+def _windows(storage: Storage, manifest: Manifest, decimals: list[str]) -> list[str]:
+    if not manifest.windowed:
+        return []
+    if manifest.declared_windows:
+        return manifest.declared_windows
+    if decimals:
+        step = max(1, len(decimals) // WINDOW_SAMPLE)
+        return windows_present(storage, decimals[::step][:WINDOW_SAMPLE], manifest.path_grouping)
+    from moczarr.store import walk_leaves
+
+    return sorted({r.window for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping) if r.window})
+
+
+def _source_variables(storage: Storage, manifest: Manifest, decimals: list[str], windows: list[str]) -> list[VariableInfo]:
+    """Variables of the source level, from the schema of one committed leaf."""
+    group = str(manifest.cell_order)
+    candidates = [ids.leaf_path(d, windows[0] if windows else None, manifest.path_grouping) for d in decimals[:SCHEMA_TRIES]]
+    if not candidates:
+        from moczarr.store import walk_leaves
+
+        candidates = [r.path for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping)[:SCHEMA_TRIES]]
+    for path, doc in zip(candidates, storage.get_many_json([f"{p}/zarr.json" for p in candidates])):
+        stamp = stamp_of(doc)
+        if stamp is None:
+            continue
+        prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
+        try:
+            schema = read_schema(storage, f"{prefix}/{group}", stamped_array_names(stamp, group))
+        except Exception as exc:  # a torn leaf: try the next one
+            warnings.warn(f"{storage.describe(path)}: schema unreadable ({exc}); trying another leaf", UserWarning, stacklevel=2)
+            continue
+        out = []
+        for name, arr in schema.arrays.items():
+            if name == "morton":
+                continue
+            kind = "ragged" if "ragged" in arr.attrs else "dense"
+            out.append(VariableInfo(name, str(arr.metadata["data_type"]), list(arr.dims), arr.attrs, kind))
+        return out
+    return []
+
+
+def _time_range(manifest: Manifest, envelope: Any) -> list[str] | None:
+    if isinstance(envelope, dict) and isinstance(envelope.get("time_range"), list) and len(envelope["time_range"]) == 2:
+        return list(envelope["time_range"])
+    windows = (manifest.temporal or {}).get("windows") or []
+    starts = [w["start"] for w in windows if isinstance(w, dict) and "start" in w]
+    ends = [w["end"] for w in windows if isinstance(w, dict) and "end" in w]
+    if starts and ends:
+        return [min(starts), max(ends)]
+    return None
+
+
+def footprint_bbox(words: np.ndarray) -> list[float]:
+    """``[west, south, east, north]`` of a cover, safe across the antimeridian and the poles.
+
+    Computed from the dissolved footprint (:func:`footprint_geometry`), whose
+    polygons mortie splits at the antimeridian: see :func:`geometry_bbox`.
+    """
+    return geometry_bbox(footprint_geometry(words))
+
+
+def _polygons(geometry: dict) -> list:
+    if geometry["type"] == "Polygon":
+        return [geometry["coordinates"]]
+    if geometry["type"] == "MultiPolygon":
+        return list(geometry["coordinates"])
+    raise ValueError(f"not a polygonal geometry: {geometry['type']}")
+
+
+def geometry_bbox(geometry: dict, *, pole_spans_all: bool = True) -> list[float]:
+    """``[west, south, east, north]`` of a footprint whose polygons are split at the antimeridian.
+
+    Longitudes take the smallest circular interval holding every polygon, so a
+    footprint across the antimeridian gives ``west > east`` (the STAC
+    convention); one touching a pole spans all longitudes unless
+    ``pole_spans_all=False``.
+    """
+    spans, south, north = [], 90.0, -90.0
+    for poly in _polygons(geometry):
+        ring = np.asarray(poly[0], dtype=float)
+        spans.append((float(ring[:, 0].min()), float(ring[:, 0].max())))
+        south, north = min(south, float(ring[:, 1].min())), max(north, float(ring[:, 1].max()))
+    if pole_spans_all and (north >= 90.0 - 1e-9 or south <= -90.0 + 1e-9):
+        return [-180.0, south, 180.0, north]
+    spans.sort()
+    merged = [list(spans[0])]
+    for w, e in spans[1:]:
+        if w <= merged[-1][1] + 1e-9:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([w, e])
+    n = len(merged)
+    # gap i runs from merged[i] east to merged[i+1] west; the last one wraps across the antimeridian
+    gaps = [((merged[(i + 1) % n][0] + (360.0 if i == n - 1 else 0.0)) - merged[i][1], i) for i in range(n)]
+    size, i = max(gaps)
+    if size <= 1e-9:
+        return [-180.0, south, 180.0, north]
+    if i == n - 1:
+        return [merged[0][0], south, merged[-1][1], north]
+    return [merged[i + 1][0], south, merged[i][1], north]
+
+
+def footprint_geometry(words: np.ndarray) -> dict:
+    """The cover's outline as a GeoJSON MultiPolygon (mortie polygons, dissolved; needs shapely)."""
+    import json
+
+    import shapely
+
+    geom = mortie.to_geometry(np.asarray(mortie.compress_moc(np.asarray(words, dtype=np.uint64)), dtype=np.uint64))
+    return json.loads(shapely.to_geojson(geom))
