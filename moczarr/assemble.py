@@ -22,6 +22,7 @@ from dask.highlevelgraph import HighLevelGraph
 
 from . import ids
 from .errors import ArrayContractError, PrecisionWarning, StampError
+from .ranges import MortonRanges
 from .storage import Storage
 
 CELLS = "cells"
@@ -298,15 +299,8 @@ def rows_in(domain: MortonRanges, first_ranks: np.ndarray, n_cells: int) -> list
     return out
 
 
-def _ranges_cls():
-    from .ranges import MortonRanges  # imported late: the index modules import xarray internals
-
-    return MortonRanges
-
-
 def domain_of(object_words: np.ndarray, object_order: int, cell_order: int, aoi: np.ndarray | None) -> MortonRanges:
     """The row domain: the objects' subtrees at ``cell_order``, intersected with the AOI cover."""
-    MortonRanges = _ranges_cls()
     words = np.asarray(object_words, dtype=np.uint64)
     full = MortonRanges.from_subtrees(words, cell_order) if words.size else MortonRanges.empty(cell_order)
     if aoi is None:
@@ -316,7 +310,6 @@ def domain_of(object_words: np.ndarray, object_order: int, cell_order: int, aoi:
 
 def aoi_ranges(aoi_words: np.ndarray, cell_order: int) -> MortonRanges:
     """An AOI cover as cell-order intervals: a member finer than ``cell_order`` selects its containing cell."""
-    MortonRanges = _ranges_cls()
     if aoi_words.size == 0:
         return MortonRanges.empty(cell_order)
     orders = mortie.orders_of(aoi_words)

@@ -30,7 +30,7 @@ from .errors import (
 )
 from .manifest import Manifest, check_window, read_manifest
 from .storage import DEFAULT_CONCURRENCY, Storage
-from .store import LeafRef, leaf_data_prefix, read_roots, stamp_of, version_of, walk_leaves, windows_present
+from .store import LeafRef, leaf_data_prefix, read_roots, stamp_of, walk_leaves, windows_present
 
 
 @dataclass(frozen=True)

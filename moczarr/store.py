@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import ids
-from .errors import CoverageFallbackWarning, StampError, VersionPointerError
-from .storage import Storage, parse_json
+from .errors import CoverageFallbackWarning, VersionPointerError
+from .storage import Storage
 
 STAMP_KEY = "morton_hive_commit"
 _VERSION_RE = re.compile(r"^run-[^/\\]+$")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+import xarray as xr
 from intake.catalog.base import Catalog
 from intake.catalog.local import LocalCatalogEntry, UserParameter
 from intake.source.base import DataSource, Schema
@@ -40,13 +41,48 @@ def _none_if_blank(value):
     return None if value in (None, "", "None", "none") else value
 
 
-class MortonLevelSource(DataSource):
-    """One resolution of a morton-hive product as a lazy ``xarray.Dataset``."""
+class LazyXarraySource(DataSource):
+    """A source whose object is an xarray object opened lazily once: ``to_dask()`` lazy, ``read()`` loaded.
+
+    Subclasses implement :meth:`_open_object`; ``read()`` returns a loaded copy so
+    the cached lazy object stays lazy.
+    """
 
     container = "xarray"
-    name = "morton_level"
     version = __version__
     partition_access = False
+    _object = None
+
+    def _open_object(self):
+        raise NotImplementedError
+
+    def _open(self):
+        if self._object is None:
+            self._object = self._open_object()
+        return self._object
+
+    def _get_schema(self):
+        obj = self._open()
+        sizes = dict(obj.sizes) if hasattr(obj, "sizes") else {}
+        names = list(getattr(obj, "data_vars", {})) if not isinstance(obj, xr.DataTree) else [n.path for n in obj.subtree]
+        return Schema(datashape=None, dtype=None, shape=None, npartitions=1, extra_metadata={"dims": sizes, "variables": names})
+
+    def to_dask(self):
+        """The lazy xarray object (dask-backed variables)."""
+        return self._open()
+
+    def read(self):
+        """The object with every variable loaded into memory."""
+        return self._open().compute()
+
+    def _close(self):
+        self._object = None
+
+
+class MortonLevelSource(LazyXarraySource):
+    """One resolution of a morton-hive product as a lazy ``xarray.Dataset``."""
+
+    name = "morton_level"
 
     def __init__(
         self,
@@ -63,57 +99,26 @@ class MortonLevelSource(DataSource):
         self.window = _none_if_blank(window)
         self.aoi = parse_aoi(aoi)
         self.all_time = bool(all_time)
-        self._ds = None
         super().__init__(storage_options=storage_options, metadata=metadata)
 
-    def _open(self):
-        if self._ds is None:
-            from moczarr.manifest import read_manifest
-            from moczarr.pyramid import open_level_in
-            from moczarr.storage import Storage
+    def _open_object(self):
+        from moczarr.manifest import read_manifest
+        from moczarr.pyramid import open_level_in
+        from moczarr.storage import Storage
 
-            storage = Storage.open(self.store_root, self.storage_options)
-            manifest = read_manifest(storage)
-            order = manifest.cell_order if self.order is None else self.order
-            ds = open_level_in(storage, manifest, order, self.window, self.aoi, self.all_time)
-            if ds is None:
-                from moczarr.errors import LevelOmittedWarning
-
-                raise LookupError(
-                    f"{self.store_root}: level o{order} has no materialized objects (see the {LevelOmittedWarning.__name__})"
-                )
-            self._ds = ds
-        return self._ds
-
-    def _get_schema(self):
-        ds = self._open()
-        return Schema(
-            datashape=None,
-            dtype=None,
-            shape=None,
-            npartitions=1,
-            extra_metadata={"dims": dict(ds.sizes), "data_vars": list(ds.data_vars)},
-        )
-
-    def to_dask(self):
-        """The lazy Dataset (dask-backed variables)."""
-        return self._open()
-
-    def read(self):
-        """The Dataset with every variable loaded into memory."""
-        return self._open().load()
-
-    def _close(self):
-        self._ds = None
+        storage = Storage.open(self.store_root, self.storage_options)
+        manifest = read_manifest(storage)
+        order = manifest.cell_order if self.order is None else self.order
+        ds = open_level_in(storage, manifest, order, self.window, self.aoi, self.all_time)
+        if ds is None:
+            raise LookupError(f"{self.store_root}: level o{order} has no materialized objects (see the LevelOmittedWarning)")
+        return ds
 
 
-class MortonStoreSource(DataSource):
+class MortonStoreSource(LazyXarraySource):
     """A morton-hive store (or some of its products) as an ``xarray.DataTree``."""
 
-    container = "xarray"
     name = "morton_store"
-    version = __version__
-    partition_access = False
 
     def __init__(
         self,
@@ -128,30 +133,12 @@ class MortonStoreSource(DataSource):
         self.products = [products] if isinstance(products, str) and products else (list(products) if products else None)
         self.window = _none_if_blank(window)
         self.aoi = parse_aoi(aoi)
-        self._tree = None
         super().__init__(storage_options=storage_options, metadata=metadata)
 
-    def _open(self):
-        if self._tree is None:
-            from moczarr.products import open_store
+    def _open_object(self):
+        from moczarr.products import open_store
 
-            self._tree = open_store(
-                self.store_root, self.products, self.aoi, self.window, storage_options=self.storage_options
-            )
-        return self._tree
-
-    def _get_schema(self):
-        tree = self._open()
-        return Schema(datashape=None, dtype=None, shape=None, npartitions=1, extra_metadata={"nodes": [node.path for node in tree.subtree]})
-
-    def to_dask(self):
-        return self._open()
-
-    def read(self):
-        return self._open().load()
-
-    def _close(self):
-        self._tree = None
+        return open_store(self.store_root, self.products, self.aoi, self.window, storage_options=self.storage_options)
 
 
 def level_parameters(product: ProductSummary) -> list[UserParameter]:

@@ -28,9 +28,8 @@ from typing import Any
 
 import numpy as np
 import pystac
-from intake.source.base import DataSource, Schema
+from intake.source.base import Schema
 
-from moczarr import __version__
 from moczarr.moraine import (
     POINT_CLOUD,
     MorainePyramid,
@@ -39,6 +38,7 @@ from moczarr.moraine import (
     open_moraine_points,
 )
 
+from .drivers import LazyXarraySource
 from .stac import MissingSchemaError
 
 __all__ = [
@@ -85,28 +85,22 @@ def _as_level(level: Any) -> int:
     raise TypeError(f"level must be an integer, got {level!r}")
 
 
-class MoraineLevelSource(DataSource):
+class MoraineLevelSource(LazyXarraySource):
     """One level of a moraine pyramid as a lazy ``xarray.DataArray`` (dims ``y, x[, channel...]``).
 
     ``level`` is 0 (full resolution) ... L; a negative level counts back from the coarsest.
     A level the pyramid does not have raises :class:`moczarr.moraine.MoraineLevelError`
     when the data is opened."""
 
-    container = "xarray"
     name = "moraine_level"
-    version = __version__
-    partition_access = False
 
     def __init__(self, path: str, level: int = 0, storage_options: dict | None = None, metadata: dict | None = None):
         self.path = os.fspath(path)
         self.level = _as_level(level)
-        self._da = None
         super().__init__(storage_options=storage_options, metadata=metadata)
 
-    def _open(self):
-        if self._da is None:
-            self._da = open_moraine_level(self.path, self.level, storage_options=self.storage_options or None)
-        return self._da
+    def _open_object(self):
+        return open_moraine_level(self.path, self.level, storage_options=self.storage_options or None)
 
     def _get_schema(self):
         arr = self._open()
@@ -118,56 +112,18 @@ class MoraineLevelSource(DataSource):
             extra_metadata={"dims": list(arr.dims), "level": int(arr.attrs.get("level", self.level))},
         )
 
-    def to_dask(self):
-        """The lazy (dask-backed) DataArray."""
-        return self._open()
 
-    def read(self):
-        """The DataArray loaded into memory (the lazy one behind ``to_dask()`` stays lazy)."""
-        return self._open().compute()
-
-    def _close(self):
-        self._da = None
-
-
-class MorainePointsSource(DataSource):
+class MorainePointsSource(LazyXarraySource):
     """The points of a moraine point-cloud pyramid as a lazy ``xarray.Dataset`` (``x``, ``y``, ``pc``)."""
 
-    container = "xarray"
     name = "moraine_points"
-    version = __version__
-    partition_access = False
 
     def __init__(self, path: str, storage_options: dict | None = None, metadata: dict | None = None):
         self.path = os.fspath(path)
-        self._ds = None
         super().__init__(storage_options=storage_options, metadata=metadata)
 
-    def _open(self):
-        if self._ds is None:
-            self._ds = open_moraine_points(self.path, storage_options=self.storage_options or None)
-        return self._ds
-
-    def _get_schema(self):
-        ds = self._open()
-        return Schema(
-            datashape=None,
-            dtype=None,
-            shape=None,
-            npartitions=1,
-            extra_metadata={"dims": dict(ds.sizes), "data_vars": list(ds.data_vars)},
-        )
-
-    def to_dask(self):
-        """The lazy Dataset."""
-        return self._open()
-
-    def read(self):
-        """The Dataset loaded into memory."""
-        return self._open().compute()
-
-    def _close(self):
-        self._ds = None
+    def _open_object(self):
+        return open_moraine_points(self.path, storage_options=self.storage_options or None)
 
 
 # --------------------------------------------------------------------------- georeference

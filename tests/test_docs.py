@@ -6,7 +6,6 @@ pages may build on earlier blocks.
 
 from __future__ import annotations
 
-import os
 import re
 import warnings
 
