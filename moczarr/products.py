@@ -152,8 +152,40 @@ def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "
         ds = open_level_in(storage, manifest, level.cell_order, window, aoi, index_kind=index_kind, named=False)
         if ds is not None:
             children[f"o{level.cell_order}" if v2 else str(level.cell_order)] = xr.DataTree(ds)
-    attrs = {**identity, "zagg_pyramid": _jsonable(decl), "moczarr_orders": structural_orders(children)}
+    orders = structural_orders(children)
+    if manifest.windowed:
+        orders["overview"] = sorted(set(orders["overview"]) | other_window_overview_orders(storage, manifest, window, orders["overview"]), reverse=True)
+    attrs = {**identity, "zagg_pyramid": _jsonable(decl), "moczarr_orders": orders}
     return xr.DataTree(xr.Dataset(attrs=attrs), children=children)
+
+
+def other_window_overview_orders(storage: Storage, manifest, window: str | None, found: list[int]) -> set[int]:
+    """Overview orders stamped in another window (or the all-time folds) though not in ``window``.
+
+    ``overview_orders`` answers about the store, not the query: a level missing
+    from the opened window still counts when any other window holds it. Only
+    levels missing here are probed (one batched stamp read per window tried).
+    """
+    import warnings
+
+    from .hive import list_windows, root_shards
+    from .pyramid import _overview_objects, pyramid_levels
+
+    missing = [lv for lv in pyramid_levels(manifest) if lv.artifact == "overview" and lv.cell_order not in found]
+    shards = root_shards(storage, manifest)
+    if not missing or shards is None or manifest.path_grouping > 1:
+        return set()
+    stems = [w for w in list_windows(storage) if w != window] + ["all"]
+    extra: set[int] = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the opened levels already reported their objects
+        for level in missing:
+            for stem in stems:
+                objects = _overview_objects(storage, manifest, level, shards, stem)
+                if any(o.entry["role"] == "overview" for o in objects):
+                    extra.add(level.cell_order)
+                    break
+    return extra
 
 
 def source_orders(node) -> tuple[int, ...]:

@@ -431,7 +431,6 @@ def test_unknown_pyramid_spec_in_one_product_raises(copy_fixture):
         open_store(root, window="2019")
 
 
-@pytest.mark.xfail(strict=True, reason="contract gap: overview_orders depends on the window when one window lacks a level")
 def test_overview_orders_independent_of_a_window_missing_a_level(copy_fixture):
     root = copy_fixture("zagg/pyramid_windows/store")
     for path in root.rglob("2021.zarr"):
