@@ -20,10 +20,10 @@ def _location(root: str, out_dir: Path, template: str) -> str:
     """A store address as the catalog should spell it: relative to the catalog dir when local."""
     if "://" in root and not root.startswith("file://"):
         return root
-    path = Path(root.removeprefix("file://")).resolve()
-    base = out_dir.resolve()
+    given = os.path.abspath(root.removeprefix("file://"))
+    path, base = Path(given).resolve(), out_dir.resolve()
     if not path.is_relative_to(base):
-        return str(path)  # outside the catalog folder: an absolute path stays valid wherever the YAML is read
+        return given  # outside the catalog folder: an absolute path stays valid wherever the YAML is read
     rel = os.path.relpath(path, base)
     return template + ("" if rel == "." else "/" + rel.replace(os.sep, "/"))
 
