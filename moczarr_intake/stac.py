@@ -51,7 +51,7 @@ from moczarr.coverage import ROOT_MOC_NAME
 from moczarr.manifest import MANIFEST_NAME, SCHEDULE_PATTERNS, parse_manifest
 from moczarr.pyramid import pyramid_declaration
 
-from .summary import ProductSummary, StoreSummary, footprint_geometry, geometry_bbox, summarize_store
+from .summary import ProductSummary, StoreSummary, geometry_bbox, summarize_store
 
 #: media type of the ``data`` asset: the store root of a morton-hive zarr v3 store
 MEDIA_TYPE = "application/vnd+zarr; version=3; profile=morton-hive"
@@ -422,7 +422,7 @@ def _product(
     sizes: dict[str, int | None],
     storage_options: dict | None,
 ) -> _Product:
-    geometry = footprint_geometry(ids.to_words(p.shards)) if p.shards else None
+    geometry = p.footprint
     bbox = geometry_bbox(geometry) if geometry else p.bbox
     return _Product(
         summary=p,
@@ -793,7 +793,7 @@ def draw_thumbnail(product: ProductSummary, path: str | os.PathLike, *, size: in
     import shapely
     from PIL import Image, ImageDraw
 
-    geometry = geometry or footprint_geometry(ids.to_words(product.shards))
+    geometry = geometry or product.footprint
     west, south, east, north = geometry_bbox(geometry, pole_spans_all=False)
     if east < west:
         east += 360.0

@@ -70,6 +70,7 @@ class ProductSummary:
     n_shards: int | None
     shards: list[str]  # decimal shard ids from the root MOC (empty without one)
     bbox: list[float] | None
+    footprint: dict | None  # GeoJSON MultiPolygon of the root MOC's shards (mortie polygons, dissolved)
     levels: list[LevelInfo]
     variables: list[VariableInfo]
     manifest: dict = field(repr=False, default_factory=dict)
@@ -144,6 +145,7 @@ def summarize_product(storage: Storage, manifest: Manifest, name: str) -> Produc
     shards = parse_root_moc(moc_bytes, manifest.shard_order, storage.describe())
     envelope = parse_json(moc_bytes, storage.describe(ROOT_MOC_NAME)) if shards is not None else None
     decimals = ids.to_decimals(shards) if shards is not None else []
+    footprint = footprint_geometry(shards) if shards is not None and shards.size else None
     windows = _windows(storage, manifest, decimals)
     variables = _source_variables(storage, manifest, decimals, windows)
     decl = pyramid_declaration(manifest)
@@ -172,7 +174,8 @@ def summarize_product(storage: Storage, manifest: Manifest, name: str) -> Produc
         time_range=_time_range(manifest, envelope),
         n_shards=None if shards is None else int(shards.size),
         shards=decimals,
-        bbox=footprint_bbox(shards) if shards is not None and shards.size else None,
+        bbox=geometry_bbox(footprint) if footprint else None,
+        footprint=footprint,
         levels=levels,
         variables=variables,
         manifest=manifest.raw,

@@ -272,6 +272,7 @@ def synthetic_product(shards: list[str], **kw) -> ProductSummary:
         name="synth", root="/nonexistent/synth", spec="morton-hive/1", dataset=manifest["dataset"],
         semantic_hash=None, cell_order=5, shard_order=3, path_grouping=1, pyramid_spec=None, windowed=False,
         schedule="none", windows=[], time_range=None, n_shards=len(shards), shards=shards, bbox=None,
+        footprint=footprint_geometry(ids.to_words(shards)) if shards else None,
         levels=[LevelInfo(5, 3, "source", ["v"], float(mortie.order2res(5)))],
         variables=[VariableInfo("v", "float32", ["cells"], {"units": "m"})], manifest=manifest,
     )
