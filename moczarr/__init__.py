@@ -39,7 +39,7 @@ from .errors import (
 from .hive import list_windows, open_hive, open_leaf
 from .index import IndexKindMismatchError, MortonMocIndex
 from .manifest import Manifest, read_manifest
-from .cells import join_coarse, parent_cells
+from .cells import compose, join_coarse, parent_cells
 from .ranges import MortonRanges
 from .products import finest_source_at, list_products, open_store, overview_orders, source_orders
 from .pyramid import (
@@ -57,6 +57,7 @@ from .store import leaf_data_prefix, read_commits
 __version__ = "0.1.0"
 
 __all__ = [
+    "compose",
     "IndexKindMismatchError",
     "MortonMocIndex",
     "MortonRanges",

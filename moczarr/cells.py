@@ -73,3 +73,69 @@ def join_coarse(fine: xr.Dataset, coarse: xr.Dataset, *, suffix: str = "") -> xr
             joined = xr.DataArray(np.zeros(shape, dtype=var.dtype), dims=var.dims).where(False)
         out[name + suffix] = joined.assign_attrs(var.attrs)
     return out
+
+
+#: exact-class fold laws (FORMAT.md §7.1): the reduction that folds four children into their parent
+FOLD_LAWS = {"sum": "sum", "count": "sum", "len": "sum", "nansum": "sum", "min": "min", "nanmin": "min", "max": "max", "nanmax": "max"}
+
+
+def compose(levels, cell_order: int, *, methods: dict[str, str] | None = None) -> xr.Dataset:
+    """The seamless order-``cell_order`` view of a product: coarsen where finer, pass through where equal.
+
+    ``levels``: a product node of :func:`moczarr.open_store` (a DataTree whose
+    children are level Datasets) or an iterable of level Datasets. Every
+    **source** level at or finer than ``cell_order`` contributes; finer ones are
+    folded with each field's exact law (from the declared ``fields``, or
+    ``methods={"count": "sum", ...}``); fields without a law are left out. The
+    result is computed (a materialized ``morton`` index), never stored, never a
+    tree node. Raises ``ValueError`` when no source level is at or finer than
+    ``cell_order``.
+    """
+    datasets = [c.ds for c in levels.children.values()] if isinstance(levels, xr.DataTree) else list(levels)
+    if isinstance(levels, xr.DataTree) and not datasets and levels.ds.data_vars:
+        datasets = [levels.ds]  # a flat product node holds its source level itself
+    sources = [ds for ds in datasets if (ds.attrs.get("zagg_level") or {}).get("artifact", "source") == "source" and _order_of(ds) >= cell_order]
+    if not sources:
+        raise ValueError(f"no source level at or finer than cell order {cell_order}")
+    laws = dict(methods or {})
+    for ds in sources:
+        for name, spec in ((ds.attrs.get("zagg_level") or {}).get("fields") or {}).items():
+            if isinstance(spec, dict) and spec.get("class") == "exact" and spec.get("method") in FOLD_LAWS:
+                laws.setdefault(name, FOLD_LAWS[spec["method"]])
+    parts = []
+    for ds in sources:
+        if _order_of(ds) == cell_order:
+            parts.append(_plain(ds))
+            continue
+        keep = [v for v in ds.data_vars if v in laws and CELLS in ds[v].dims]
+        key = parent_cells(ds, cell_order).values
+        folded = {}
+        parents, inverse = np.unique(key, return_inverse=True)
+        for name in keep:
+            values = np.asarray(ds[name].values)
+            folded[name] = (CELLS, _fold(values, inverse, parents.size, laws[name]))
+        parts.append(xr.Dataset(folded, coords={COORD: (CELLS, parents)}))
+    out = xr.concat(parts, dim=CELLS, join="outer") if len(parts) > 1 else parts[0]
+    order = np.argsort(out[COORD].values, kind="stable")
+    out = out.isel({CELLS: order})
+    out.attrs = {"moczarr_composed": {"cell_order": cell_order, "from_orders": sorted({_order_of(d) for d in sources}, reverse=True)}}
+    return out
+
+
+def _plain(ds: xr.Dataset) -> xr.Dataset:
+    """A level's variables on a plain (materialized) morton coordinate."""
+    words = np.asarray(ds[COORD].values, dtype=np.uint64)
+    out = xr.Dataset({v: (ds[v].dims, ds[v].values) for v in ds.data_vars if CELLS in ds[v].dims}, coords={COORD: (CELLS, words)})
+    return out
+
+
+def _fold(values: np.ndarray, inverse: np.ndarray, n: int, law: str) -> np.ndarray:
+    """Reduce ``values`` into ``n`` groups; missing (NaN) members are skipped, all-missing groups stay missing."""
+    if law == "sum":
+        out = np.zeros(n, dtype=values.dtype)
+        np.add.at(out, inverse, np.where(np.isnan(values), 0, values) if values.dtype.kind == "f" else values)
+        return out
+    ufunc = np.fmin if law == "min" else np.fmax
+    start = np.full(n, np.nan if values.dtype.kind == "f" else (np.iinfo(values.dtype).max if law == "min" else np.iinfo(values.dtype).min), dtype=values.dtype)
+    ufunc.at(start, inverse, values)
+    return start
