@@ -223,3 +223,10 @@ def test_bitmaps_decode_exactly():
         moczarr.open_hive(fixture_path("multiproduct_hive/atl06_windows"), window="2019")["morton"].values[0]
     )[:-2] + "_2019")
     assert full.size == 16
+
+
+def test_manifest_only_spec_store_has_no_coverage():
+    """spec/pyramid is the writer's manifest-only fixture: there is nothing to open, and the reader says so."""
+    with pytest.warns(moczarr.CoverageFallbackWarning), pytest.raises(moczarr.NoCoverageError, match="spec/pyramid"):
+        moczarr.open_hive(fixture_path("spec/pyramid"))
+    assert moczarr.read_manifest(fixture_path("spec/pyramid")).pyramid["spec"] == "zagg-pyramid/2"
