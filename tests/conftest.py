@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -66,3 +68,13 @@ def set_attrs(zarr_json: Path, update) -> None:
     doc = load_json(zarr_json)
     update(doc.setdefault("attributes", {}))
     write_json(zarr_json, doc)
+
+
+@contextmanager
+def quiet():
+    """A block in which any moczarr warning fails the test."""
+    import moczarr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", moczarr.MoczarrWarning)
+        yield

@@ -29,18 +29,7 @@ from moczarr.products import (
 )
 
 from .conftest import fixture_path, load_json, set_attrs, write_json
-
-
-class _Quiet:
-    """A context in which any moczarr warning fails the test."""
-
-    def __enter__(self):
-        self._ctx = warnings.catch_warnings()
-        self._ctx.__enter__()
-        warnings.simplefilter("error", moczarr.MoczarrWarning)
-
-    def __exit__(self, *exc):
-        return self._ctx.__exit__(*exc)
+from .conftest import quiet as _Quiet
 
 
 def product_dirs(root) -> list[str]:

@@ -5,7 +5,6 @@ validation severities and demotions, against the writer fixtures and damaged cop
 from __future__ import annotations
 
 import os
-import warnings
 
 import mortie
 import numpy as np
@@ -35,22 +34,11 @@ from moczarr.pyramid import (
 from moczarr.storage import Storage
 
 from .conftest import fixture_path, load_json, set_attrs, write_json
+from .conftest import quiet as _Quiet
 
 ATL06 = "overview_hive/atl06"
 ATL06_W = "overview_hive/atl06_windows"
 OV_NODE = "4/3/3/1/2/all.zarr"  # an order-4 ancestor node of overview_hive/atl06 (cell order 6)
-
-
-class _Quiet:
-    """A context in which any moczarr warning fails the test."""
-
-    def __enter__(self):
-        self._ctx = warnings.catch_warnings()
-        self._ctx.__enter__()
-        warnings.simplefilter("error", moczarr.MoczarrWarning)
-
-    def __exit__(self, *exc):
-        return self._ctx.__exit__(*exc)
 
 
 def manifest_of(name: str):
