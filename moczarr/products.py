@@ -23,35 +23,40 @@ def is_product_name(name: str) -> bool:
     return bool(PRODUCT_RE.match(name)) and not _BASE_RE.match(name)
 
 
-def list_products(store_root, *, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY) -> list[str]:
-    """Names of the products of a multi-product root, sorted; ``[]`` for a bare store.
+def read_roster(storage: Storage) -> tuple[dict | None, dict[str, dict]]:
+    """``(root manifest, {product: manifest})`` of a store root, each parsed once.
 
-    One LIST of the root plus one manifest GET per grammar-conforming child.
-    A child whose manifest is malformed raises :class:`ManifestError`; a
-    well-formed manifest of an unsupported ``morton-hive/N`` is still listed.
+    A bare store gives its manifest and ``{}`` (one GET). Otherwise one LIST of
+    the root plus one manifest GET per grammar-conforming child; children
+    without a manifest are not products. A malformed manifest raises
+    :class:`ManifestError`; a well-formed one of an unsupported
+    ``morton-hive/N`` is still listed.
     """
-    storage = Storage.open(store_root, storage_options, concurrency)
-    if storage.get_bytes(MANIFEST_NAME) is not None:
-        return []
-    names = [n for n in storage.list_dir("") if is_product_name(n)]
-    docs = storage.get_many([f"{n}/{MANIFEST_NAME}" for n in names])
-    products = []
-    for name, payload in zip(names, docs):
-        if payload is None:
-            continue
-        try:
-            from .storage import parse_json
+    from .storage import parse_json
 
-            doc = parse_json(payload, storage.describe(f"{name}/{MANIFEST_NAME}"))
+    def parse(payload: bytes, rel: str) -> dict:
+        try:
+            doc = parse_json(payload, storage.describe(rel))
         except StampError as exc:
             raise ManifestError(str(exc)) from None
         if not isinstance(doc, dict) or not isinstance(doc.get("spec"), str) or not doc["spec"].startswith("morton-hive/"):
-            raise ManifestError(f"{storage.describe(f'{name}/{MANIFEST_NAME}')}: not a morton-hive manifest")
-        products.append(name)
-    return products
+            raise ManifestError(f"{storage.describe(rel)}: not a morton-hive manifest")
+        return doc
+
+    root = storage.get_bytes(MANIFEST_NAME)
+    if root is not None:
+        return parse(root, MANIFEST_NAME), {}
+    names = [n for n in storage.list_dir("") if is_product_name(n)]
+    docs = storage.get_many([f"{n}/{MANIFEST_NAME}" for n in names])
+    return None, {n: parse(d, f"{n}/{MANIFEST_NAME}") for n, d in zip(names, docs) if d is not None}
 
 
-__all__ = ["SUPPORTED_SPECS", "is_product_name", "list_products"]
+def list_products(store_root, *, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY) -> list[str]:
+    """Names of the products of a multi-product root, sorted; ``[]`` for a bare store (see :func:`read_roster`)."""
+    return sorted(read_roster(Storage.open(store_root, storage_options, concurrency))[1])
+
+
+__all__ = ["SUPPORTED_SPECS", "is_product_name", "list_products", "read_roster"]
 
 
 # -- the DataTree view ---------------------------------------------------------------------------------
@@ -88,7 +93,7 @@ def open_store(
 
     from .errors import NotAHiveStoreError, WindowError
     from .ids import ALL_TOKEN
-    from .manifest import read_manifest
+    from .manifest import parse_manifest
 
     storage = Storage.open(store_root, storage_options, concurrency)
     if window == ALL_TOKEN:
@@ -96,9 +101,10 @@ def open_store(
             f"{storage.describe()}: window='all' is refused: all-time folds exist only as overviews and the source "
             "axis has no all-time leaf to pair them with; open them with open_pyramid(..., all_time=True)"
         )
-    roster = list_products(storage)
-    if storage.get_bytes(MANIFEST_NAME) is not None:
-        manifest = read_manifest(storage)
+    root_doc, manifests = read_roster(storage)
+    roster = sorted(manifests)
+    if root_doc is not None:
+        manifest = parse_manifest(root_doc, storage.describe())
         if products is not None:
             raise ValueError(f"{storage.describe()} is a bare store: there are no products to filter with products=")
         name = _bare_node_name(manifest)
@@ -115,7 +121,7 @@ def open_store(
         targets = []
         for p in wanted:
             child = storage.child(p)
-            targets.append((p, child, read_manifest(child)))
+            targets.append((p, child, parse_manifest(manifests[p], child.describe())))
     children = {}
     for name, pstore, manifest in targets:
         pwindow = window if manifest.windowed else None

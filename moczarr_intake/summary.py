@@ -20,8 +20,8 @@ from moczarr import ids
 from moczarr.assemble import read_schema
 from moczarr.coverage import ROOT_MOC_NAME, parse_root_moc
 from moczarr.hive import stamped_array_names
-from moczarr.manifest import MANIFEST_NAME, Manifest, parse_manifest
-from moczarr.products import list_products
+from moczarr.manifest import Manifest, parse_manifest
+from moczarr.products import read_roster
 from moczarr.pyramid import pyramid_declaration, pyramid_levels
 from moczarr.storage import Storage, parse_json
 from moczarr.store import leaf_data_prefix, stamp_of, windows_present
@@ -121,21 +121,19 @@ class StoreSummary:
 def summarize_store(root, storage_options: dict | None = None, *, storage: Storage | None = None) -> StoreSummary:
     """Describe a bare store or a multi-product root (see the module docstring for the cost)."""
     storage = storage or Storage.open(root, storage_options)
-    payload = storage.get_bytes(MANIFEST_NAME)
-    if payload is not None:
-        manifest = parse_manifest(parse_json(payload, storage.describe(MANIFEST_NAME)), storage.describe())
+    root_doc, manifests = read_roster(storage)
+    if root_doc is not None:
+        manifest = parse_manifest(root_doc, storage.describe())
         name = (manifest.short_name or "product").lower()
         return StoreSummary(storage.location, "bare", [summarize_product(storage, manifest, name)])
-    products = list_products(storage)
-    if not products:
+    if not manifests:
         from moczarr.errors import NotAHiveStoreError
 
         raise NotAHiveStoreError(f"{storage.describe()} holds neither a morton-hive manifest nor products")
     out = []
-    for name in products:
+    for name in sorted(manifests):
         child = storage.child(name)
-        manifest = parse_manifest(child.get_json(MANIFEST_NAME), child.describe())
-        out.append(summarize_product(child, manifest, name))
+        out.append(summarize_product(child, parse_manifest(manifests[name], child.describe()), name))
     return StoreSummary(storage.location, "multi", out)
 
 

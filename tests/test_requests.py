@@ -188,3 +188,13 @@ def test_versioned_store_compute_reads_no_coordinate_chunk():
         ds.load()
     assert compute.kind("chunk:morton") == compute.kind("chunk:cell_ids") == 0
     assert compute.kind("chunk:data") == data_chunk_count(root, ds) > 0
+
+
+def test_open_store_reads_each_manifest_once():
+    with count_requests() as bare:
+        moczarr.open_store(fixture_path("zagg/single_8/store"))
+    assert bare.kind("manifest") == 1
+    root = fixture_path("overview_hive")
+    with count_requests() as multi:
+        tree = moczarr.open_store(root, window="2019")
+    assert multi.kind("manifest") == 1 + len(tree.children)  # the root probe, then one per product
