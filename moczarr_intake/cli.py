@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from moczarr.errors import MoczarrError
 
-from moczarr.moraine import is_moraine_pyramid, read_moraine_info
+from moczarr_moraine import is_moraine_pyramid, read_moraine_info
 
 from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
 from .stac import build_stac, stac_hrefs, summarize_for_catalog

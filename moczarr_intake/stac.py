@@ -614,7 +614,7 @@ def build_stac(
     product; each bare store becomes a Collection under the top Catalog.
     Collection ids are product names, prefixed with the root's shortest unique
     path label when two stores hold products of one name. ``moraine``:
-    :class:`moczarr.moraine.MorainePyramid` infos, each added as an Item
+    :class:`moczarr_moraine.MorainePyramid` infos, each added as an Item
     (:func:`moczarr_intake.moraine_catalog.moraine_stac_item`) under the top
     Catalog. When ``out_dir`` is given the hrefs are normalized there and the
     catalog is saved self-contained; ``thumbnails=True`` (needs ``out_dir``)

@@ -24,7 +24,7 @@ import xarray as xr
 import zarr
 
 from moczarr.errors import MoczarrError, PyramidError, UnsupportedVersionError
-from moczarr.moraine import (
+from moczarr_moraine import (
     MoraineLevelError,
     MorainePyramid,
     NotAMorainePyramidError,

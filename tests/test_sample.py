@@ -1,4 +1,4 @@
-"""The bundled sample store (moczarr.sample): deterministic, readable, and folded correctly.
+"""The bundled sample store (moczarr_samples.hive): deterministic, readable, and folded correctly.
 
 Expectations come from the writer's ``sample.json`` (computed from the input
 points); stored values are read back either through ``moczarr.open_hive`` or
@@ -19,7 +19,7 @@ import zarr
 import moczarr
 from moczarr import ids
 from moczarr.coverage import decode_bitmap, expand_ranges
-from moczarr.sample import (
+from moczarr_samples.hive import (
     CELL_ORDER,
     EXPECTATIONS_NAME,
     SHARD_ORDER,

@@ -560,7 +560,7 @@ def test_aws_scheme_validates():
 
 
 def test_moraine_pyramids_become_items_under_the_top_catalog(tmp_path):
-    from moczarr.moraine import read_moraine_info
+    from moczarr_moraine import read_moraine_info
 
     info = quiet(read_moraine_info, str(fixture_path("moraine/ras_mean_v1")))
     catalog = quiet(build_stac, [str(fixture_path("zagg/column/store"))], tmp_path, moraine=[info])

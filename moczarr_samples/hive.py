@@ -60,7 +60,7 @@ SPACING = 2
 WINDOWS = ("2019", "2020")
 PRODUCTS = ("elevation", "elevation_yearly")
 EXPECTATIONS_NAME = "sample.json"
-GENERATOR = "moczarr.sample"
+GENERATOR = "moczarr.sample"  # the name recorded in sample.json; kept so the committed sample stays byte-stable
 
 # Fixed clocks: the store's only timestamps (determinism).
 TEMPLATE_AT = "2025-01-01T00:00:00+00:00"
