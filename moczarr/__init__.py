@@ -10,25 +10,34 @@ The one-line opens::
     level = moczarr.open_level(root, 6)                     # one resolution
 """
 
-from .coverage import aoi_mask, read_coverage_bitmap
+from .cells import compose, join_coarse, parent_cells
+from .coverage import aoi_mask
+from .declaration import PyramidDeclaration, pyramid_declaration, pyramid_levels
 from .errors import (
     AOIError,
+    AOITypeError,
     ArrayContractError,
     CoverageError,
     CoverageFallbackWarning,
     DebrisWarning,
     EmptySelectionWarning,
     IndexDegradedWarning,
+    IndexKindMismatchError,
     LevelOmittedWarning,
     ManifestError,
+    MissingSchemaError,
     MixedOrderError,
     MoczarrError,
     MoczarrWarning,
+    MoraineLevelError,
     NoCoverageError,
     NotAHiveStoreError,
+    NotAMorainePyramidError,
     ObjectDroppedWarning,
     PrecisionWarning,
+    ProductError,
     PyramidError,
+    RaggedError,
     StaleCoverageError,
     StampError,
     UncommittedError,
@@ -36,23 +45,16 @@ from .errors import (
     VersionPointerError,
     WindowError,
 )
-from .hive import list_windows, open_hive, open_leaf
-from .index import IndexKindMismatchError, MortonMocIndex
-from .manifest import Manifest, read_manifest
-from .cells import compose, join_coarse, parent_cells
+from .hive import list_windows, open_hive, open_leaf, read_coverage_bitmap
+from .index import MortonMocIndex
+from .manifest import Manifest
+from .pyramid import level_demotions, open_level, open_overview_order, open_pyramid
+from .ragged import decode_cell, decode_variable, parse_ragged_attrs, read_ragged
 from .ranges import MortonRanges
-from .products import finest_source_at, list_products, open_store, overview_orders, source_orders
-from .pyramid import (
-    level_demotions,
-    open_level,
-    open_overview_order,
-    open_pyramid,
-    pyramid_declaration,
-    pyramid_levels,
-)
-from .ragged import RaggedError, decode_cell, decode_variable, parse_ragged_attrs, read_ragged
+from .roster import list_products, read_manifest
 from .storage import count_requests
 from .store import leaf_data_prefix, read_commits
+from .tree import finest_source_at, open_store, overview_orders, source_orders
 
 __version__ = "0.1.0"
 
@@ -62,9 +64,9 @@ __all__ = [
     "MortonMocIndex",
     "MortonRanges",
     "ArrayContractError",
-    "RaggedError",
     "decode_variable",
     "AOIError",
+    "AOITypeError",
     "CoverageError",
     "CoverageFallbackWarning",
     "DebrisWarning",
@@ -73,14 +75,20 @@ __all__ = [
     "LevelOmittedWarning",
     "Manifest",
     "ManifestError",
+    "MissingSchemaError",
     "MixedOrderError",
     "MoczarrError",
     "MoczarrWarning",
+    "MoraineLevelError",
     "NoCoverageError",
+    "NotAMorainePyramidError",
     "NotAHiveStoreError",
     "ObjectDroppedWarning",
     "PrecisionWarning",
+    "ProductError",
+    "PyramidDeclaration",
     "PyramidError",
+    "RaggedError",
     "StaleCoverageError",
     "StampError",
     "UncommittedError",

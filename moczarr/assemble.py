@@ -10,7 +10,6 @@ through the open call's single store handle.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import dask.array as da
@@ -21,7 +20,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from . import ids
-from .errors import ArrayContractError, PrecisionWarning, StampError
+from .errors import ArrayContractError, PrecisionWarning, StampError, warn
 from .ranges import MortonRanges
 from .storage import Storage
 
@@ -190,11 +189,9 @@ def _nested_block(domain: MortonRanges, start: int, stop: int) -> np.ndarray:
 def fabricated_cell_ids(domain: MortonRanges, row_chunks: tuple[int, ...], where: str) -> da.Array:
     """NESTED ids of the domain's words, computed per chunk from the index (no I/O)."""
     if domain.order > MAX_EXACT_NESTED_ORDER:
-        warnings.warn(
+        warn(
             f"{where}: NESTED cell_ids at order {domain.order} exceed 2**53 and are unsafe as float64/JS numbers",
-            PrecisionWarning,
-            stacklevel=4,
-        )
+            PrecisionWarning)
     if not row_chunks or sum(row_chunks) == 0:
         return da.from_array(np.empty(0, dtype=np.uint64), chunks=-1)
     name = "moczarr-cell_ids-" + tokenize(domain, row_chunks)

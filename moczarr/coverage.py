@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 
 import mortie
 import numpy as np
@@ -134,66 +133,6 @@ def decode_bitmap(payload: bytes, depth: int, where: str) -> np.ndarray:
     return np.flatnonzero(bits)
 
 
-def read_coverage_bitmap(
-    store_root,
-    leaf: str,
-    *,
-    stamp: dict | None = None,
-    storage_options: dict | None = None,
-) -> np.ndarray | None:
-    """The exact occupied cells of one leaf as packed words at the store's cell order.
-
-    ``leaf`` is the decimal id (with ``_window`` on windowed stores) or its
-    stable leaf path. Reads the root stamp (one GET) unless ``stamp=`` is
-    given, follows a ``current`` pointer, then reads the sidecar.
-
-    Returns all cells of the shard for ``encoding: "full"``; None when the
-    leaf is not committed, the stamp declares no bitmap, or the sidecar is
-    missing (no answer: use the box). Raises :class:`CoverageError` for a
-    corrupt sidecar and :class:`~moczarr.errors.VersionPointerError` for a
-    bad ``current``.
-    """
-    from .manifest import read_manifest
-    from .storage import Storage
-    from .store import leaf_data_prefix, read_stamp
-
-    storage = Storage.open(store_root, storage_options)
-    manifest = read_manifest(storage)
-    decimal, window, path = _resolve_leaf(leaf, manifest)
-    if stamp is None:
-        stamp = read_stamp(storage, path)
-        if stamp is None:
-            return None
-    cov = stamp_coverage(stamp)
-    if cov is None:
-        return None
-    shard = ids.to_words(decimal)
-    depth = manifest.cell_order - manifest.shard_order
-    if cov.get("encoding") == "full":
-        return np.asarray(mortie.generate_morton_children(shard[0], manifest.cell_order), dtype=np.uint64).ravel()
-    if cov.get("encoding") != "bitmap":
-        return None
-    prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
-    sidecar = cov.get("sidecar") or "coverage.moc"
-    payload = storage.get_bytes(f"{prefix}/{sidecar}")
-    if payload is None:
-        return None
-    ranks = decode_bitmap(payload, depth, storage.describe(f"{prefix}/{sidecar}")).astype(np.uint64)
-    lo, _ = ids.subtree_rank_bounds(shard, manifest.shard_order, manifest.cell_order)
-    return ids.words_from_ranks(lo[0] + ranks, manifest.cell_order)
-
-
-def _resolve_leaf(leaf: str, manifest) -> tuple[str, str | None, str]:
-    name = os.path.basename(leaf.rstrip("/"))
-    parsed = ids.parse_leaf_name(name if name.endswith(".zarr") else f"{name}.zarr")
-    if parsed is None:
-        raise CoverageError(f"{leaf!r} does not name a leaf (an id, id_window, or a leaf path)")
-    decimal, window = parsed
-    if ids.decimal_order(decimal) != manifest.shard_order:
-        raise CoverageError(f"{leaf!r} is not at the store's shard order {manifest.shard_order}")
-    return decimal, window, ids.leaf_path(decimal, window, manifest.path_grouping)
-
-
 # -- AOI ----------------------------------------------------------------------------------------------
 def aoi_words(aoi) -> np.ndarray:
     """An AOI as a compact MOC of words (any spelling :func:`moczarr.ids.to_words` accepts)."""
@@ -203,11 +142,15 @@ def aoi_words(aoi) -> np.ndarray:
     return np.asarray(mortie.compress_moc(words), dtype=np.uint64)
 
 
-def aoi_mask(words, aoi) -> np.ndarray:
-    """Per word: does the cell meet the AOI? Each word is resolved at its own order (mixed orders fine)."""
+def meets(words: np.ndarray, cover: np.ndarray) -> np.ndarray:
+    """Per word: does its cell meet the compact MOC ``cover``? Each word at its own order; one mortie call."""
     words = np.asarray(words, dtype=np.uint64)
-    cover = aoi_words(aoi)
     if words.size == 0 or cover.size == 0:
         return np.zeros(words.shape, dtype=bool)
     offsets = np.arange(words.size + 1, dtype=np.int64)
-    return np.asarray(mortie.moc_intersects(cover, words, offsets=offsets), dtype=bool)
+    return np.asarray(mortie.moc_intersects(cover, words.ravel(), offsets=offsets), dtype=bool).reshape(words.shape)
+
+
+def aoi_mask(words, aoi) -> np.ndarray:
+    """Per word: does the cell meet the AOI? Each word is resolved at its own order (mixed orders fine)."""
+    return meets(np.asarray(words, dtype=np.uint64), aoi_words(aoi))

@@ -12,6 +12,12 @@ content raises.
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
+import xarray as xr
+
 
 class MoczarrError(Exception):
     """Base class of every error moczarr raises on purpose."""
@@ -41,6 +47,10 @@ class VersionPointerError(StampError):
     """A stamp's ``current`` is not one path component beginning ``run-``."""
 
 
+class ProductError(MoczarrError, ValueError):
+    """A ``products=`` argument the store root cannot take (a bare store, or a name it does not hold)."""
+
+
 class NoCoverageError(MoczarrError, LookupError):
     """The store holds no stamped leaf at all, so there is nothing to open (not even a schema)."""
 
@@ -55,6 +65,10 @@ class WindowError(MoczarrError, ValueError):
 
 class AOIError(MoczarrError, ValueError):
     """An ``aoi=`` argument that is not a set of valid morton ids or a ``mortie.Moc``."""
+
+
+class AOITypeError(AOIError, TypeError):
+    """An ``aoi=`` or label argument of a type that cannot spell morton ids (a float, a boolean, ...)."""
 
 
 class MixedOrderError(MoczarrError, ValueError):
@@ -103,3 +117,48 @@ class LevelOmittedWarning(MoczarrWarning):
 
 class UncommittedError(MoczarrError, LookupError):
     """A zarr object that was asked for by name carries no commit stamp (missing or debris)."""
+
+
+class RaggedError(ArrayContractError):
+    """A ragged declaration this reader must refuse (unknown spec, no well-formed element)."""
+
+
+class IndexKindMismatchError(MoczarrError, xr.AlignmentError):
+    """A moc-indexed and a pandas-indexed ``morton`` met in one alignment or concat."""
+
+
+class NotAMorainePyramidError(PyramidError):
+    """The directory is neither a marked (version >= 1) nor a legacy moraine pyramid."""
+
+
+class MoraineLevelError(MoczarrError, IndexError):
+    """A ``level=`` argument outside the levels a pyramid has."""
+
+
+class MissingSchemaError(MoczarrError, LookupError):
+    """A JSON schema needed to validate a STAC document is not available offline."""
+
+
+_PACKAGE_DIRS = tuple(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep + name + os.sep
+    for name in ("moczarr", "moczarr_moraine", "moczarr_intake")
+)
+_LIBRARY_DIRS = _PACKAGE_DIRS + (os.path.dirname(xr.__file__) + os.sep,)
+
+
+def find_stack_level() -> int:
+    """The ``stacklevel`` that makes a warning point at the first frame outside moczarr and xarray.
+
+    The pattern of xarray's own ``find_stack_level``: walk out of the library's
+    files instead of counting frames by hand, so a warning raised deep inside
+    ``open_store`` points at the user's line however the call got there.
+    """
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """Emit ``message`` as ``category`` at the caller's line (see :func:`find_stack_level`)."""
+    warnings.warn(message, category, stacklevel=find_stack_level())

@@ -9,7 +9,7 @@ The data flow, one function a step::
 
 from __future__ import annotations
 
-import warnings
+import os
 from dataclasses import dataclass
 
 import mortie
@@ -18,8 +18,17 @@ import xarray as xr
 
 from . import ids
 from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
-from .coverage import ROOT_MOC_NAME, aoi_words, box_words, parse_root_moc
+from .coverage import (
+    ROOT_MOC_NAME,
+    aoi_words,
+    box_words,
+    decode_bitmap,
+    meets,
+    parse_root_moc,
+    stamp_coverage,
+)
 from .errors import (
+    CoverageError,
     CoverageFallbackWarning,
     DebrisWarning,
     EmptySelectionWarning,
@@ -27,10 +36,21 @@ from .errors import (
     StaleCoverageError,
     StampError,
     UncommittedError,
+    warn,
 )
-from .manifest import Manifest, check_window, read_manifest
+from .manifest import Manifest, check_window
+from .roster import read_manifest
 from .storage import DEFAULT_CONCURRENCY, Storage
-from .store import LeafRef, leaf_data_prefix, read_roots, stamp_of, walk_leaves, windows_present
+from .store import (
+    LeafRef,
+    leaf_data_prefix,
+    read_roots,
+    read_stamp,
+    stamp_of,
+    stamped_array_names,
+    walk_leaves,
+    windows_present,
+)
 
 
 @dataclass(frozen=True)
@@ -123,12 +143,10 @@ def open_source(
     attrs.update(extra_attrs or {})
     if not leaves:
         schema_leaf = find_schema_leaf(storage, manifest, candidates, corrupted, scoped=aoi is not None or window is not None)
-        warnings.warn(
+        warn(
             f"{storage.describe()}: the {'AOI' if aoi is not None else 'window'} selects no committed leaf; "
             "returning the schema with 0 rows",
-            EmptySelectionWarning,
-            stacklevel=3,
-        )
+            EmptySelectionWarning)
         return leaves_dataset(storage, manifest, [], cover, schema_leaf, index_kind, fabricate_cell_ids, attrs)
     return leaves_dataset(storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs)
 
@@ -147,27 +165,17 @@ def candidate_leaves(
     """Leaves worth a stamp read: root MOC shards (or the walk's finds) meeting the AOI, for the window."""
     pg = manifest.path_grouping
     if shards is None:
-        warnings.warn(
+        warn(
             f"{storage.describe()}: no usable root coverage.moc; falling back to the discovery walk",
-            CoverageFallbackWarning,
-            stacklevel=4,
-        )
+            CoverageFallbackWarning)
         refs = [r for r in walk_leaves(storage, manifest.shard_order, pg) if r.window == window]
         if cover is not None and refs:
-            keep = _meets(ids.to_words([r.decimal for r in refs]), cover)
+            keep = meets(ids.to_words([r.decimal for r in refs]), cover)
             refs = [r for r, k in zip(refs, keep) if k]
         return refs
     if cover is not None and shards.size:
-        shards = shards[_meets(shards, cover)]
+        shards = shards[meets(shards, cover)]
     return [LeafRef(d, window, ids.leaf_path(d, window, pg)) for d in ids.to_decimals(shards)]
-
-
-def _meets(words: np.ndarray, cover: np.ndarray) -> np.ndarray:
-    """Per word: does its cell meet the cover (one batched mortie call)?"""
-    if cover.size == 0 or words.size == 0:
-        return np.zeros(words.size, dtype=bool)
-    offsets = np.arange(words.size + 1, dtype=np.int64)
-    return np.asarray(mortie.moc_intersects(cover, words, offsets=offsets), dtype=bool)
 
 
 def admit_leaves(
@@ -188,7 +196,7 @@ def admit_leaves(
             continue
         if cover is not None:
             box = box_words(stamp)
-            if box is not None and not _meets(box, cover).any():
+            if box is not None and not meets(box, cover).any():
                 continue
         admitted.append(Leaf(ref, stamp, leaf_data_prefix(ref.path, stamp, where=storage.describe(ref.path))))
     return drop_missing_versions(storage, manifest, admitted)
@@ -213,12 +221,10 @@ def drop_missing_versions(storage: Storage, manifest: Manifest, leaves: list[Lea
     for lf, doc in zip(missing, read_roots(storage, [lf.prefix for lf in missing])):
         if stamp_of(doc) is not None:
             raise StampError(f"{storage.describe(lf.prefix)}: stamped version has no {group}/ data group (malformed leaf)")
-        warnings.warn(
+        warn(
             f"{storage.describe(lf.ref.path)}: stamp points at version {lf.stamp['current']!r}, which is missing "
             "or unstamped (committed data removed out of band); leaf skipped",
-            DebrisWarning,
-            stacklevel=5,
-        )
+            DebrisWarning)
         corrupted.add(lf.ref.path)
     return [lf for lf in leaves if lf.ref.path not in corrupted], corrupted
 
@@ -273,15 +279,6 @@ def leaves_dataset(
     return build_dataset(
         storage, schema, parts, domain, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, attrs=attrs
     )
-
-
-def stamped_array_names(stamp: dict, group: str) -> list[str] | None:
-    """Array names of ``group`` from the stamp's ``content_hashes`` (newest writers), else None."""
-    hashes = (stamp.get("content_hashes") or {}).get("arrays") if isinstance(stamp.get("content_hashes"), dict) else None
-    if not isinstance(hashes, dict):
-        return None
-    names = sorted(k.split("/", 1)[1] for k in hashes if k.startswith(f"{group}/") and "/" not in k.split("/", 1)[1])
-    return names or None
 
 
 def leaf_summary(leaves: list[Leaf]) -> dict:
@@ -341,11 +338,9 @@ def open_leaf(
     ``current`` pointer is followed. Raises :class:`UncommittedError` for a
     missing or unstamped leaf and :class:`VersionPointerError` for a bad pointer.
     """
-    from .coverage import _resolve_leaf
-
     storage = Storage.open(store_root, storage_options)
     manifest = read_manifest(storage)
-    decimal, window, path = _resolve_leaf(leaf, manifest)
+    decimal, window, path = resolve_leaf(leaf, manifest)
     if stamp is None:
         stamp = stamp_of(storage.get_json(f"{path}/zarr.json"))
         if stamp is None:
@@ -356,4 +351,61 @@ def open_leaf(
     return leaves_dataset(storage, manifest, [lf], None, lf, index_kind, fabricate_cell_ids, attrs)
 
 
-__all__ = ["list_windows", "open_hive", "open_leaf", "open_source"]
+def read_coverage_bitmap(
+    store_root,
+    leaf: str,
+    *,
+    stamp: dict | None = None,
+    storage_options: dict | None = None,
+) -> np.ndarray | None:
+    """The exact occupied cells of one leaf as packed words at the store's cell order.
+
+    ``leaf`` is the decimal id (with ``_window`` on windowed stores) or its
+    stable leaf path. Reads the root stamp (one GET) unless ``stamp=`` is
+    given, follows a ``current`` pointer, then reads the sidecar.
+
+    Returns all cells of the shard for ``encoding: "full"``; None when the
+    leaf is not committed, the stamp declares no bitmap, or the sidecar is
+    missing (no answer: use the box). Raises :class:`CoverageError` for a
+    corrupt sidecar and :class:`~moczarr.errors.VersionPointerError` for a
+    bad ``current``.
+    """
+    storage = Storage.open(store_root, storage_options)
+    manifest = read_manifest(storage)
+    decimal, window, path = resolve_leaf(leaf, manifest)
+    if stamp is None:
+        stamp = read_stamp(storage, path)
+        if stamp is None:
+            return None
+    cov = stamp_coverage(stamp)
+    if cov is None:
+        return None
+    shard = ids.to_words(decimal)
+    depth = manifest.cell_order - manifest.shard_order
+    if cov.get("encoding") == "full":
+        return np.asarray(mortie.generate_morton_children(shard[0], manifest.cell_order), dtype=np.uint64).ravel()
+    if cov.get("encoding") != "bitmap":
+        return None
+    prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
+    sidecar = cov.get("sidecar") or "coverage.moc"
+    payload = storage.get_bytes(f"{prefix}/{sidecar}")
+    if payload is None:
+        return None
+    ranks = decode_bitmap(payload, depth, storage.describe(f"{prefix}/{sidecar}")).astype(np.uint64)
+    lo, _ = ids.subtree_rank_bounds(shard, manifest.shard_order, manifest.cell_order)
+    return ids.words_from_ranks(lo[0] + ranks, manifest.cell_order)
+
+
+def resolve_leaf(leaf: str, manifest: Manifest) -> tuple[str, str | None, str]:
+    """``(decimal, window, stable leaf path)`` of a leaf named by id, ``id_window`` or path."""
+    name = os.path.basename(leaf.rstrip("/"))
+    parsed = ids.parse_leaf_name(name if name.endswith(".zarr") else f"{name}.zarr")
+    if parsed is None:
+        raise CoverageError(f"{leaf!r} does not name a leaf (an id, id_window, or a leaf path)")
+    decimal, window = parsed
+    if ids.decimal_order(decimal) != manifest.shard_order:
+        raise CoverageError(f"{leaf!r} is not at the store's shard order {manifest.shard_order}")
+    return decimal, window, ids.leaf_path(decimal, window, manifest.path_grouping)
+
+
+__all__ = ["list_windows", "open_hive", "open_leaf", "open_source", "read_coverage_bitmap"]

@@ -8,6 +8,7 @@ owns every conversion; this module only adds the hive-path grammar
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import mortie
 import numpy as np
 
-from .errors import AOIError
+from .errors import AOIError, AOITypeError, MoczarrError
 
 #: A morton decimal id as it appears in paths: sign, base digit, order digits (never ``p``).
 DECIMAL_RE = re.compile(r"^-?[1-6][1-4]*$")
@@ -23,6 +24,8 @@ DECIMAL_RE = re.compile(r"^-?[1-6][1-4]*$")
 WINDOW_RE = re.compile(r"^[0-9A-Za-z-]{1,32}$")
 #: The reserved all-time token: never a window label.
 ALL_TOKEN = "all"
+#: highest order of the rank space (at 28/29 the suffix packs digit tuples)
+MAX_RANK_ORDER = 27
 
 
 def is_decimal_id(text: str) -> bool:
@@ -35,57 +38,91 @@ def decimal_order(decimal: str) -> int:
     return len(decimal) - (2 if decimal.startswith("-") else 1)
 
 
-def to_words(ids: Any) -> np.ndarray:
-    """Packed ``uint64`` words from any id spelling a user may hand over.
+def to_words(values: Any, *, keep_shape: bool = False, validate: bool = True) -> np.ndarray:
+    """Packed ``uint64`` words from any id spelling a user may hand over: the one id converter.
 
-    Accepts a ``mortie.Moc``, one word or decimal string, or an iterable mixing
-    both (words may be numpy unsigned ints or Python ints). Returns a 1-D
-    ``uint64`` array in input order.
+    Accepts a ``mortie.Moc`` (or an object with ``__morton_moc__``), one packed
+    word or decimal string, or a sequence/array mixing both (words may be numpy
+    unsigned ints or Python ints; a list goes through an object array so large
+    ints never pass through float64 and ``5`` is never read as the id ``"5"``).
+    Returns a 1-D array in input order, or the input's shape (0-d for a scalar)
+    with ``keep_shape=True``. With ``validate`` every word is checked by mortie.
 
-    Raises :class:`AOIError` when an element is neither a valid decimal id nor
-    a valid packed word.
+    Raises :class:`AOIError` naming the offending element: a string that is not
+    a decimal id (sign, base digit 1-6, digits 1-4), a negative or wider than
+    64-bit integer, an invalid packed word; :class:`AOITypeError` (also a
+    ``TypeError``) for floats, booleans and other objects.
     """
-    if isinstance(ids, mortie.Moc):
-        return np.asarray(ids.words, dtype=np.uint64)
-    if hasattr(ids, "__morton_moc__"):
-        return np.asarray(ids.__morton_moc__(), dtype=np.uint64)
-    if isinstance(ids, (str, bytes, int, np.integer)):
-        ids = [ids]
-    if isinstance(ids, np.ndarray):
-        arr = ids
+    if isinstance(values, mortie.Moc):
+        return np.asarray(values.words, dtype=np.uint64)
+    if hasattr(values, "__morton_moc__"):
+        return np.asarray(values.__morton_moc__(), dtype=np.uint64)
+    if isinstance(values, bytes):
+        values = _decode(values)
+    if isinstance(values, (list, tuple)):
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = list(values)
+        if arr.size and all(isinstance(v, (list, tuple, np.ndarray)) for v in values):
+            try:
+                arr = np.array(values, dtype=object)  # nested: keep the shape
+            except ValueError:
+                raise AOIError(f"ragged nested id lists are not ids: {values!r:.80}") from None
     else:
-        items = list(ids)
-        kinds = {type(x) for x in items}
-        # keep a mixed list as objects: np.asarray would turn words into strings
-        arr = np.asarray(items, dtype=object if len(kinds) > 1 else None)
-        if arr.dtype == object and all(isinstance(x, (int, np.integer)) for x in items):
-            arr = np.asarray([int(x) for x in items], dtype=np.uint64) if all(int(x) >= 0 for x in items) else arr
-    if arr.dtype.kind == "u":
-        words = arr.astype(np.uint64).ravel()
-    elif arr.dtype.kind == "i":
-        if (arr < 0).any():
-            raise AOIError("negative integers are not packed morton words; pass decimal strings such as '-31123'")
-        words = arr.astype(np.uint64).ravel()
-    else:
-        items = list(arr.ravel()) if arr.ndim else [arr.item()]
-        words = np.empty(len(items), dtype=np.uint64)
-        for i, item in enumerate(items):
-            if isinstance(item, bytes):
-                item = item.decode()
-            if isinstance(item, str):
-                if not is_decimal_id(item.rstrip("p")):
-                    raise AOIError(f"{item!r} is not a morton decimal id (sign, base digit 1-6, digits 1-4)")
-                words[i] = mortie.decimal_to_word(item)
-            elif isinstance(item, (int, np.integer)) and int(item) >= 0:
-                words[i] = np.uint64(int(item))
-            else:
-                raise AOIError(f"{item!r} is neither a packed morton word nor a decimal id")
-    if words.size:
+        arr = np.asarray(values)
+    words = _words_of(arr)
+    if validate and words.size:
         try:
-            mortie.validate_morton(words)
-        except ValueError as exc:
-            raise AOIError(f"invalid morton word in {ids!r}: {exc}") from None
-    return words
+            mortie.validate_morton(words.ravel())
+        except (ValueError, OverflowError) as exc:
+            raise AOIError(f"invalid morton word in {values!r:.80}: {exc}") from None
+    return words if keep_shape else words.ravel()
+
+
+def _decode(item: bytes) -> str:
+    try:
+        return item.decode("ascii")
+    except UnicodeDecodeError:
+        raise AOIError(f"{item!r:.40} is not a morton decimal id (not ASCII text)") from None
+
+
+def _parse_decimals(texts) -> np.ndarray:
+    texts = [str(t) for t in texts]
+    for t in texts:
+        if len(t) > 32 or not is_decimal_id(t.rstrip("p")):
+            raise AOIError(f"{t!r:.40} is not a morton decimal id (sign, base digit 1-6, digits 1-4)")
+    return np.asarray(mortie.decimal_to_word(np.asarray(texts)), dtype=np.uint64).reshape(-1)
+
+
+def _words_of(arr: np.ndarray) -> np.ndarray:
+    kind = arr.dtype.kind
+    if kind == "u":
+        return arr.astype(np.uint64, copy=False)
+    if kind == "i":
+        if arr.size and arr.min() < 0:
+            raise AOIError("negative integers are not packed morton words; pass decimal strings such as '-31123'")
+        return arr.astype(np.uint64)
+    if kind in "US":
+        flat = [_decode(x) if isinstance(x, bytes) else x for x in arr.ravel().tolist()]
+        return _parse_decimals(flat).reshape(arr.shape) if flat else np.empty(arr.shape, np.uint64)
+    if kind == "O":
+        flat = arr.ravel()
+        out = np.empty(flat.size, dtype=np.uint64)
+        texts = []
+        for i, v in enumerate(flat):
+            if isinstance(v, bytes):
+                v = _decode(v)
+            if isinstance(v, (str, np.str_)):
+                texts.append((i, v))
+            elif isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+                if not 0 <= int(v) < 2**64:
+                    raise AOIError(f"{int(v)} is not a 64-bit unsigned packed morton word")
+                out[i] = np.uint64(int(v))
+            else:
+                raise AOITypeError(f"{v!r:.40} is neither a packed morton word nor a decimal id")
+        if texts:
+            out[[i for i, _ in texts]] = _parse_decimals([t for _, t in texts])
+        return out.reshape(arr.shape)
+    raise AOITypeError(f"morton ids must be packed uint64 words or decimal strings, got dtype {arr.dtype}")
 
 
 def to_decimals(words: Iterable[int] | np.ndarray) -> list[str]:
@@ -152,33 +189,104 @@ def rank_shift(order: int) -> int:
     """Bits below the rank field of a packed word at ``order`` (``60 - 2*order``; orders 0..27).
 
     Rank space (FORMAT.md §1.3) is ``word >> rank_shift(order)``: a global
-    unit-stride coordinate at one order. The formula is checked against
-    mortie once per process (:func:`_probe_rank_space`), so a packing change
-    fails loudly instead of mis-ranking.
+    unit-stride coordinate at one order, checked against mortie by :func:`packing`.
     """
-    if not 0 <= order <= 27:
-        raise ValueError(f"rank space is defined for orders 0..27, not {order}")
-    _probe_rank_space()
-    return 60 - 2 * order
+    return packing(order)[0]
 
 
-_PROBED = False
+@functools.lru_cache(maxsize=None)
+def packing(order: int) -> tuple[int, int]:
+    """Return ``(shift, marker)`` of cell order ``order``, probed from mortie.
+
+    Encodes probe cells with :func:`mortie.decimal_to_word` (the first and last
+    cells of the sphere, the seams between base cells 0|1 and 5|6, a southern
+    base cell) and derives ``shift`` from the word distance between two
+    neighbouring cells and ``marker`` from their constant low bits. It then
+    checks, and raises :class:`MoczarrError` if any check fails:
+
+    - the derived ``shift`` is ``60 - 2 * order`` and every probe word carries
+      the same ``marker`` (equal to ``order``) and decodes to ``order``;
+    - ``(K << shift) | marker`` rebuilds every probe word;
+    - the rank span is ``[4**order, 13 * 4**order)``, unit-stride across the
+      base-cell seams, and ``K - 4**order`` is mortie's HEALPix NESTED id;
+    - the children of an order ``order - 1`` cell (``generate_morton_children``)
+      occupy four consecutive ranks starting at ``4 * K_parent``.
+
+    Raises ``ValueError`` for an order outside ``0..27``: at 28 and 29 the
+    suffix packs digit tuples and rank is not unit-stride.
+    """
+    order = check_rank_order(order)
+    c = order
+    first, second = ("1", "2") if c == 0 else ("1" + "1" * c, "1" + "1" * (c - 1) + "2")
+    probes = [
+        first,  # first cell of the sphere
+        second,  # its successor
+        "1" + "4" * c,  # last cell of base 0 ...
+        "2" + "1" * c,  # ... and first of base 1
+        "6" + "4" * c,  # last northern cell ...
+        "-1" + "1" * c,  # ... first southern cell (bit 63 set from here on)
+        "-3" + ("1123" * 7)[:c],  # somewhere in the south
+        "-6" + "4" * c,  # last cell of the sphere
+    ]
+    words = mortie.decimal_to_word(np.array(probes))
+    if words.dtype != np.dtype(np.uint64):
+        raise MoczarrError(f"mortie.decimal_to_word returned {words.dtype}, expected uint64")
+    step = int(words[1]) - int(words[0])
+    shift = step.bit_length() - 1
+    if step <= 0 or step != 1 << shift:
+        raise MoczarrError(
+            f"morton packing probe failed at order {c}: neighbouring cells {first!r}, "
+            f"{second!r} are {step} apart, not a power of two"
+        )
+    if shift != 60 - 2 * c:
+        raise MoczarrError(
+            f"morton packing probe failed at order {c}: mortie gives shift {shift}, "
+            f"FORMAT.md §1.3 says {60 - 2 * c}"
+        )
+    mask = np.uint64((1 << shift) - 1)
+    lows = words & mask
+    marker = int(lows[0])
+    ranks = words >> np.uint64(shift)
+    nested, nested_order = mortie.mort2healpix(words)
+    problems = []
+    if not np.all(lows == lows[0]) or marker != c:
+        problems.append(f"low bits {sorted(set(lows.tolist()))} are not the constant {c}")
+    if not np.all(mortie.orders_of(words) == c):
+        problems.append("probe words do not decode to the probed order")
+    if not np.array_equal((ranks << np.uint64(shift)) | np.uint64(marker), words):
+        problems.append("(K << shift) | marker does not rebuild the words")
+    r = [int(x) for x in ranks]
+    if r[0] != 4**c or r[-1] != 13 * 4**c - 1:
+        problems.append(f"rank span [{r[0]}, {r[-1]}] is not [4**{c}, 13*4**{c} - 1]")
+    if r[1] != r[0] + 1 or r[3] != r[2] + 1 or r[5] != r[4] + 1:
+        problems.append("ranks are not unit-stride across cells and base-cell seams")
+    if int(nested_order) != c or not np.array_equal(
+        np.asarray(nested, dtype=np.int64), ranks.astype(np.int64) - 4**c
+    ):
+        problems.append("K - 4**order is not mortie's NESTED id")
+    if c >= 1:
+        parent = mortie.decimal_to_word("-3" + ("1123" * 7)[: c - 1])
+        kids = mortie.generate_morton_children(parent, c) >> np.uint64(shift)
+        k_parent = int(parent) >> (shift + 2)
+        if [int(x) for x in kids] != [4 * k_parent + i for i in range(4)]:
+            problems.append("generate_morton_children disagrees with subtree rank arithmetic")
+    if problems:
+        raise MoczarrError(f"morton packing probe failed at order {c}: " + "; ".join(problems))
+    return shift, marker
 
 
-def _probe_rank_space() -> None:
-    global _PROBED
-    if _PROBED:
-        return
-    for decimal in ("4331421", "-31123", "11213"):
-        parent = mortie.decimal_to_word(decimal)
-        order = decimal_order(decimal)
-        kids = np.asarray(mortie.generate_morton_children(parent, order + 2), dtype=np.uint64)
-        shift = np.uint64(60 - 2 * (order + 2))
-        ranks = kids >> shift
-        expect = (np.uint64(int(parent) >> (60 - 2 * order)) << np.uint64(4)) + np.arange(16, dtype=np.uint64)
-        if not (np.array_equal(ranks, expect) and np.all((kids & np.uint64(63)) == order + 2)):
-            raise RuntimeError("mortie's word packing no longer matches the rank-space layout this reader assumes")
-    _PROBED = True
+def check_rank_order(order: Any) -> int:
+    """Return ``order`` as an int in ``0..27``; raise ``ValueError`` otherwise."""
+    try:
+        o = int(order)
+    except (TypeError, ValueError):
+        raise ValueError(f"order must be an integer, got {order!r}") from None
+    if o != order or not 0 <= o <= MAX_RANK_ORDER:
+        raise ValueError(
+            f"rank space is defined for cell orders 0..{MAX_RANK_ORDER}, got {order!r} "
+            "(at orders 28/29 the suffix packs digit tuples and ranks are not unit-stride)"
+        )
+    return o
 
 
 def subtree_rank_bounds(words: np.ndarray, order: int, cell_order: int) -> tuple[np.ndarray, np.ndarray]:

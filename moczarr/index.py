@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import sys
-import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -34,8 +33,8 @@ import pandas as pd
 import xarray as xr
 from xarray.indexes import CoordinateTransform, CoordinateTransformIndex, Index
 
-from moczarr.errors import IndexDegradedWarning, MixedOrderError, MoczarrError
-from moczarr.ranges import MortonRanges, as_words
+from .errors import IndexDegradedWarning, IndexKindMismatchError, MixedOrderError, warn
+from .ranges import MortonRanges, as_words
 
 __all__ = ["IndexKindMismatchError", "MortonMocIndex", "MortonRangesTransform"]
 
@@ -46,32 +45,15 @@ _KIND_HINT = (
 )
 
 
-class IndexKindMismatchError(MoczarrError, xr.AlignmentError):
-    """A moc-indexed and a pandas-indexed ``morton`` met in one alignment or concat."""
-
-
 _XARRAY_DIR = os.path.dirname(xr.__file__) + os.sep
-_OWN_FILE = os.path.abspath(__file__)
-
-
-def _user_stacklevel() -> int:
-    """``stacklevel`` for ``warnings.warn`` called here that points past xarray and this module."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and (
-        frame.f_code.co_filename.startswith(_XARRAY_DIR)
-        or os.path.abspath(frame.f_code.co_filename) == _OWN_FILE
-    ):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _degrade(reason: str) -> None:
-    warnings.warn(
+    warn(
         f"MortonMocIndex dropped: {reason} cannot be held as an interval set; the morton "
         "coordinate keeps its values without an index (set_xindex or index_kind='pandas' "
         "to index it again)",
         IndexDegradedWarning,
-        stacklevel=_user_stacklevel(),
     )
 
 

@@ -7,11 +7,13 @@ and the field. Unknown keys are ignored.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ManifestError, NotAHiveStoreError
+from .errors import ManifestError, WindowError
 from .ids import ALL_TOKEN, WINDOW_RE
 
 MANIFEST_NAME = "morton_hive.json"
@@ -160,36 +162,7 @@ def _check_windows(temporal: dict, where: str) -> None:
             raise ManifestError(f"{where}: 'temporal.windows' entry {entry!r} has no valid label")
 
 
-def read_manifest(storage, storage_options: dict | None = None) -> Manifest:
-    """GET and validate ``{root}/morton_hive.json`` (``storage``: a store root, URL or open Storage).
-
-    Raises :class:`NotAHiveStoreError` when the object is absent (naming the
-    products when the root is a multi-product root) and :class:`ManifestError`
-    when it is malformed.
-    """
-    from .errors import StampError
-    from .storage import Storage, parse_json
-
-    storage = Storage.open(storage, storage_options)
-    where = storage.describe()
-    try:
-        obj = parse_json(storage.get_bytes(MANIFEST_NAME), storage.describe(MANIFEST_NAME))
-    except StampError as exc:
-        raise ManifestError(str(exc)) from None
-    if obj is None:
-        from .products import list_products
-
-        products = list_products(storage)
-        if products:
-            raise NotAHiveStoreError(
-                f"{where} is a multi-product root (products: {', '.join(products)}); "
-                "open one with product=... or use open_store()"
-            )
-        raise NotAHiveStoreError(f"{where} is not a morton-hive store: no {MANIFEST_NAME}")
-    return parse_manifest(obj, where)
-
-
-def check_window(manifest: Manifest, window: str | None, available: "callable") -> str | None:
+def check_window(manifest: Manifest, window: str | None, available: Callable[[], list[str]]) -> str | None:
     """Validate ``window=`` against the store (FORMAT.md §10.1, §12).
 
     ``available`` is called (lazily, on error paths only) to list the labels
@@ -197,8 +170,6 @@ def check_window(manifest: Manifest, window: str | None, available: "callable") 
     windowed store gets no window, an unwindowed one gets one, the token
     ``all`` is passed, or the label is malformed for the schedule.
     """
-    from .errors import WindowError
-
     where = manifest.location
     if window is not None and not isinstance(window, str):
         raise WindowError(f"{where}: window= must be a label string, got {window!r}")
@@ -228,3 +199,46 @@ def check_window(manifest: Manifest, window: str | None, available: "callable") 
             f"windows present: {', '.join(labels) if labels else '(none found)'}"
         )
     return window
+
+
+def parse_time(text: str | None) -> dt.datetime | None:
+    """An ISO 8601 timestamp as an aware UTC datetime (naive means UTC), or None when absent or unparsable."""
+    if not text:
+        return None
+    try:
+        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t.replace(tzinfo=dt.timezone.utc) if t.tzinfo is None else t.astimezone(dt.timezone.utc)
+
+
+def window_interval(label: str, schedule: str, temporal: dict | None = None) -> tuple[dt.datetime, dt.datetime] | None:
+    """The half-open ``[start, end)`` UTC interval of a window label, or None when unknown.
+
+    Declared ``temporal.windows`` entries win (``start``/``end``, or a point
+    ``timestamp`` -> ``[t, t+1s)``); otherwise the generative schedules give
+    the calendar year (``YYYY``), month (``YYYYMM``) or day (``YYYYMMDD``).
+    """
+    for entry in (temporal or {}).get("windows") or []:
+        if isinstance(entry, dict) and entry.get("label") == label:
+            start, end = parse_time(entry.get("start")), parse_time(entry.get("end"))
+            if start and end:
+                return start, end
+            t = parse_time(entry.get("timestamp"))
+            if t:
+                return t, t + dt.timedelta(seconds=1)
+    pattern = SCHEDULE_PATTERNS.get(schedule)
+    if pattern is None or not pattern.match(label):
+        return None
+    utc = dt.timezone.utc
+    if schedule == "yearly":
+        y = int(label)
+        return dt.datetime(y, 1, 1, tzinfo=utc), dt.datetime(y + 1, 1, 1, tzinfo=utc)
+    if schedule == "monthly":
+        y, m = int(label[:4]), int(label[4:])
+        return dt.datetime(y, m, 1, tzinfo=utc), dt.datetime(y + m // 12, m % 12 + 1, 1, tzinfo=utc)
+    try:
+        day = dt.datetime(int(label[:4]), int(label[4:6]), int(label[6:]), tzinfo=utc)
+    except ValueError:  # 20190231 matches the pattern but is no day
+        return None
+    return day, day + dt.timedelta(days=1)

@@ -1,220 +1,33 @@
-"""Multi-product store roots (FORMAT.md §3): the product roster.
+"""Deprecated import path, kept as a thin re-export for one release.
 
-A multi-product root is a directory of complete stores, one per product name,
-with no manifest of its own. A child without a manifest (``scratch/``) is not
-a product.
+The product roster moved to :mod:`moczarr.roster` and the DataTree view to
+:mod:`moczarr.tree`; the public names are on the top-level ``moczarr`` package.
 """
 
-from __future__ import annotations
+from .roster import (
+    PRODUCT_RE,
+    SUPPORTED_SPECS,
+    is_product_name,
+    list_products,
+    read_roster,
+)
+from .tree import (
+    finest_source_at,
+    open_store,
+    overview_orders,
+    product_node,
+    source_orders,
+)
 
-import re
-
-from .errors import ManifestError, StampError
-from .manifest import MANIFEST_NAME, SUPPORTED_SPECS
-from .storage import DEFAULT_CONCURRENCY, Storage
-
-#: product-name grammar: lowercase names, never a base-cell digit component
-PRODUCT_RE = re.compile(r"^[a-z0-9_-]{1,192}$")
-_BASE_RE = re.compile(r"^-?[1-6]$")
-
-
-def is_product_name(name: str) -> bool:
-    """True for a name the product grammar allows (``[a-z0-9_-]{1,192}``, not ``-?[1-6]``)."""
-    return bool(PRODUCT_RE.match(name)) and not _BASE_RE.match(name)
-
-
-def read_roster(storage: Storage) -> tuple[dict | None, dict[str, dict]]:
-    """``(root manifest, {product: manifest})`` of a store root, each parsed once.
-
-    A bare store gives its manifest and ``{}`` (one GET). Otherwise one LIST of
-    the root plus one manifest GET per grammar-conforming child; children
-    without a manifest are not products. A malformed manifest raises
-    :class:`ManifestError`; a well-formed one of an unsupported
-    ``morton-hive/N`` is still listed.
-    """
-    from .storage import parse_json
-
-    def parse(payload: bytes, rel: str) -> dict:
-        try:
-            doc = parse_json(payload, storage.describe(rel))
-        except StampError as exc:
-            raise ManifestError(str(exc)) from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("spec"), str) or not doc["spec"].startswith("morton-hive/"):
-            raise ManifestError(f"{storage.describe(rel)}: not a morton-hive manifest")
-        return doc
-
-    root = storage.get_bytes(MANIFEST_NAME)
-    if root is not None:
-        return parse(root, MANIFEST_NAME), {}
-    names = [n for n in storage.list_dir("") if is_product_name(n)]
-    docs = storage.get_many([f"{n}/{MANIFEST_NAME}" for n in names])
-    return None, {n: parse(d, f"{n}/{MANIFEST_NAME}") for n, d in zip(names, docs) if d is not None}
-
-
-def list_products(store_root, *, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY) -> list[str]:
-    """Names of the products of a multi-product root, sorted; ``[]`` for a bare store (see :func:`read_roster`)."""
-    return sorted(read_roster(Storage.open(store_root, storage_options, concurrency))[1])
-
-
-__all__ = ["SUPPORTED_SPECS", "is_product_name", "list_products", "read_roster"]
-
-
-# -- the DataTree view ---------------------------------------------------------------------------------
-def _bare_node_name(manifest) -> str:
-    name = (manifest.short_name or "").lower()
-    return name if is_product_name(name) else "product"
-
-
-def open_store(
-    store_root,
-    products: list[str] | str | None = None,
-    aoi=None,
-    window: str | None = None,
-    *,
-    index_kind: str = "moc",
-    storage_options: dict | None = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
-):
-    """A store root as an ``xarray.DataTree``: an empty root, one child per product.
-
-    Each product child holds exactly the :func:`moczarr.open_hive` Dataset of
-    that product (``semantic_hash`` on its attrs). A product declaring a
-    pyramid becomes an empty intermediate with one child per materialized
-    cell order: bare integers (``atl06/8``, ``atl06/6``) for ``zagg-pyramid/1``,
-    ``o{r}`` for ``zagg-pyramid/2``. A bare store is the one-child form (child
-    named from the dataset short name; ``products=`` raises there).
-
-    ``window=`` scopes windowed products and leaves unwindowed ones whole;
-    ``"all"`` raises. ``aoi=`` scopes rows in every node, never the tree's
-    shape. Raises :class:`~moczarr.errors.WindowError` when a windowed product
-    is opened without a window.
-    """
-    import xarray as xr
-
-    from .errors import NotAHiveStoreError, WindowError
-    from .ids import ALL_TOKEN
-    from .manifest import parse_manifest
-
-    storage = Storage.open(store_root, storage_options, concurrency)
-    if window == ALL_TOKEN:
-        raise WindowError(
-            f"{storage.describe()}: window='all' is refused: all-time folds exist only as overviews and the source "
-            "axis has no all-time leaf to pair them with; open them with open_pyramid(..., all_time=True)"
-        )
-    root_doc, manifests = read_roster(storage)
-    roster = sorted(manifests)
-    if root_doc is not None:
-        manifest = parse_manifest(root_doc, storage.describe())
-        if products is not None:
-            raise ValueError(f"{storage.describe()} is a bare store: there are no products to filter with products=")
-        name = _bare_node_name(manifest)
-        store_attrs = {"store_root": storage.location, "products": [], "bare": True, "node": name}
-        targets = [(name, storage, manifest)]
-    else:
-        if not roster:
-            raise NotAHiveStoreError(f"{storage.describe()} holds neither a morton-hive manifest nor products")
-        wanted = roster if products is None else ([products] if isinstance(products, str) else list(products))
-        missing = [p for p in wanted if p not in roster]
-        if missing:
-            raise ValueError(f"{storage.describe()}: no product named {missing}; products: {', '.join(roster)}")
-        store_attrs = {"store_root": storage.location, "products": roster}
-        targets = []
-        for p in wanted:
-            child = storage.child(p)
-            targets.append((p, child, parse_manifest(manifests[p], child.describe())))
-    children = {}
-    for name, pstore, manifest in targets:
-        pwindow = window if manifest.windowed else None
-        if manifest.windowed and window is None:
-            from .hive import list_windows
-
-            raise WindowError(
-                f"{pstore.describe()}: product {name!r} is time-windowed; pass window= one of "
-                f"{', '.join(list_windows(pstore)) or '(none found)'}"
-            )
-        children[name] = product_node(pstore, manifest, aoi, pwindow, index_kind=index_kind)
-    return xr.DataTree(xr.Dataset(attrs={"morton_hive_store": store_attrs}), children=children)
-
-
-def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "moc"):
-    """One product: its flat Dataset, or (pyramid declared) an empty node with one child per stored order."""
-    import xarray as xr
-
-    from .hive import open_source
-    from .pyramid import _jsonable, open_level_in, pyramid_declaration, pyramid_levels, structural_orders
-
-    identity = {"morton_hive": manifest.summary()}
-    if manifest.semantic_hash:
-        identity["semantic_hash"] = manifest.semantic_hash
-    decl = pyramid_declaration(manifest)
-    if decl is None:
-        # the flat node is exactly open_hive's Dataset (its own morton_hive summary), plus the hash
-        extra = {"semantic_hash": manifest.semantic_hash} if manifest.semantic_hash else None
-        return xr.DataTree(open_source(storage, manifest, aoi, window, index_kind=index_kind, extra_attrs=extra))
-    v2 = decl["spec"] == "zagg-pyramid/2"
-    children = {}
-    for level in pyramid_levels(manifest):
-        # each level warns for itself when it cannot be opened (path_grouping > 1 omits overview levels only)
-        ds = open_level_in(storage, manifest, level.cell_order, window, aoi, index_kind=index_kind, named=False)
-        if ds is not None:
-            children[f"o{level.cell_order}" if v2 else str(level.cell_order)] = xr.DataTree(ds)
-    orders = structural_orders(children)
-    if manifest.windowed:
-        orders["overview"] = sorted(set(orders["overview"]) | other_window_overview_orders(storage, manifest, window, orders["overview"]), reverse=True)
-    attrs = {**identity, "zagg_pyramid": _jsonable(decl), "moczarr_orders": orders}
-    return xr.DataTree(xr.Dataset(attrs=attrs), children=children)
-
-
-def other_window_overview_orders(storage: Storage, manifest, window: str | None, found: list[int]) -> set[int]:
-    """Overview orders stamped in another window (or the all-time folds) though not in ``window``.
-
-    ``overview_orders`` answers about the store, not the query: a level missing
-    from the opened window still counts when any other window holds it. Only
-    levels missing here are probed (one batched stamp read per window tried).
-    """
-    import warnings
-
-    from .hive import list_windows, root_shards
-    from .pyramid import _overview_objects, pyramid_levels
-
-    missing = [lv for lv in pyramid_levels(manifest) if lv.artifact == "overview" and lv.cell_order not in found]
-    shards = root_shards(storage, manifest)
-    if not missing or shards is None or manifest.path_grouping > 1:
-        return set()
-    stems = [w for w in list_windows(storage) if w != window] + ["all"]
-    extra: set[int] = set()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the opened levels already reported their objects
-        for level in missing:
-            for stem in stems:
-                objects = _overview_objects(storage, manifest, level, shards, stem)
-                if any(o.entry["role"] == "overview" for o in objects):
-                    extra.add(level.cell_order)
-                    break
-    return extra
-
-
-def source_orders(node) -> tuple[int, ...]:
-    """Every stored cell order of a product node carrying at least one source object (finest first)."""
-    return tuple(node.attrs["moczarr_orders"]["source"]) if "moczarr_orders" in node.attrs else _orders_from(node, "source")
-
-
-def overview_orders(node) -> tuple[int, ...]:
-    """Every stored cell order of a product node carrying at least one overview object (finest first)."""
-    return tuple(node.attrs["moczarr_orders"]["overview"]) if "moczarr_orders" in node.attrs else _orders_from(node, "overview")
-
-
-def finest_source_at(node, k: int) -> int | None:
-    """The finest source order at or above (coarser than or equal to) order ``k``, or None."""
-    candidates = [r for r in source_orders(node) if r <= k]
-    return max(candidates) if candidates else None
-
-
-def _orders_from(node, role: str) -> tuple[int, ...]:
-    from .pyramid import structural_orders
-
-    children = dict(getattr(node, "children", {}) or {})
-    if not children and "morton_hive" in node.attrs:
-        # a flat (declared-off) product node holds the data itself: its own order is its source order
-        return (int(node.attrs["morton_hive"]["cell_order"]),) if role == "source" else ()
-    return tuple(structural_orders(children)[role])
+__all__ = [
+    "PRODUCT_RE",
+    "SUPPORTED_SPECS",
+    "finest_source_at",
+    "is_product_name",
+    "list_products",
+    "open_store",
+    "overview_orders",
+    "product_node",
+    "read_roster",
+    "source_orders",
+]

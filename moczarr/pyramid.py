@@ -11,7 +11,6 @@ show is omitted with a warning while the source level stands.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,154 +19,33 @@ import xarray as xr
 from . import ids
 from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
 from .coverage import aoi_words
-from .errors import EmptySelectionWarning, LevelOmittedWarning, ObjectDroppedWarning, PyramidError, WindowError
+from .declaration import (
+    COLUMN_SPECS,
+    OVERVIEW_SPECS,
+    Level,
+    pyramid_declaration,
+    pyramid_levels,
+)
+from .errors import (
+    EmptySelectionWarning,
+    LevelOmittedWarning,
+    ObjectDroppedWarning,
+    PyramidError,
+    WindowError,
+    warn,
+)
 from .hive import candidate_leaves, open_source, root_shards
 from .ids import ALL_TOKEN
-from .manifest import Manifest, check_window, read_manifest
+from .manifest import Manifest, check_window
+from .roster import read_manifest
 from .storage import DEFAULT_CONCURRENCY, Storage
 from .store import read_roots, stamp_of
-
-OVERVIEW_SPECS = ("zagg-overview/1", "zagg-overview/2")
-COLUMN_SPECS = ("zagg-column/1",)
-
-
-# -- the declaration --------------------------------------------------------------------------------
-def _as_manifest(manifest) -> Manifest:
-    """A :class:`Manifest` as given, or the manifest of a store root (path, URL or Storage)."""
-    if isinstance(manifest, Manifest):
-        return manifest
-    storage = manifest if isinstance(manifest, Storage) else Storage.open(manifest)
-    return read_manifest(storage)
-
-
-def pyramid_declaration(manifest: Manifest) -> dict | None:
-    """The normalized ``pyramid`` record of a manifest (FORMAT.md §7.2), or None when declared off.
-
-    ``manifest`` is a :class:`~moczarr.manifest.Manifest` or a store root.
-
-    Raises :class:`PyramidError` for an unknown ``spec``, a ``/1`` block with
-    orders but without ``spacing``/``all_time``/``fields`` (or without its
-    spec), an ancestor order outside ``0..shard_order-1``, or a malformed ``/2``
-    ladder.
-    """
-    manifest = _as_manifest(manifest)
-    block = manifest.pyramid
-    where = f"{manifest.location}: pyramid"
-    if not isinstance(block, dict):
-        return None
-    spec = block.get("spec")
-    s, c = manifest.shard_order, manifest.cell_order
-    if spec == "zagg-pyramid/2":
-        return _declaration_v2(block, s, c, where)
-    if spec is not None and spec != "zagg-pyramid/1":
-        raise PyramidError(f"{where}: unknown spec {spec!r} (this reader knows zagg-pyramid/1 and /2)")
-    overview = block.get("overview")
-    if not isinstance(overview, dict) or not overview.get("orders"):
-        return None
-    if spec != "zagg-pyramid/1":
-        raise PyramidError(f"{where}: a block declaring orders must carry spec 'zagg-pyramid/1'")
-    for key in ("spacing", "all_time", "fields"):
-        if key not in overview:
-            raise PyramidError(f"{where}: overview block lacks {key!r}")
-    orders = overview["orders"]
-    if not isinstance(orders, list) or not all(isinstance(k, int) and not isinstance(k, bool) for k in orders):
-        raise PyramidError(f"{where}: overview.orders must be a list of integers, got {orders!r}")
-    for k in orders:
-        if not 0 <= k < s:
-            raise PyramidError(f"{where}: overview order {k} is outside 0..{s - 1} (shard order {s})")
-    orders = sorted(set(orders), reverse=True)
-    return {
-        "spec": "zagg-pyramid/1",
-        "orders": orders,
-        "cell_orders": {k: [c - (s - k)] for k in orders},
-        "leaf_cells": None,
-        "spacing": overview["spacing"],
-        "overviews": None,
-        "all_time": bool(overview["all_time"]),
-        "fold_source": overview.get("fold_source", "leaves"),
-        "exact_levels": overview.get("exact_levels"),
-        "fields": overview["fields"],
-        "materialized": overview.get("materialized"),
-    }
-
-
-def _declaration_v2(block: dict, s: int, c: int, where: str) -> dict:
-    entries = block.get("overviews")
-    family = block.get("overview")
-    if not isinstance(entries, list) or not entries:
-        raise PyramidError(f"{where}: zagg-pyramid/2 needs a non-empty 'overviews' list")
-    if not isinstance(family, dict) or "all_time" not in family or "fields" not in family:
-        raise PyramidError(f"{where}: zagg-pyramid/2 needs an 'overview' block with 'all_time' and 'fields'")
-    cell_orders: dict[int, list[int]] = {}
-    leaf_cells = None
-    for entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("node"), int) or not isinstance(entry.get("cells"), list):
-            raise PyramidError(f"{where}: ladder entry {entry!r} needs an integer 'node' and a 'cells' list")
-        k, cells = entry["node"], entry["cells"]
-        if not 0 <= k <= s:
-            raise PyramidError(f"{where}: ladder node {k} is outside 0..{s}")
-        if k in cell_orders or (k == s and leaf_cells is not None):
-            raise PyramidError(f"{where}: ladder node {k} appears twice")
-        for r in cells:
-            if not isinstance(r, int) or not k < r < c:
-                raise PyramidError(f"{where}: ladder node {k} member {r!r} must satisfy {k} < r < {c}")
-        if k == s:
-            if cells != sorted(cells, reverse=True) or len(set(cells)) != len(cells):
-                raise PyramidError(f"{where}: leaf entry cells {cells} must be strictly descending")
-            leaf_cells = list(cells)
-        else:
-            cell_orders[k] = list(cells)
-    return {
-        "spec": "zagg-pyramid/2",
-        "orders": sorted(cell_orders, reverse=True),
-        "cell_orders": cell_orders,
-        "leaf_cells": leaf_cells,
-        "spacing": None,
-        "overviews": entries,
-        "all_time": bool(family["all_time"]),
-        "fold_source": family.get("fold_source", "leaves"),
-        "exact_levels": family.get("exact_levels"),
-        "fields": family["fields"],
-        "materialized": family.get("materialized"),
-    }
-
-
-@dataclass(frozen=True)
-class Level:
-    """One addressable resolution: its cell order, the node order of its artifacts, and their kind."""
-
-    cell_order: int
-    node_order: int
-    artifact: str  # "source" | "column" | "overview"
-
-    def record(self) -> dict:
-        return {"cell_order": self.cell_order, "order": self.node_order, "artifact": self.artifact}
-
-
-def pyramid_levels(manifest: Manifest) -> list[Level]:
-    """The resolution table (FORMAT.md §7.6): one level per addressable cell order, finest first.
-
-    ``manifest`` is a :class:`~moczarr.manifest.Manifest` or a store root.
-    Raises :class:`PyramidError` when one resolution is declared at two levels.
-    """
-    manifest = _as_manifest(manifest)
-    levels = {manifest.cell_order: Level(manifest.cell_order, manifest.shard_order, "source")}
-    decl = pyramid_declaration(manifest)
-    if decl:
-        for r in decl["leaf_cells"] or []:
-            levels[r] = Level(r, manifest.shard_order, "column")
-        for k, cells in decl["cell_orders"].items():
-            for r in cells:
-                if r in levels:
-                    raise PyramidError(f"{manifest.location}: cell order {r} is declared at two levels")
-                levels[r] = Level(r, k, "overview")
-    return [levels[r] for r in sorted(levels, reverse=True)]
 
 
 # -- one level --------------------------------------------------------------------------------------
 def open_level(
     store_root,
-    cell_order: int,
+    cell_order: int | None = None,
     window: str | None = None,
     aoi=None,
     all_time: bool = False,
@@ -178,7 +56,7 @@ def open_level(
 ) -> xr.Dataset | None:
     """One resolution of a store as a Dataset, whichever artifact kind materializes it.
 
-    The same shape for every kind: a ``cells`` dimension in ascending word
+    ``cell_order`` picks the level (default: the store's native cell order). The same shape for every kind: a ``cells`` dimension in ascending word
     order, the ``morton`` coordinate (lazy MOC index by default), fabricated
     NESTED ``cell_ids``, dense and ragged (vlen-bytes) variables, and attrs
     ``morton_hive``, ``zagg_objects`` and ``zagg_level``.
@@ -193,7 +71,8 @@ def open_level(
     """
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
-    return open_level_in(storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind)
+    order = manifest.cell_order if cell_order is None else cell_order
+    return open_level_in(storage, manifest, order, window, aoi, all_time, index_kind=index_kind)
 
 
 def open_overview_order(
@@ -265,9 +144,9 @@ def open_level_in(
     decl = pyramid_declaration(manifest)
     level_attrs = {
         **level.record(),
-        "spec": decl["spec"] if decl else None,
-        "fields": decl["fields"] if decl else None,
-        "fold_source": decl["fold_source"] if decl else None,
+        "spec": decl.spec if decl else None,
+        "fields": decl.fields if decl else None,
+        "fold_source": decl.fold_source if decl else None,
     }
     if all_time and level.artifact != "overview":
         raise WindowError(
@@ -293,8 +172,8 @@ def open_level_in(
         )
     cover = aoi_words(aoi) if aoi is not None else None
     if level.artifact == "overview":
-        lenient = not named and decl["spec"] == "zagg-pyramid/1"
-        objects = _overview_objects(storage, manifest, level, shards, stem, lenient=lenient)
+        lenient = not named and decl.spec == "zagg-pyramid/1"
+        objects = overview_objects(storage, manifest, level, shards, stem, lenient=lenient)
         schema_objects = objects
     else:
         refs = candidate_leaves(storage, manifest, shards, None, cover)
@@ -314,17 +193,15 @@ def open_level_in(
     }
     ds = _objects_dataset(storage, level, objects, cover, index_kind, attrs, schema_objects[0])
     if cover is not None and ds.sizes["cells"] == 0:
-        warnings.warn(
+        warn(
             f"{manifest.location}: the AOI selects no cell of {level.artifact} level o{cell_order}; "
             "returning the schema with 0 rows",
-            EmptySelectionWarning,
-            stacklevel=3,
-        )
+            EmptySelectionWarning)
     return ds
 
 
 def _omit(message: str) -> None:
-    warnings.warn(message, LevelOmittedWarning, stacklevel=4)
+    warn(message, LevelOmittedWarning)
     return None
 
 
@@ -347,7 +224,7 @@ def overview_candidates(manifest: Manifest, shards: np.ndarray, node_order: int,
     return [(n, f"{ids.ancestor_node(n)}/{stem}.zarr") for n in ordered]
 
 
-def _overview_objects(
+def overview_objects(
     storage: Storage, manifest: Manifest, level: Level, shards: np.ndarray, stem: str, *, lenient: bool = False
 ) -> list[DerivedObject]:
     cands = overview_candidates(manifest, shards, level.node_order, stem)
@@ -418,7 +295,7 @@ def _column_objects(
 
 
 def _drop(message: str) -> None:
-    warnings.warn(message, ObjectDroppedWarning, stacklevel=5)
+    warn(message, ObjectDroppedWarning)
 
 
 def _objects_dataset(
@@ -493,7 +370,7 @@ def pyramid_tree(storage, manifest, levels=None, aoi=None, window=None, all_time
     """:func:`open_pyramid` on an open storage and manifest."""
     decl = pyramid_declaration(manifest)
     check_all_time(manifest, window, all_time)
-    if all_time and not (decl and decl["all_time"]):
+    if all_time and not (decl and decl.all_time):
         raise WindowError(f"{manifest.location}: the pyramid declaration carries no all-time folds (all_time is false)")
     table = pyramid_levels(manifest)
     if levels is not None:
@@ -506,7 +383,7 @@ def pyramid_tree(storage, manifest, levels=None, aoi=None, window=None, all_time
         table = [lv for lv in table if lv.cell_order in wanted]
     if all_time:
         table = [lv for lv in table if lv.artifact == "overview"]
-    root_attrs = {"morton_hive": manifest.summary(), "zagg_pyramid": _jsonable(decl)}
+    root_attrs = {"morton_hive": manifest.summary(), "zagg_pyramid": (decl.to_attrs() if decl else None)}
     if manifest.semantic_hash:
         root_attrs["semantic_hash"] = manifest.semantic_hash
     if manifest.multiscales is not None:
@@ -519,15 +396,6 @@ def pyramid_tree(storage, manifest, levels=None, aoi=None, window=None, all_time
         if ds is not None:
             children[f"o{lv.cell_order}"] = xr.DataTree(ds)
     return xr.DataTree(xr.Dataset(attrs=root_attrs), children=children)
-
-
-def _jsonable(decl: dict | None) -> dict | None:
-    """The declaration with string keys (attrs must survive a JSON round trip)."""
-    if decl is None:
-        return None
-    out = dict(decl)
-    out["cell_orders"] = {str(k): v for k, v in decl["cell_orders"].items()}
-    return out
 
 
 def level_demotions(obj) -> list[dict]:

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ArrayContractError
+from . import ids
+from .errors import RaggedError
+from .pyramid import open_level
+from .roster import read_manifest
+from .storage import Storage
 
 RAGGED_SPEC = "zagg-ragged/1"
 LOCATED_SPEC = "zagg-located/1"
-
-
-class RaggedError(ArrayContractError):
-    """A ragged declaration this reader must refuse (unknown spec, no well-formed element)."""
 
 
 @dataclass(frozen=True)
@@ -97,13 +97,7 @@ def read_ragged(store_root, field: str, cells, *, cell_order: int | None = None,
     holding those cells are read. Raises ``KeyError`` for a field the level
     lacks and for cells outside the level's domain.
     """
-    from . import ids
-    from .pyramid import open_level
-
     words = ids.to_words(cells)
-    from .manifest import read_manifest
-    from .storage import Storage
-
     storage = Storage.open(store_root, storage_options)
     order = cell_order if cell_order is not None else read_manifest(storage).cell_order
     ds = open_level(storage, order, window=window, aoi=words, index_kind="pandas")

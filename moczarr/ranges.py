@@ -27,165 +27,17 @@ from typing import Any
 import mortie
 import numpy as np
 
-from moczarr.errors import MixedOrderError, MoczarrError
+from .errors import MixedOrderError
+from .ids import MAX_RANK_ORDER, check_rank_order, packing, to_words
 
 __all__ = ["MAX_RANK_ORDER", "MortonRanges", "as_words", "packing"]
 
-#: Finest order at which rank space is unit-stride (28/29 pack tuples in the suffix).
-MAX_RANK_ORDER = 27
+#: the one id converter, under the name this module used to give it
+as_words = functools.partial(to_words, keep_shape=True, validate=False)
 
 _U64 = np.dtype(np.uint64)
 _I64 = np.dtype(np.int64)
 
-
-# --------------------------------------------------------------------------- packing
-
-
-@functools.lru_cache(maxsize=None)
-def packing(order: int) -> tuple[int, int]:
-    """Return ``(shift, marker)`` of cell order ``order``, probed from mortie.
-
-    Encodes probe cells with :func:`mortie.decimal_to_word` (the first and last
-    cells of the sphere, the seams between base cells 0|1 and 5|6, a southern
-    base cell) and derives ``shift`` from the word distance between two
-    neighbouring cells and ``marker`` from their constant low bits. It then
-    checks, and raises :class:`MoczarrError` if any check fails:
-
-    - the derived ``shift`` is ``60 - 2 * order`` and every probe word carries
-      the same ``marker`` (equal to ``order``) and decodes to ``order``;
-    - ``(K << shift) | marker`` rebuilds every probe word;
-    - the rank span is ``[4**order, 13 * 4**order)``, unit-stride across the
-      base-cell seams, and ``K - 4**order`` is mortie's HEALPix NESTED id;
-    - the children of an order ``order - 1`` cell (``generate_morton_children``)
-      occupy four consecutive ranks starting at ``4 * K_parent``.
-
-    Raises ``ValueError`` for an order outside ``0..27``: at 28 and 29 the
-    suffix packs digit tuples and rank is not unit-stride.
-    """
-    order = _check_order(order)
-    c = order
-    first, second = ("1", "2") if c == 0 else ("1" + "1" * c, "1" + "1" * (c - 1) + "2")
-    probes = [
-        first,  # first cell of the sphere
-        second,  # its successor
-        "1" + "4" * c,  # last cell of base 0 ...
-        "2" + "1" * c,  # ... and first of base 1
-        "6" + "4" * c,  # last northern cell ...
-        "-1" + "1" * c,  # ... first southern cell (bit 63 set from here on)
-        "-3" + ("1123" * 7)[:c],  # somewhere in the south
-        "-6" + "4" * c,  # last cell of the sphere
-    ]
-    words = mortie.decimal_to_word(np.array(probes))
-    if words.dtype != _U64:
-        raise MoczarrError(f"mortie.decimal_to_word returned {words.dtype}, expected uint64")
-    step = int(words[1]) - int(words[0])
-    shift = step.bit_length() - 1
-    if step <= 0 or step != 1 << shift:
-        raise MoczarrError(
-            f"morton packing probe failed at order {c}: neighbouring cells {first!r}, "
-            f"{second!r} are {step} apart, not a power of two"
-        )
-    if shift != 60 - 2 * c:
-        raise MoczarrError(
-            f"morton packing probe failed at order {c}: mortie gives shift {shift}, "
-            f"FORMAT.md §1.3 says {60 - 2 * c}"
-        )
-    mask = np.uint64((1 << shift) - 1)
-    lows = words & mask
-    marker = int(lows[0])
-    ranks = words >> np.uint64(shift)
-    nested, nested_order = mortie.mort2healpix(words)
-    problems = []
-    if not np.all(lows == lows[0]) or marker != c:
-        problems.append(f"low bits {sorted(set(lows.tolist()))} are not the constant {c}")
-    if not np.all(mortie.orders_of(words) == c):
-        problems.append("probe words do not decode to the probed order")
-    if not np.array_equal((ranks << np.uint64(shift)) | np.uint64(marker), words):
-        problems.append("(K << shift) | marker does not rebuild the words")
-    r = [int(x) for x in ranks]
-    if r[0] != 4**c or r[-1] != 13 * 4**c - 1:
-        problems.append(f"rank span [{r[0]}, {r[-1]}] is not [4**{c}, 13*4**{c} - 1]")
-    if r[1] != r[0] + 1 or r[3] != r[2] + 1 or r[5] != r[4] + 1:
-        problems.append("ranks are not unit-stride across cells and base-cell seams")
-    if int(nested_order) != c or not np.array_equal(
-        np.asarray(nested, dtype=np.int64), ranks.astype(np.int64) - 4**c
-    ):
-        problems.append("K - 4**order is not mortie's NESTED id")
-    if c >= 1:
-        parent = mortie.decimal_to_word("-3" + ("1123" * 7)[: c - 1])
-        kids = mortie.generate_morton_children(parent, c) >> np.uint64(shift)
-        k_parent = int(parent) >> (shift + 2)
-        if [int(x) for x in kids] != [4 * k_parent + i for i in range(4)]:
-            problems.append("generate_morton_children disagrees with subtree rank arithmetic")
-    if problems:
-        raise MoczarrError(f"morton packing probe failed at order {c}: " + "; ".join(problems))
-    return shift, marker
-
-
-def _check_order(order: Any) -> int:
-    """Return ``order`` as an int in ``0..27``; raise ``ValueError`` otherwise."""
-    try:
-        o = int(order)
-    except (TypeError, ValueError):
-        raise ValueError(f"order must be an integer, got {order!r}") from None
-    if o != order or not 0 <= o <= MAX_RANK_ORDER:
-        raise ValueError(
-            f"rank space is defined for cell orders 0..{MAX_RANK_ORDER}, got {order!r} "
-            "(at orders 28/29 the suffix packs digit tuples and ranks are not unit-stride)"
-        )
-    return o
-
-
-# --------------------------------------------------------------------------- labels
-
-
-def as_words(values: Any) -> np.ndarray:
-    """Coerce packed words, decimal strings, or a list mixing both to ``uint64``.
-
-    Scalars give a 0-d array, sequences and arrays keep their shape. Strings are
-    parsed with :func:`mortie.decimal_to_word` (a ``ValueError`` names a bad
-    one). Lists go through an object array so large Python ints never pass
-    through float64 and ints are never read as strings. Raises ``ValueError``
-    for negative or too-large integers and ``TypeError`` for floats, booleans or
-    other objects. The words are not otherwise validated.
-    """
-    if isinstance(values, (str, np.str_)):
-        return np.asarray(mortie.decimal_to_word(str(values)), dtype=_U64)
-    if isinstance(values, (list, tuple)):
-        arr = np.empty(len(values), dtype=object)
-        arr[:] = list(values)
-        if arr.size and all(isinstance(v, (list, tuple, np.ndarray)) for v in values):
-            arr = np.array(values, dtype=object)  # nested: keep the shape
-    else:
-        arr = np.asarray(values)
-    kind = arr.dtype.kind
-    if kind == "u":
-        return arr.astype(_U64, copy=False)
-    if kind == "i":
-        if arr.size and arr.min() < 0:
-            raise ValueError("a packed morton word is unsigned; got a negative integer")
-        return arr.astype(_U64)
-    if kind in "US":
-        flat = arr.astype(str).ravel()
-        return np.asarray(mortie.decimal_to_word(flat), dtype=_U64).reshape(arr.shape)
-    if kind == "O":
-        flat = arr.ravel()
-        is_str = np.fromiter((isinstance(v, (str, np.str_)) for v in flat), bool, flat.size)
-        out = np.empty(flat.size, dtype=_U64)
-        if is_str.any():
-            out[is_str] = mortie.decimal_to_word(flat[is_str].astype(str))
-        rest = flat[~is_str]
-        if rest.size:
-            if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in rest):
-                raise TypeError("morton labels must be packed integer words or decimal strings")
-            try:
-                out[~is_str] = rest.astype(_U64)
-            except OverflowError as e:
-                raise ValueError(f"not a 64-bit unsigned morton word: {e}") from None
-        return out.reshape(arr.shape)
-    raise TypeError(
-        f"morton labels must be packed uint64 words or decimal strings, got dtype {arr.dtype}"
-    )
 
 
 # --------------------------------------------------------------------------- helpers
@@ -240,7 +92,7 @@ class MortonRanges:
 
     def __init__(self, lo: Any, hi: Any, order: int):
         """Same as :meth:`from_rank_intervals` (validates and normalizes)."""
-        order = _check_order(order)
+        order = check_rank_order(order)
         lo = np.asarray(lo)
         hi = np.asarray(hi)
         if lo.shape != hi.shape or lo.ndim != 1:
@@ -300,7 +152,7 @@ class MortonRanges:
     def empty(cls, order: int) -> MortonRanges:
         """The empty domain at ``order``."""
         z = np.zeros(0, dtype=_I64)
-        return cls._new(z, z, _check_order(order))
+        return cls._new(z, z, check_rank_order(order))
 
     @classmethod
     def from_words(cls, words: Any, order: int | None = None) -> MortonRanges:
@@ -327,7 +179,7 @@ class MortonRanges:
                 f"expected words at {want}, got orders {orders.tolist()}; rank space is "
                 "defined at one order only (split the words per order)"
             )
-        order = _check_order(int(orders[0]))
+        order = check_rank_order(int(orders[0]))
         shift, _ = packing(order)
         ranks = np.sort((w >> np.uint64(shift)).view(_I64), kind="stable")
         ranks = ranks[np.r_[True, ranks[1:] != ranks[:-1]]]  # drop duplicates
@@ -343,7 +195,7 @@ class MortonRanges:
         Ancestors may mix orders (this is not a rank-space input). Raises
         ``ValueError`` for invalid words or an ancestor finer than ``order``.
         """
-        order = _check_order(order)
+        order = check_rank_order(order)
         a = as_words(ancestors).ravel()
         if a.size == 0:
             return cls.empty(order)

@@ -33,6 +33,7 @@ from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, StorePath, WrapperStore
 
 from .errors import StampError
+from .locations import is_remote, normalize_location, protocol
 
 DEFAULT_CONCURRENCY = 32
 
@@ -139,22 +140,13 @@ class CountingStore(WrapperStore):
         return (CountingStore, (self._store,))
 
 
-def _split_url(url: str) -> tuple[str | None, str]:
-    if "://" in url:
-        protocol, _, rest = url.partition("://")
-        return protocol, rest
-    return None, url
-
-
 def make_store(url: str | os.PathLike, storage_options: dict | None = None) -> Store:
     """A read-only zarr store for a local path, ``file://`` URL or fsspec URL (``s3://...``)."""
     url = os.fspath(url)
-    protocol, rest = _split_url(url)
-    if protocol in (None, "file", "local"):
-        path = rest if protocol else url
-        base: Store = LocalStore(os.path.abspath(path), read_only=True)
+    if not is_remote(url):
+        base: Store = LocalStore(normalize_location(url), read_only=True)
     else:
-        base = FsspecStore.from_url(url, storage_options=_fsspec_options(protocol, storage_options), read_only=True)
+        base = FsspecStore.from_url(url, storage_options=_fsspec_options(protocol(url), storage_options), read_only=True)
     return CountingStore(base)
 
 
@@ -192,6 +184,8 @@ class Storage:
         self.concurrency = max(1, int(concurrency))
         #: per-open memo of parsed small objects (the root MOC), so one open reads each once
         self.memo: dict = {}
+        #: ``{store key: bytes}`` of every whole object read through this handle (shared with its children)
+        self.sizes: dict[str, int] = {}
 
     @classmethod
     def open(
@@ -209,9 +203,9 @@ class Storage:
     def child(self, sub: str) -> "Storage":
         """The same handle rooted at ``{root}/{sub}`` (a product inside a multi-product root)."""
         sub = sub.strip("/")
-        return Storage(
-            self.store, self.key(sub), location=f"{self.location}/{sub}", concurrency=self.concurrency
-        )
+        child = Storage(self.store, self.key(sub), location=f"{self.location}/{sub}", concurrency=self.concurrency)
+        child.sizes = self.sizes
+        return child
 
     def key(self, rel: str) -> str:
         rel = rel.strip("/")
@@ -224,8 +218,13 @@ class Storage:
     # -- reads ---------------------------------------------------------------------------------
     async def _get(self, rel: str, sem: asyncio.Semaphore | None = None) -> bytes | None:
         async def go():
-            buf = await self.store.get(self.key(rel), default_buffer_prototype())
-            return None if buf is None else buf.to_bytes()
+            key = self.key(rel)
+            buf = await self.store.get(key, default_buffer_prototype())
+            if buf is None:
+                return None
+            payload = buf.to_bytes()
+            self.sizes[key] = len(payload)
+            return payload
 
         if sem is None:
             return await go()

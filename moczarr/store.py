@@ -8,12 +8,11 @@ one place the versioned-leaf rule (``current``) is applied.
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import ids
-from .errors import CoverageFallbackWarning, VersionPointerError
+from .errors import CoverageFallbackWarning, VersionPointerError, warn
 from .storage import Storage
 
 STAMP_KEY = "morton_hive_commit"
@@ -27,6 +26,15 @@ def stamp_of(zarr_json: dict | None) -> dict | None:
     attrs = zarr_json.get("attributes")
     stamp = attrs.get(STAMP_KEY) if isinstance(attrs, dict) else None
     return stamp if isinstance(stamp, dict) else None
+
+
+def stamped_array_names(stamp: dict, group: str) -> list[str] | None:
+    """Array names of ``group`` from the stamp's ``content_hashes`` (newest writers), else None."""
+    hashes = (stamp.get("content_hashes") or {}).get("arrays") if isinstance(stamp.get("content_hashes"), dict) else None
+    if not isinstance(hashes, dict):
+        return None
+    names = sorted(k.split("/", 1)[1] for k in hashes if k.startswith(f"{group}/") and "/" not in k.split("/", 1)[1])
+    return names or None
 
 
 def read_stamp(storage: Storage, path: str) -> dict | None:
@@ -118,11 +126,9 @@ def walk_leaves(storage: Storage, shard_order: int, path_grouping: int = 1) -> l
                 if ids.decimal_order(decimal) != shard_order:
                     continue
                 if ids.hive_node(decimal, path_grouping) != node:
-                    warnings.warn(
+                    warn(
                         f"{storage.describe(node + '/' + name)}: leaf id disagrees with its node path; skipped",
-                        CoverageFallbackWarning,
-                        stacklevel=3,
-                    )
+                        CoverageFallbackWarning)
                     continue
                 found.append(LeafRef(decimal, window, f"{node}/{name}"))
         frontier = nxt

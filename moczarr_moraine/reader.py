@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,15 +36,18 @@ import numpy as np
 import xarray as xr
 import zarr
 import zarr.errors
-import zarr.storage
 from dask.base import tokenize
 
 from moczarr.errors import (
-    MoczarrError,
+    MoraineLevelError,
+    NotAMorainePyramidError,
     ObjectDroppedWarning,
     PyramidError,
     UnsupportedVersionError,
+    warn,
 )
+from moczarr.locations import is_remote, join_location, normalize_location
+from moczarr.storage import make_store
 
 __all__ = [
     "SUPPORTED_VERSION",
@@ -77,19 +79,10 @@ STATS_COLUMNS = ("nan_fraction", "min", "max", "mean", "std", "p01", "p50", "p99
 
 _METHODS = {RASTER: ("decimate", "mean"), POINT_CLOUD: ("first", "mean")}
 _DEFAULT_METHOD = {RASTER: "decimate", POINT_CLOUD: "first"}
-_LOCAL_PROTOCOLS = ("file", "local")
 #: Name of the data variable of every level (rasters and point-cloud grids alike).
 DATA_VAR = "data"
 #: Name of the index variable of point-cloud levels in the tree.
 INDEX_VAR = "idx"
-
-
-class NotAMorainePyramidError(PyramidError):
-    """The directory is neither a marked (version >= 1) nor a legacy moraine pyramid."""
-
-
-class MoraineLevelError(MoczarrError, IndexError):
-    """A ``level=`` argument outside the levels a pyramid has."""
 
 
 def level_name(level: int) -> str:
@@ -105,20 +98,10 @@ class _Location:
     or an fsspec URL plus its storage options."""
 
     def __init__(self, path: Any, storage_options: dict | None = None):
-        raw = os.fspath(path)
-        if not isinstance(raw, str):  # bytes paths
-            raw = os.fsdecode(raw)
-        protocol = _protocol(raw)
         self.storage_options = dict(storage_options or {})
-        if protocol in _LOCAL_PROTOCOLS:
-            local = raw.split("://", 1)[1] if "://" in raw else raw
-            self.local = True
-            self.root = os.path.abspath(os.path.expanduser(local))
-            self.path = self.root
-        else:
-            self.local = False
-            self.root = raw.rstrip("/") if not raw.endswith("://") else raw
-            self.path = self.root
+        self.local = not is_remote(os.fsdecode(os.fspath(path)))
+        self.root = normalize_location(path)
+        self.path = self.root
         self._store = None
         self._fs = None
         self._fs_root = None
@@ -126,17 +109,13 @@ class _Location:
     # zarr -----------------------------------------------------------------------
     @property
     def store(self):
+        """The read-only zarr store of the pyramid folder (made by the hive reader's storage layer)."""
         if self._store is None:
-            if self.local:
-                self._store = zarr.storage.LocalStore(self.root, read_only=True)
-            else:
-                self._store = zarr.storage.FsspecStore.from_url(
-                    self.root, storage_options=self.storage_options, read_only=True
-                )
+            self._store = make_store(self.root, None if self.local else self.storage_options)
         return self._store
 
     def url(self, name: str) -> str:
-        return os.path.join(self.root, name) if self.local else f"{self.root}/{name}"
+        return join_location(self.root, name)
 
     def try_open(self, name: str):
         """The zarr array ``name`` (v2 or v3), or ``None`` when there is none there."""
@@ -166,12 +145,6 @@ class _Location:
             return self._fs.cat_file(f"{self._fs_root.rstrip('/')}/{name}")
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
-
-
-def _protocol(path: str) -> str:
-    if "://" not in path:
-        return "file"
-    return path.split("://", 1)[0].split("::")[-1].lower() or "file"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -423,7 +396,7 @@ def _read_channel_stats(loc: _Location, channels: tuple[int, ...], complex_data:
     elif tuple(arr.shape) != (*channels, len(columns)):
         problem = f"shape {tuple(arr.shape)} does not match channels {channels} x {len(columns)} columns"
     if problem:
-        warnings.warn(f"{where} left out: {problem}", ObjectDroppedWarning, stacklevel=3)
+        warn(f"{where} left out: {problem}", ObjectDroppedWarning)
         return None
     values = np.asarray(arr[...], dtype=np.float64)
     out = {}

@@ -21,7 +21,8 @@ from moczarr.errors import (
     WindowError,
 )
 from moczarr.index import MortonMocIndex
-from moczarr.manifest import parse_manifest, read_manifest
+from moczarr import read_manifest
+from moczarr.manifest import parse_manifest
 from moczarr.pyramid import (
     level_demotions,
     open_level,

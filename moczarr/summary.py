@@ -1,4 +1,4 @@
-"""One cheap description of a store: the only place the catalog reads store metadata.
+"""One cheap description of a store: what a catalog needs to let a user choose without opening data.
 
 Per product it reads the manifest, the root coverage MOC and a bounded number
 of small objects (one committed leaf's schema, a few shard-node listings for
@@ -9,22 +9,29 @@ materialized; opening a level says what is on disk).
 
 from __future__ import annotations
 
-import warnings
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import mortie
 import numpy as np
+import shapely
 
-from moczarr import ids
-from moczarr.assemble import read_schema
-from moczarr.coverage import ROOT_MOC_NAME, parse_root_moc
-from moczarr.hive import stamped_array_names
-from moczarr.manifest import Manifest, parse_manifest
-from moczarr.products import read_roster
-from moczarr.pyramid import pyramid_declaration, pyramid_levels
-from moczarr.storage import Storage, parse_json
-from moczarr.store import leaf_data_prefix, stamp_of, windows_present
+from . import ids
+from .assemble import read_schema
+from .coverage import ROOT_MOC_NAME, parse_root_moc
+from .declaration import PyramidDeclaration, pyramid_declaration, pyramid_levels
+from .errors import MoczarrError, NotAHiveStoreError, ObjectDroppedWarning, warn
+from .manifest import MANIFEST_NAME, Manifest, parse_manifest
+from .roster import read_roster
+from .storage import Storage, parse_json
+from .store import (
+    leaf_data_prefix,
+    stamp_of,
+    stamped_array_names,
+    walk_leaves,
+    windows_present,
+)
 
 #: shard nodes listed (at most) to find window labels on generative schedules
 WINDOW_SAMPLE = 8
@@ -52,19 +59,17 @@ class LevelInfo:
 
 @dataclass
 class ProductSummary:
-    """What a catalog entry needs to let a user choose without opening data."""
+    """What a catalog entry needs to let a user choose without opening data.
+
+    The store's own facts are the validated :class:`~moczarr.manifest.Manifest`
+    (``manifest``) and its pyramid record (``declaration``); the rest is what
+    the summary read beside them.
+    """
 
     name: str
     root: str
-    spec: str
-    dataset: dict
-    semantic_hash: str | None
-    cell_order: int
-    shard_order: int
-    path_grouping: int
-    pyramid_spec: str | None
-    windowed: bool
-    schedule: str
+    manifest: Manifest = field(repr=False)
+    declaration: PyramidDeclaration | None
     windows: list[str]
     time_range: list[str] | None
     n_shards: int | None
@@ -73,8 +78,19 @@ class ProductSummary:
     footprint: dict | None  # GeoJSON MultiPolygon of the root MOC's shards (mortie polygons, dissolved)
     levels: list[LevelInfo]
     variables: list[VariableInfo]
-    manifest: dict = field(repr=False, default_factory=dict)
     coverage_usable: bool = True
+    #: ``{name: bytes}`` of the small root objects the summary read (``morton_hive.json``, ``coverage.moc``)
+    object_sizes: dict[str, int] = field(default_factory=dict)
+
+    spec = property(lambda self: self.manifest.spec)
+    dataset = property(lambda self: dict(self.manifest.dataset))
+    semantic_hash = property(lambda self: self.manifest.semantic_hash)
+    cell_order = property(lambda self: self.manifest.cell_order)
+    shard_order = property(lambda self: self.manifest.shard_order)
+    path_grouping = property(lambda self: self.manifest.path_grouping)
+    windowed = property(lambda self: self.manifest.windowed)
+    schedule = property(lambda self: self.manifest.schedule)
+    pyramid_spec = property(lambda self: self.declaration.spec if self.declaration else None)
 
     @property
     def native_order(self) -> int:
@@ -118,17 +134,19 @@ class StoreSummary:
     products: list[ProductSummary]
 
 
-def summarize_store(root, storage_options: dict | None = None, *, storage: Storage | None = None) -> StoreSummary:
-    """Describe a bare store or a multi-product root (see the module docstring for the cost)."""
-    storage = storage or Storage.open(root, storage_options)
+def summarize_store(root, storage_options: dict | None = None) -> StoreSummary:
+    """Describe a bare store or a multi-product root (see the module docstring for the cost).
+
+    Raises :class:`~moczarr.errors.NotAHiveStoreError` when the root holds
+    neither a manifest nor products, and the manifest's own errors.
+    """
+    storage = Storage.open(root, storage_options)
     root_doc, manifests = read_roster(storage)
     if root_doc is not None:
         manifest = parse_manifest(root_doc, storage.describe())
         name = (manifest.short_name or "product").lower()
         return StoreSummary(storage.location, "bare", [summarize_product(storage, manifest, name)])
     if not manifests:
-        from moczarr.errors import NotAHiveStoreError
-
         raise NotAHiveStoreError(f"{storage.describe()} holds neither a morton-hive manifest nor products")
     out = []
     for name in sorted(manifests):
@@ -140,6 +158,7 @@ def summarize_store(root, storage_options: dict | None = None, *, storage: Stora
 def summarize_product(storage: Storage, manifest: Manifest, name: str) -> ProductSummary:
     """One product's summary (manifest + root MOC + one leaf schema + bounded listings)."""
     moc_bytes = storage.get_bytes(ROOT_MOC_NAME)
+    sizes = {n: storage.sizes[storage.key(n)] for n in (MANIFEST_NAME, ROOT_MOC_NAME) if storage.key(n) in storage.sizes}
     shards = parse_root_moc(moc_bytes, manifest.shard_order, storage.describe())
     envelope = parse_json(moc_bytes, storage.describe(ROOT_MOC_NAME)) if shards is not None else None
     decimals = ids.to_decimals(shards) if shards is not None else []
@@ -148,7 +167,7 @@ def summarize_product(storage: Storage, manifest: Manifest, name: str) -> Produc
     variables = _source_variables(storage, manifest, decimals, windows)
     decl = pyramid_declaration(manifest)
     composable = (
-        sorted(k for k, f in (decl["fields"] or {}).items() if isinstance(f, dict) and f.get("class") in ("exact", "approximate"))
+        sorted(k for k, f in (decl.fields or {}).items() if isinstance(f, dict) and f.get("class") in ("exact", "approximate"))
         if decl
         else []
     )
@@ -159,15 +178,8 @@ def summarize_product(storage: Storage, manifest: Manifest, name: str) -> Produc
     return ProductSummary(
         name=name,
         root=storage.location,
-        spec=manifest.spec,
-        dataset=dict(manifest.dataset),
-        semantic_hash=manifest.semantic_hash,
-        cell_order=manifest.cell_order,
-        shard_order=manifest.shard_order,
-        path_grouping=manifest.path_grouping,
-        pyramid_spec=decl["spec"] if decl else None,
-        windowed=manifest.windowed,
-        schedule=manifest.schedule,
+        manifest=manifest,
+        declaration=decl,
         windows=windows,
         time_range=_time_range(manifest, envelope),
         n_shards=None if shards is None else int(shards.size),
@@ -176,8 +188,8 @@ def summarize_product(storage: Storage, manifest: Manifest, name: str) -> Produc
         footprint=footprint,
         levels=levels,
         variables=variables,
-        manifest=manifest.raw,
         coverage_usable=shards is not None,
+        object_sizes=sizes,
     )
 
 
@@ -189,8 +201,6 @@ def _windows(storage: Storage, manifest: Manifest, decimals: list[str]) -> list[
     if decimals:
         step = max(1, len(decimals) // WINDOW_SAMPLE)
         return windows_present(storage, decimals[::step][:WINDOW_SAMPLE], manifest.path_grouping)
-    from moczarr.store import walk_leaves
-
     return sorted({r.window for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping) if r.window})
 
 
@@ -199,8 +209,6 @@ def _source_variables(storage: Storage, manifest: Manifest, decimals: list[str],
     group = str(manifest.cell_order)
     candidates = [ids.leaf_path(d, windows[0] if windows else None, manifest.path_grouping) for d in decimals[:SCHEMA_TRIES]]
     if not candidates:
-        from moczarr.store import walk_leaves
-
         candidates = [r.path for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping)[:SCHEMA_TRIES]]
     for path, doc in zip(candidates, storage.get_many_json([f"{p}/zarr.json" for p in candidates])):
         stamp = stamp_of(doc)
@@ -209,8 +217,8 @@ def _source_variables(storage: Storage, manifest: Manifest, decimals: list[str],
         prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
         try:
             schema = read_schema(storage, f"{prefix}/{group}", stamped_array_names(stamp, group))
-        except Exception as exc:  # a torn leaf: try the next one
-            warnings.warn(f"{storage.describe(path)}: schema unreadable ({exc}); trying another leaf", UserWarning, stacklevel=2)
+        except MoczarrError as exc:  # a torn leaf: try the next one
+            warn(f"{storage.describe(path)}: schema unreadable ({exc}); trying another leaf", ObjectDroppedWarning)
             continue
         out = []
         for name, arr in schema.arrays.items():
@@ -285,9 +293,6 @@ def geometry_bbox(geometry: dict, *, pole_spans_all: bool = True) -> list[float]
 
 def footprint_geometry(words: np.ndarray) -> dict:
     """The cover's outline as a GeoJSON MultiPolygon (mortie polygons, dissolved; needs shapely)."""
-    import json
-
-    import shapely
 
     geom = mortie.to_geometry(np.asarray(mortie.compress_moc(np.asarray(words, dtype=np.uint64)), dtype=np.uint64))
     return json.loads(shapely.to_geojson(geom))
