@@ -7,7 +7,8 @@
 - the ``moczarr-catalog`` command (:mod:`moczarr_intake.cli`).
 """
 
+from moczarr.metadata import summarize_store
+
 from .stac import build_stac, open_stac, validate_offline
-from .summary import summarize_store
 
 __all__ = ["build_stac", "open_stac", "summarize_store", "validate_offline"]

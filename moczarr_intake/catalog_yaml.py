@@ -7,25 +7,15 @@ are written relative to ``{{ CATALOG_DIR }}`` so the catalog folder and the stor
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import yaml
 
+from moczarr.metadata import ProductSummary, StoreSummary
+
 from .drivers import level_parameters
-from .summary import ProductSummary, StoreSummary
-
-
-def _location(root: str, out_dir: Path, template: str) -> str:
-    """A store address as the catalog should spell it: relative to the catalog dir when local."""
-    if "://" in root and not root.startswith("file://"):
-        return root
-    given = os.path.abspath(root.removeprefix("file://"))
-    path, base = Path(given).resolve(), out_dir.resolve()
-    if not path.is_relative_to(base):
-        return given  # outside the catalog folder: an absolute path stays valid wherever the YAML is read
-    rel = os.path.relpath(path, base)
-    return template + ("" if rel == "." else "/" + rel.replace(os.sep, "/"))
+from .hrefs import catalog_location
+from .moraine_catalog import moraine_sources
 
 
 def _param_dict(product: ProductSummary) -> dict:
@@ -62,7 +52,7 @@ def v1_catalog(summaries: list[StoreSummary], out_dir: Path, *, stac_hrefs: dict
     for summary in summaries:
         for product in summary.products:
             name = _unique(entry_name(summary, product, prefix), sources)
-            root = _location(product.root, out_dir, "{{ CATALOG_DIR }}")
+            root = catalog_location(product.root, out_dir, "{{ CATALOG_DIR }}")
             metadata = product.metadata()
             metadata["store_root"] = root
             href = stac_hrefs.get(product.root)
@@ -81,7 +71,7 @@ def v1_catalog(summaries: list[StoreSummary], out_dir: Path, *, stac_hrefs: dict
                 "parameters": _param_dict(product),
                 "metadata": metadata,
             }
-            tree_args = {"store_root": _location(summary.root, out_dir, "{{ CATALOG_DIR }}")}
+            tree_args = {"store_root": catalog_location(summary.root, out_dir, "{{ CATALOG_DIR }}")}
             if summary.layout == "multi":
                 tree_args["products"] = [product.name]
             tree_params = {}
@@ -98,8 +88,6 @@ def v1_catalog(summaries: list[StoreSummary], out_dir: Path, *, stac_hrefs: dict
                 "metadata": {"product": product.name, "store_root": tree_args["store_root"]},
             }
     for info in moraine:
-        from .moraine_catalog import moraine_sources
-
         for name, entry in moraine_sources(info, out_dir, stac_hrefs, storage_options=storage_options).items():
             sources[_unique(name, sources)] = entry
     return {"metadata": {"version": 1, "generator": "moczarr-catalog"}, "sources": sources}
@@ -115,7 +103,7 @@ def v2_catalog(summaries: list[StoreSummary], out_dir: Path) -> dict:
             key = f"store_{name}"
             data[key] = {
                 "datatype": "moczarr_intake.readers:MortonHive",
-                "kwargs": {"url": _location(product.root, out_dir, "{CATALOG_DIR}"), "storage_options": None},
+                "kwargs": {"url": catalog_location(product.root, out_dir, "{CATALOG_DIR}"), "storage_options": None},
                 "metadata": {"product": product.name},
                 "user_parameters": {},
             }

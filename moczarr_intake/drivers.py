@@ -6,7 +6,7 @@
 - ``morton_level``: a level source, ``read()``/``to_dask()`` -> :func:`moczarr.open_level`.
 - ``morton_store``: a tree source, ``read()``/``to_dask()`` -> :func:`moczarr.open_store`.
 
-Entry metadata comes from :mod:`moczarr_intake.summary`, so listing a catalog
+Entry metadata comes from :func:`moczarr.metadata.summarize_store`, so listing a catalog
 reads no data.
 """
 
@@ -20,9 +20,8 @@ from intake.catalog.base import Catalog
 from intake.catalog.local import LocalCatalogEntry, UserParameter
 from intake.source.base import DataSource, Schema
 
-from moczarr import __version__
-
-from .summary import ProductSummary, summarize_store
+import moczarr
+from moczarr.metadata import ProductSummary, summarize_store
 
 
 def parse_aoi(aoi: Any):
@@ -49,7 +48,7 @@ class LazyXarraySource(DataSource):
     """
 
     container = "xarray"
-    version = __version__
+    version = moczarr.__version__
     partition_access = False
     _object = None
 
@@ -102,16 +101,12 @@ class MortonLevelSource(LazyXarraySource):
         super().__init__(storage_options=storage_options, metadata=metadata)
 
     def _open_object(self):
-        from moczarr.manifest import read_manifest
-        from moczarr.pyramid import open_level_in
-        from moczarr.storage import Storage
-
-        storage = Storage.open(self.store_root, self.storage_options)
-        manifest = read_manifest(storage)
-        order = manifest.cell_order if self.order is None else self.order
-        ds = open_level_in(storage, manifest, order, self.window, self.aoi, self.all_time)
+        ds = moczarr.open_level(
+            self.store_root, self.order, self.window, self.aoi, self.all_time, storage_options=self.storage_options
+        )
         if ds is None:
-            raise LookupError(f"{self.store_root}: level o{order} has no materialized objects (see the LevelOmittedWarning)")
+            level = "the native level" if self.order is None else f"level o{self.order}"
+            raise LookupError(f"{self.store_root}: {level} has no materialized objects (see the LevelOmittedWarning)")
         return ds
 
 
@@ -136,9 +131,7 @@ class MortonStoreSource(LazyXarraySource):
         super().__init__(storage_options=storage_options, metadata=metadata)
 
     def _open_object(self):
-        from moczarr.products import open_store
-
-        return open_store(self.store_root, self.products, self.aoi, self.window, storage_options=self.storage_options)
+        return moczarr.open_store(self.store_root, self.products, self.aoi, self.window, storage_options=self.storage_options)
 
 
 def level_parameters(product: ProductSummary) -> list[UserParameter]:
@@ -216,7 +209,7 @@ class MortonHiveCatalog(Catalog):
     """A catalog over one morton-hive store root (bare or multi-product)."""
 
     name = "morton_hive"
-    version = __version__
+    version = moczarr.__version__
 
     def __init__(self, store_root: str, storage_options: dict | None = None, stac_hrefs: dict | None = None, **kwargs):
         self.store_root = str(store_root)

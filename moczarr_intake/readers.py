@@ -14,6 +14,8 @@ from __future__ import annotations
 from intake.readers.datatypes import FileData
 from intake.readers.readers import BaseReader
 
+import moczarr
+
 
 class MortonHive(FileData):
     """A morton-hive store (a bare store or one product of a multi-product root)."""
@@ -25,23 +27,17 @@ class MortonHive(FileData):
 
 
 class MortonLevelReader(BaseReader):
-    """One resolution of a store as an ``xarray.Dataset`` (:func:`moczarr.pyramid.open_level`)."""
+    """One resolution of a store as an ``xarray.Dataset`` (:func:`moczarr.open_level`)."""
 
     output_instance = "xarray:Dataset"
     implements = {MortonHive}
     imports = {"moczarr", "xarray"}
-    func = "moczarr.pyramid:open_level"
+    func = "moczarr:open_level"
     url_arg = "store_root"
 
     def _read(self, data, cell_order=None, window=None, aoi=None, all_time=False, **kw):
-        from moczarr.manifest import read_manifest
-        from moczarr.pyramid import open_level_in
-        from moczarr.storage import Storage
-
-        storage = Storage.open(data.url, data.storage_options)
-        manifest = read_manifest(storage)
-        order = manifest.cell_order if cell_order is None else int(cell_order)
-        return open_level_in(storage, manifest, order, window, aoi, all_time, **kw)
+        order = None if cell_order is None else int(cell_order)
+        return moczarr.open_level(data.url, order, window, aoi, all_time, storage_options=data.storage_options, **kw)
 
 
 class MortonStoreReader(BaseReader):
@@ -50,10 +46,8 @@ class MortonStoreReader(BaseReader):
     output_instance = "xarray:DataTree"
     implements = {MortonHive}
     imports = {"moczarr", "xarray"}
-    func = "moczarr.products:open_store"
+    func = "moczarr:open_store"
     url_arg = "store_root"
 
     def _read(self, data, products=None, aoi=None, window=None, **kw):
-        from moczarr.products import open_store
-
-        return open_store(data.url, products, aoi, window, storage_options=data.storage_options, **kw)
+        return moczarr.open_store(data.url, products, aoi, window, storage_options=data.storage_options, **kw)

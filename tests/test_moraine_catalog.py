@@ -430,7 +430,7 @@ def test_validate_item_fails_loudly(tmp_path, monkeypatch):
     with pytest.raises(MissingSchemaError, match="not-here/v9.9.9"):
         validate_item(unknown)
     with monkeypatch.context() as m:
-        m.setattr(stac_module, "SCHEMA_DIR", tmp_path / "no-schemas-here")
+        m.setattr(stac_module.validate, "SCHEMA_DIR", tmp_path / "no-schemas-here")
         with pytest.raises(MissingSchemaError, match="raster/v1.1.0"):
             validate_item(item)
     bad = item.clone()

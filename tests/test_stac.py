@@ -28,6 +28,7 @@ from pystac.errors import STACValidationError
 from shapely.geometry import Point, shape
 
 from moczarr import ids
+from moczarr.manifest import parse_manifest
 from moczarr.products import open_store
 from moczarr.pyramid import open_level
 from moczarr.storage import count_requests
@@ -103,7 +104,7 @@ def test_multi_roots_are_catalogs_products_collections(built):
 
 
 def expected_item_ids(collection_id: str, p: ProductSummary) -> set[str]:
-    manifest_pyramid = (p.manifest.get("pyramid") or {}).get("overview") or {}
+    manifest_pyramid = (p.manifest.raw.get("pyramid") or {}).get("overview") or {}
     out = set()
     for lv in p.levels:
         if p.windowed:
@@ -178,7 +179,7 @@ def test_in_memory_catalog_validates(built):
 
 
 def test_missing_extension_schema_raises(built, tmp_path, monkeypatch):
-    monkeypatch.setattr(stac, "SCHEMA_DIR", tmp_path)  # empty: no index, no schema
+    monkeypatch.setattr(stac.validate, "SCHEMA_DIR", tmp_path)  # empty: no index, no schema
     with pytest.raises(MissingSchemaError, match="no offline schema"):
         validate_offline(built.out / "catalog.json")
     item = next(iter(items_of(built.disk)))
@@ -189,7 +190,7 @@ def test_missing_extension_schema_raises(built, tmp_path, monkeypatch):
 def test_missing_schema_raises_without_fixtures(tmp_path, monkeypatch):
     collection = product_collection(synthetic_product(["4111", "4112"]))
     assert validate_offline(collection)
-    monkeypatch.setattr(stac, "SCHEMA_DIR", tmp_path)
+    monkeypatch.setattr(stac.validate, "SCHEMA_DIR", tmp_path)
     with pytest.raises(MissingSchemaError, match="no offline schema"):
         validate_offline(collection)
 
@@ -201,7 +202,7 @@ def test_schema_referenced_by_an_extension_must_be_there_too(built, tmp_path, mo
     for name in kept.values():
         (tmp_path / name).write_bytes((shared / name).read_bytes())
     (tmp_path / "index.json").write_text(json.dumps(kept))
-    monkeypatch.setattr(stac, "SCHEMA_DIR", tmp_path)
+    monkeypatch.setattr(stac.validate, "SCHEMA_DIR", tmp_path)
     with pytest.raises(MissingSchemaError, match="projjson"):
         validate_offline(built.out / "catalog.json")
 
@@ -269,12 +270,11 @@ def synthetic_product(shards: list[str], **kw) -> ProductSummary:
         "generated_at": "2026-01-02T03:04:05+00:00",
     }
     fields = dict(
-        name="synth", root="/nonexistent/synth", spec="morton-hive/1", dataset=manifest["dataset"],
-        semantic_hash=None, cell_order=5, shard_order=3, path_grouping=1, pyramid_spec=None, windowed=False,
-        schedule="none", windows=[], time_range=None, n_shards=len(shards), shards=shards, bbox=None,
+        name="synth", root="/nonexistent/synth", manifest=parse_manifest(manifest, "/nonexistent/synth"),
+        declaration=None, windows=[], time_range=None, n_shards=len(shards), shards=shards, bbox=None,
         footprint=footprint_geometry(ids.to_words(shards)) if shards else None,
         levels=[LevelInfo(5, 3, "source", ["v"], float(mortie.order2res(5)))],
-        variables=[VariableInfo("v", "float32", ["cells"], {"units": "m"})], manifest=manifest,
+        variables=[VariableInfo("v", "float32", ["cells"], {"units": "m"})],
     )
     fields.update(kw)
     return ProductSummary(**fields)
@@ -348,10 +348,10 @@ def test_item_times(built):
         if p.windowed:
             assert props["datetime"] is None and props["moczarr:datetime_source"] == "window"
             if window != "all":
-                start, end = window_interval(window, p.schedule, p.manifest.get("temporal"))
+                start, end = window_interval(window, p.schedule, p.manifest.raw.get("temporal"))
                 assert (item.common_metadata.start_datetime, item.common_metadata.end_datetime) == (start, end)
         else:  # no time is recorded for these unwindowed fixtures: the generation time, and it says so
-            assert item.datetime == pystac.utils.str_to_datetime(p.manifest["generated_at"])
+            assert item.datetime == pystac.utils.str_to_datetime(p.manifest.raw["generated_at"])
             assert props["moczarr:datetime_source"] == "generated_at"
             assert "generation time" in props["description"]
             assert "start_datetime" not in props
@@ -547,7 +547,7 @@ def test_credentials_are_never_written(s3_server, tmp_path):
 
 
 def test_aws_scheme_validates():
-    scheme = stac._storage_scheme("s3://my-bucket/prefix", {"anon": True, "client_kwargs": {"region_name": "us-west-2"}})
+    scheme = stac.build._storage_scheme("s3://my-bucket/prefix", {"anon": True, "client_kwargs": {"region_name": "us-west-2"}})
     assert scheme == (
         "s3-my-bucket",
         {"type": "aws-s3", "platform": "https://{bucket}.s3.{region}.amazonaws.com", "bucket": "my-bucket", "region": "us-west-2"},
@@ -556,7 +556,7 @@ def test_aws_scheme_validates():
     collection = product_collection(p, storage_options={"client_kwargs": {"region_name": "us-west-2"}})
     assert STORAGE in collection.stac_extensions
     assert validate_offline(collection)
-    assert stac._storage_scheme("/local/path", None) is None
+    assert stac.build._storage_scheme("/local/path", None) is None
 
 
 def test_moraine_pyramids_become_items_under_the_top_catalog(tmp_path):

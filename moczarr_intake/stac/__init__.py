@@ -1,0 +1,49 @@
+"""STAC for morton-hive stores and moraine pyramids: build, validate, thumbnails, and the way back.
+
+One module per job: :mod:`.build` (Collections, Items, the catalog),
+:mod:`.validate` (offline schema validation), :mod:`.thumbnails` (quicklook
+PNGs), :mod:`.open` (open an Item or Collection with the reader it names).
+"""
+
+from moczarr import MissingSchemaError
+from moczarr.metadata import geometry_bbox, window_interval
+
+from .build import (
+    DATACUBE,
+    FILE,
+    MEDIA_TYPE,
+    OPEN_LEVEL,
+    OPEN_STORE,
+    STORAGE,
+    VERSION,
+    build_stac,
+    product_collection,
+    relativize_local_hrefs,
+    stac_hrefs,
+)
+from .open import open_hint, open_stac
+from .thumbnails import draw_thumbnail
+from .validate import schema_dir, validate_document, validate_offline
+
+__all__ = [
+    "DATACUBE",
+    "FILE",
+    "MEDIA_TYPE",
+    "OPEN_LEVEL",
+    "OPEN_STORE",
+    "STORAGE",
+    "VERSION",
+    "MissingSchemaError",
+    "build_stac",
+    "draw_thumbnail",
+    "geometry_bbox",
+    "open_hint",
+    "open_stac",
+    "product_collection",
+    "relativize_local_hrefs",
+    "schema_dir",
+    "stac_hrefs",
+    "validate_document",
+    "validate_offline",
+    "window_interval",
+]
