@@ -17,7 +17,7 @@ import numpy as np
 import zstandard
 
 from . import ids
-from .errors import CoverageError
+from .errors import AOIError, CoverageError
 
 log = logging.getLogger(__name__)
 
@@ -184,6 +184,9 @@ def read_coverage_bitmap(
 
 
 def _resolve_leaf(leaf: str, manifest) -> tuple[str, str | None, str]:
+    if not isinstance(leaf, (str, os.PathLike)):
+        raise CoverageError(f"leaf={leaf!r} must be a str: a decimal id ('4331421'), id_window, or a leaf path")
+    leaf = os.fspath(leaf)
     name = os.path.basename(leaf.rstrip("/"))
     parsed = ids.parse_leaf_name(name if name.endswith(".zarr") else f"{name}.zarr")
     if parsed is None:
@@ -195,18 +198,30 @@ def _resolve_leaf(leaf: str, manifest) -> tuple[str, str | None, str]:
 
 
 # -- AOI ----------------------------------------------------------------------------------------------
-def aoi_words(aoi) -> np.ndarray:
-    """An AOI as a compact MOC of words (any spelling :func:`moczarr.ids.to_words` accepts)."""
-    words = ids.to_words(aoi)
-    if words.size == 0:
-        return words
-    return np.asarray(mortie.compress_moc(words), dtype=np.uint64)
+def aoi_words(aoi, cell_order: int | None = None) -> np.ndarray:
+    """An AOI as a compact MOC of words: any place :func:`moczarr.places.as_place` accepts.
+
+    A geometry is covered at ``cell_order`` (required for one). Raises
+    :class:`~moczarr.errors.AOIError` for what is no place.
+    """
+    from .places import aoi_cover
+
+    if aoi is None:
+        raise AOIError("aoi=None is no AOI (pass [] for the empty one)")
+    return aoi_cover(aoi, cell_order)
 
 
 def aoi_mask(words, aoi) -> np.ndarray:
-    """Per word: does the cell meet the AOI? Each word is resolved at its own order (mixed orders fine)."""
+    """Per word: does the cell meet the AOI? Each word is resolved at its own order (mixed orders fine).
+
+    A geometry AOI is covered at the finest order among ``words``.
+    """
+    from .places import as_place
+
+    place = as_place(aoi)
     words = np.asarray(words, dtype=np.uint64)
-    cover = aoi_words(aoi)
+    order = int(np.max(mortie.orders_of(words))) if words.size and place.words is None else 0
+    cover = aoi_words(place, order)
     if words.size == 0 or cover.size == 0:
         return np.zeros(words.shape, dtype=bool)
     offsets = np.arange(words.size + 1, dtype=np.int64)

@@ -18,7 +18,7 @@ import xarray as xr
 
 from . import ids
 from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
-from .coverage import ROOT_MOC_NAME, aoi_words, box_words, parse_root_moc
+from .coverage import ROOT_MOC_NAME, box_words, parse_root_moc
 from .errors import (
     CoverageFallbackWarning,
     DebrisWarning,
@@ -29,8 +29,10 @@ from .errors import (
     UncommittedError,
 )
 from .manifest import Manifest, check_window, read_manifest
+from .places import aoi_cover, as_place
 from .storage import DEFAULT_CONCURRENCY, Storage
 from .store import LeafRef, leaf_data_prefix, read_roots, stamp_of, walk_leaves, windows_present
+from .times import TimeRange, check_time_store, over_windows, window_or_time
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ def open_hive(
     aoi=None,
     window: str | None = None,
     *,
+    time=None,
     index_kind: str = "moc",
     fabricate_cell_ids: str | bool = "auto",
     storage_options: dict | None = None,
@@ -63,10 +66,15 @@ def open_hive(
     store_root : str or path
         A bare store root (local path, ``file://`` or ``s3://`` URL).
     aoi : optional
-        Packed words, decimal strings (mixed orders allowed), or a ``mortie.Moc``.
-        Rows are the selected shards' cells that meet the AOI.
+        Any place :mod:`moczarr.places` accepts: morton ids (decimal strings,
+        packed words, lists, a ``mortie.Moc``), ``moczarr.BBox``,
+        ``moczarr.Circle``, a shapely geometry, GeoJSON or WKT. Rows are the
+        cells (at the store's cell order) that meet it; ``[]`` selects none.
     window : str, optional
         Required on a time-windowed (``morton-hive/2``) store, refused otherwise.
+    time : (start, end), optional
+        Instead of ``window=``: every window overlapping ``[start, end)``,
+        stacked on a ``window`` dimension (see :mod:`moczarr.times`).
     index_kind : {"moc", "pandas"}
         ``moc`` (default) holds the row domain as intervals; ``pandas`` materializes it.
     fabricate_cell_ids : {"auto", True, False}
@@ -84,8 +92,10 @@ def open_hive(
     ------
     NotAHiveStoreError, ManifestError
         No manifest, or a malformed one.
+    AOIError
+        An ``aoi=`` that is no place (checked before any read).
     WindowError
-        A window missing, refused, malformed, or ``"all"``.
+        A window missing, refused, malformed, undeclared, or ``"all"``; a bad ``time=``.
     NoCoverageError
         The store holds no stamped leaf at all.
     StaleCoverageError
@@ -98,6 +108,8 @@ def open_hive(
     ``EmptySelectionWarning`` (with a 0-row, schema-correct result) when the
     AOI or window selects nothing.
     """
+    aoi = as_place(aoi)
+    window = window_or_time(window, time)
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
     return open_source(storage, manifest, aoi, window, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids)
@@ -113,19 +125,36 @@ def open_source(
     fabricate_cell_ids: str | bool = "auto",
     extra_attrs: dict | None = None,
 ) -> xr.Dataset:
-    """:func:`open_hive` on an already-open storage and manifest (shared by the tree openers)."""
+    """:func:`open_hive` on an already-open storage and manifest (shared by the tree openers).
+
+    ``window`` may be a :class:`~moczarr.times.TimeRange` (``time=``): each
+    overlapping window is opened and the results stacked on ``window``.
+    """
     shards = root_shards(storage, manifest)
+    if isinstance(window, TimeRange):
+        check_time_store(manifest, window)
+        present = _labels(storage, manifest, shards)
+        return over_windows(
+            manifest, present, window, present=present,
+            open_one=lambda label, empty=False: open_source(
+                storage, manifest, [] if empty else aoi, label,
+                index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, extra_attrs=extra_attrs,
+            ),
+        )
     window = check_window(manifest, window, lambda: _labels(storage, manifest, shards))
-    cover = aoi_words(aoi) if aoi is not None else None
+    cover = aoi_cover(aoi, manifest.cell_order)
     candidates = candidate_leaves(storage, manifest, shards, window, cover)
     leaves, corrupted = admit_leaves(storage, manifest, candidates, cover)
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
     attrs.update(extra_attrs or {})
     if not leaves:
         schema_leaf = find_schema_leaf(storage, manifest, candidates, corrupted, scoped=aoi is not None or window is not None)
+        present = "" if aoi is not None or window is None else (
+            f" (windows present: {', '.join(_labels(storage, manifest, shards)) or 'none'})"
+        )
         warnings.warn(
-            f"{storage.describe()}: the {'AOI' if aoi is not None else 'window'} selects no committed leaf; "
-            "returning the schema with 0 rows",
+            f"{storage.describe()}: the {'AOI' if aoi is not None else f'window {window!r}'} selects no committed "
+            f"leaf{present}; returning the schema with 0 rows",
             EmptySelectionWarning,
             stacklevel=3,
         )

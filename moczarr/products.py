@@ -71,6 +71,7 @@ def open_store(
     aoi=None,
     window: str | None = None,
     *,
+    time=None,
     index_kind: str = "moc",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -86,15 +87,23 @@ def open_store(
 
     ``window=`` scopes windowed products and leaves unwindowed ones whole;
     ``"all"`` raises. ``aoi=`` scopes rows in every node, never the tree's
-    shape. Raises :class:`~moczarr.errors.WindowError` when a windowed product
-    is opened without a window.
+    shape (any place :mod:`moczarr.places` accepts, met at each node's cell
+    order). ``time=(start, end)`` replaces ``window=`` on windowed products
+    (the overlapping windows, stacked on ``window``). Raises
+    :class:`~moczarr.errors.WindowError` when a windowed product is opened
+    without a window or time, and :class:`~moczarr.errors.AOIError` for an
+    ``aoi=`` that is no place (before any read).
     """
     import xarray as xr
 
     from .errors import NotAHiveStoreError, WindowError
     from .ids import ALL_TOKEN
     from .manifest import parse_manifest
+    from .places import as_place
+    from .times import window_or_time
 
+    aoi = as_place(aoi)
+    window = window_or_time(window, time)
     storage = Storage.open(store_root, storage_options, concurrency)
     if window == ALL_TOKEN:
         raise WindowError(
