@@ -5,6 +5,7 @@ The one-line opens::
     import moczarr
     ds = moczarr.open_hive("path/to/store")                 # every leaf, one lazy Dataset
     ds = moczarr.open_hive(root, aoi=["4331421"])           # rows meeting an AOI
+    ds = moczarr.open_hive(root, aoi=moczarr.BBox(-77, 38, -76, 39))   # or a place
     leaf = moczarr.open_leaf(root, "4331421")               # one leaf
     tree = moczarr.open_store(root)                         # products and resolutions
     level = moczarr.open_level(root, 6)                     # one resolution
@@ -42,6 +43,8 @@ from .manifest import Manifest, read_manifest
 from .cells import compose, join_coarse, parent_cells
 from .ranges import MortonRanges
 from .products import finest_source_at, list_products, open_store, overview_orders, source_orders
+from .places import BBox, Circle, aoi_cover
+from .times import observed_between
 from .pyramid import (
     level_demotions,
     open_level,
@@ -57,6 +60,10 @@ from .store import leaf_data_prefix, read_commits
 __version__ = "0.1.0"
 
 __all__ = [
+    "BBox",
+    "Circle",
+    "aoi_cover",
+    "observed_between",
     "compose",
     "IndexKindMismatchError",
     "MortonMocIndex",

@@ -40,6 +40,8 @@ from .errors import AOIError
 
 #: Earth's mean radius (IUGG), the sphere on which a :class:`Circle` is measured.
 EARTH_RADIUS_M = 6_371_008.8
+#: Half-width (degrees, about a centimetre) of the sliver polygon a line is covered as.
+LINE_WIDTH_DEG = 1e-7
 #: The finest order mortie's coverers reach.
 MAX_ORDER = 29
 #: A decimal id is at most sign + base digit + 29 order digits (+ the point marker).
@@ -56,7 +58,8 @@ class BBox:
     """A lon/lat box in degrees: ``west, south, east, north`` (GeoJSON/STAC bbox order).
 
     ``west > east`` crosses the antimeridian; ``west=-180, east=180`` spans
-    every longitude. Latitudes run ``-90 <= south < north <= 90``. Raises
+    every longitude; longitudes above 180 (mortie's 0..360) are taken modulo
+    360. Latitudes run ``-90 <= south < north <= 90``. Raises
     :class:`~moczarr.errors.AOIError` for anything else.
     """
 
@@ -74,8 +77,14 @@ class BBox:
             vals.append(float(v))
             object.__setattr__(self, name, float(v))
         west, south, east, north = vals
-        if not (-180 <= west <= 180 and -180 <= east <= 180):
-            raise AOIError(f"BBox longitudes west={west}, east={east} must lie in [-180, 180]")
+        if not (-180 <= west <= 360 and -180 <= east <= 360):
+            raise AOIError(f"BBox longitudes west={west}, east={east} must lie in [-180, 180] (or mortie's 0..360)")
+        if east - west == 360:
+            west, east = -180.0, 180.0
+        else:
+            west, east = (west - 360 if west > 180 else west), (east - 360 if east > 180 else east)
+        object.__setattr__(self, "west", west)
+        object.__setattr__(self, "east", east)
         if not (-90 <= south < north <= 90):
             raise AOIError(f"BBox latitudes must satisfy -90 <= south < north <= 90, got south={south}, north={north}")
         if west == east:
@@ -365,9 +374,9 @@ def _checked_lonlat(geom, argument: str):
     if not np.isfinite(coords).all():
         raise AOIError(f"{argument}: the geometry has non-finite coordinates")
     lon, lat = coords[:, 0], coords[:, 1]
-    if (np.abs(lon) > 180).any() or (np.abs(lat) > 90).any():
+    if (lon < -180).any() or (lon > 360).any() or (np.abs(lat) > 90).any():
         raise AOIError(
-            f"{argument}: the geometry has coordinates outside lon [-180, 180], lat [-90, 90] "
+            f"{argument}: the geometry has coordinates outside lon [-180, 360], lat [-90, 90] "
             "(want lon/lat degrees, x = lon first)"
         )
     return geom
@@ -473,9 +482,12 @@ def _shapely_covers(geom, order: int) -> list[np.ndarray]:
     if kind in ("Polygon", "MultiPolygon"):
         return [np.asarray(mortie.from_geometry(dense, order=order, moc=True), dtype=np.uint64)]
     if kind in ("LineString", "LinearRing"):
-        if len(shapely.get_coordinates(dense)) < 2 or geom.length == 0:
-            return [np.atleast_1d(np.asarray(mortie.geo2mort(geom.coords[0][1], geom.coords[0][0], order=order), dtype=np.uint64))]
-        return [np.asarray(mortie.from_geometry(dense, order=order), dtype=np.uint64)]
+        if geom.length == 0:
+            return _shapely_covers(shapely.Point(geom.coords[0]), order)
+        # mortie's line tracer samples the arc at half a cell and can step over a corner it grazes;
+        # a sliver polygon LINE_WIDTH_DEG wide around the line is covered exactly (every cell it meets)
+        sliver = shapely.segmentize(geom.buffer(LINE_WIDTH_DEG, quad_segs=1), edge_step_deg(order))
+        return [np.asarray(mortie.from_geometry(sliver, order=order, moc=True), dtype=np.uint64)]
     raise AOIError(f"a {kind} is not a geometry an AOI can be")
 
 
