@@ -208,6 +208,8 @@ def stack_windows(parts: list[xr.Dataset], labels: list[str], span: TimeRange) -
         hive.pop(key, None)
     hive.update(window=None, windows=per_window, time=span.record())
     out.attrs = {**parts[0].attrs, "morton_hive": hive}
+    if any("zagg_objects" in p.attrs for p in parts):
+        out.attrs["zagg_objects"] = [entry for p in parts for entry in p.attrs.get("zagg_objects") or []]
     return out
 
 
