@@ -22,6 +22,7 @@ from .errors import (
     IndexDegradedWarning,
     LevelOmittedWarning,
     ManifestError,
+    MapError,
     MixedOrderError,
     MoczarrError,
     MoczarrWarning,
@@ -43,6 +44,8 @@ from .manifest import Manifest, read_manifest
 from .cells import compose, join_coarse, parent_cells
 from .ranges import MortonRanges
 from .products import finest_source_at, list_products, open_store, overview_orders, source_orders
+from .maps import cell_centers, plot_cells
+from .occupancy import occupied
 from .places import BBox, Circle, aoi_cover
 from .times import observed_between
 from .pyramid import (
@@ -62,6 +65,10 @@ __version__ = "0.1.0"
 __all__ = [
     "BBox",
     "Circle",
+    "MapError",
+    "cell_centers",
+    "occupied",
+    "plot_cells",
     "aoi_cover",
     "observed_between",
     "compose",

@@ -103,3 +103,7 @@ class LevelOmittedWarning(MoczarrWarning):
 
 class UncommittedError(MoczarrError, LookupError):
     """A zarr object that was asked for by name carries no commit stamp (missing or debris)."""
+
+
+class MapError(MoczarrError, ValueError):
+    """A Dataset or variable the map helpers cannot place (no ``morton`` coordinate, not one value per cell)."""
