@@ -101,7 +101,7 @@ def plot_cells(ds: xr.Dataset, var: str, ax=None, *, step: int = 4, cmap=None, c
         ax.set_ylim(pts[:, 1].min(), pts[:, 1].max())
     ax.set_xlabel("longitude (degrees)")
     ax.set_ylabel("latitude (degrees)")
-    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_aspect("equal", adjustable="box")
     if colorbar and polygons:
         ax.figure.colorbar(coll, ax=ax, label=var)
     return ax
