@@ -389,7 +389,7 @@ def edge_step_deg(cell_order: int) -> float:
     parallel, or any GeoJSON straight edge) is traced by vertices this close,
     so the chord's bow (``step**2 / 8`` radians at worst) is far below a cell.
     """
-    res_rad = math.radians(math.degrees(mortie.order2res(max(cell_order, 1)) / (EARTH_RADIUS_M / 1000.0)))
+    res_rad = mortie.order2res(max(cell_order, 1)) * 1000.0 / EARTH_RADIUS_M  # order2res is in km
     return float(min(0.5, max(1e-4, math.degrees(math.sqrt(0.08 * res_rad)))))
 
 
@@ -448,7 +448,7 @@ def bbox_rings(box: BBox, step: float) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def circle_ring(c: Circle, order: int) -> tuple[np.ndarray, np.ndarray]:
-    """A counter-clockwise polygon circumscribing the disc: every vertex at ``radius / cos(pi / n)``.
+    """A counter-clockwise polygon circumscribing the disc: its great-circle edges are tangent to the circle.
 
     The polygon's edges (great-circle chords) then stay outside the circle,
     so no cell the disc meets is missed; the overshoot is at most
@@ -457,7 +457,9 @@ def circle_ring(c: Circle, order: int) -> tuple[np.ndarray, np.ndarray]:
     delta = c.radius_m / EARTH_RADIUS_M
     res = mortie.order2res(order) * 1000.0 / EARTH_RADIUS_M
     n = int(min(4096, max(32, math.ceil(math.pi / math.sqrt(max(2 * res / max(delta, res), 1e-12))))))
-    d = min(delta / math.cos(math.pi / n), math.pi - 1e-9)
+    # a chord between vertices at distance d passes the centre at atan(tan(d) cos(pi/n)): make that the radius
+    d = math.atan(math.tan(delta) / math.cos(math.pi / n)) if delta < math.pi / 2 - 1e-6 else delta / math.cos(math.pi / n)
+    d = min(d, math.pi - 1e-9)
     bearings = -np.linspace(0.0, 2 * math.pi, n, endpoint=False)  # counter-clockwise seen from outside
     phi1, lam1 = math.radians(c.lat), math.radians(c.lon)
     sin_phi = math.sin(phi1) * math.cos(d) + math.cos(phi1) * math.sin(d) * np.cos(bearings)

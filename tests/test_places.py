@@ -386,3 +386,46 @@ def test_random_boxes_cover_their_corners(west, south, width, height):
     corners = mortie.geo2mort(np.array([south, south, north, north]), np.array([west, east, west, east]), order=3)
     mask = moczarr.aoi_mask(np.asarray(corners, dtype=np.uint64), cover)
     assert mask.all()
+
+
+any_value = st.one_of(
+    scalars, st.lists(scalars, max_size=3), st.tuples(scalars, scalars), st.floats(), st.integers(-100, 100),
+    st.dates().map(str), st.datetimes().map(lambda d: d.isoformat()),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cell_order=any_value)
+def test_any_cell_order_opens_or_raises_pyramid_error(cell_order, capfd):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        try:
+            moczarr.open_level(SAMPLE, cell_order)
+        except PyramidError as exc:
+            assert "cell_order" in str(exc) or "not a level" in str(exc)
+    assert capfd.readouterr().err == ""
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(levels=any_value)
+def test_any_levels_opens_or_raises_pyramid_error(levels, capfd):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        try:
+            moczarr.open_pyramid(SAMPLE, levels=levels)
+        except PyramidError as exc:
+            assert "levels" in str(exc) or "not levels" in str(exc)
+    assert capfd.readouterr().err == ""
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(window=any_value, time=st.one_of(st.none(), any_value))
+def test_any_window_or_time_opens_or_raises_window_error(window, time, capfd):
+    root = SAMPLE.parent / "elevation_yearly"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        try:
+            moczarr.open_hive(root, window=window, time=time)
+        except moczarr.WindowError as exc:
+            assert "window" in str(exc) or "time" in str(exc)
+    assert capfd.readouterr().err == ""
