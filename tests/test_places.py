@@ -429,3 +429,25 @@ def test_any_window_or_time_opens_or_raises_window_error(window, time, capfd):
         except moczarr.WindowError as exc:
             assert "window" in str(exc) or "time" in str(exc)
     assert capfd.readouterr().err == ""
+
+
+def test_aoi_mask_and_read_ragged_take_places():
+    box = BBox(-77.2, 38.5, -76.3, 39.3)
+    every, _ = full_level(8)
+    with quiet():
+        rows = moczarr.open_level(SAMPLE, 8, aoi=box)["morton"].values
+    mask = moczarr.aoi_mask(every, box)
+    np.testing.assert_array_equal(np.setdiff1d(rows, every[mask]), [])
+    np.testing.assert_array_equal(every[mask], every[meeting(every, shapely.box(-77.2, 38.5, -76.3, 39.3))])
+    root = fixture_path("spec/minimal")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.CoverageFallbackWarning)  # spec/minimal has no root MOC
+        ds = moczarr.open_hive(root)
+    lat, lon = mortie.mort2geo(ds["morton"].values[[0, 0]])
+    disc = Circle(float(lon[0]) - 360 if lon[0] > 180 else float(lon[0]), float(lat[0]), 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.CoverageFallbackWarning)
+        got = moczarr.read_ragged(root, "h_tdigest", disc)
+        by_id = moczarr.read_ragged(root, "h_tdigest", [int(ds["morton"].values[0])])
+    assert list(got) == list(by_id)
+    np.testing.assert_array_equal(next(iter(got.values())), next(iter(by_id.values())))
