@@ -14,10 +14,12 @@ An ``aoi=`` argument may be
   degrees with straight lon/lat edges (RFC 7946).
 
 **Semantics: meets.** A row is selected when its cell (at the level's cell
-order) *meets* the place: shares any point with it, boundary included, not
-only when it lies inside. For ids that is "one contains the other"; for a
-geometry it is mortie's cover at the cell order (every cell the boundary
-crosses plus every cell whose centre is inside). ``aoi=[]`` (or an empty
+order) *meets* the place: shares any point with it, not only when it lies
+inside. For ids that is "one contains the other"; for a geometry it is
+mortie's cover at the cell order (every cell the boundary crosses plus every
+cell whose centre is inside). A cell that only touches the place along a line
+or at a point (no area in common, e.g. a box edge exactly on a cell edge) may
+or may not be selected. ``aoi=[]`` (or an empty
 geometry) is the empty place: it selects no row, and the openers return the
 schema with 0 rows and an :class:`~moczarr.errors.EmptySelectionWarning`.
 ``aoi=None`` means no AOI (every row).
@@ -82,7 +84,7 @@ class BBox:
         if east - west == 360:
             west, east = -180.0, 180.0
         else:
-            west, east = (west - 360 if west > 180 else west), (east - 360 if east > 180 else east)
+            west, east = (west - 360 if west > 180 else west) + 0.0, (east - 360 if east > 180 else east) + 0.0  # -0.0 -> 0.0
         object.__setattr__(self, "west", west)
         object.__setattr__(self, "east", east)
         if not (-90 <= south < north <= 90):
