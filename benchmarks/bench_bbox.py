@@ -68,7 +68,7 @@ def main() -> None:
     line("full open", full_s, c_full, full.attrs["morton_hive"]["n_leaves"] + 2 + n_arrays)
     for h in (float(x) for x in args.half_widths.split(",")):
         box = moczarr.BBox(lon0 - h, max(-90, float(lat[0]) - h), lon0 + h, min(90, float(lat[0]) + h))
-        small_s, small = timed(lambda: moczarr.open_hive(str(root), aoi=box))
+        small_s, small = timed(lambda box=box: moczarr.open_hive(str(root), aoi=box))
         with count_requests() as c_small:
             moczarr.open_hive(str(root), aoi=box)
         # the floor, independently: mortie's flat cover of the box's corners ring at shard order, met with the MOC

@@ -30,6 +30,7 @@ raises :class:`~moczarr.errors.AOIError` naming the argument.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -432,7 +433,7 @@ def bbox_rings(box: BBox, step: float) -> list[tuple[np.ndarray, np.ndarray]]:
     n_tiles = max(1, math.ceil(width / 90.0))
     edges = np.linspace(box.west, box.west + width, n_tiles + 1)
     rings = []
-    for w, e in zip(edges[:-1], edges[1:]):
+    for w, e in itertools.pairwise(edges):
         nx = max(2, math.ceil((e - w) / step) + 1)
         ny = max(2, math.ceil((box.north - box.south) / step) + 1)
         xs = np.linspace(w, e, nx)
@@ -495,4 +496,4 @@ def _shapely_covers(geom, order: int) -> list[np.ndarray]:
     raise AOIError(f"a {kind} is not a geometry an AOI can be")
 
 
-__all__ = ["BBox", "Circle", "Place", "aoi_cover", "as_place", "canonical_words", "EARTH_RADIUS_M"]
+__all__ = ["EARTH_RADIUS_M", "BBox", "Circle", "Place", "aoi_cover", "as_place", "canonical_words"]

@@ -55,7 +55,7 @@ def as_instant(value, argument: str) -> np.datetime64:
         raise WindowError(f"{argument}={value!r} is not a time (want a datetime, an ISO string or numpy.datetime64)")
     try:
         if isinstance(value, dt.datetime) and value.tzinfo is not None:
-            value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
         if isinstance(value, str):
             stamp = pd.Timestamp(value)
             if stamp.tzinfo is not None:
@@ -168,7 +168,7 @@ def over_windows(manifest, labels: list[str], span: TimeRange, open_one, *, pres
         )
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", EmptySelectionWarning)
-            ds = open_one(sorted(present)[0], empty=True)
+            ds = open_one(min(present), empty=True)
         if ds is None:
             return None
         ds = ds.expand_dims(window=np.asarray([], dtype=object))

@@ -355,7 +355,7 @@ def test_any_argument_gives_a_place_or_an_aoi_error(aoi, capfd):
             assert cover.dtype == np.uint64
     except AOIError as exc:
         assert str(exc)
-    out, err = capfd.readouterr()
+    _out, err = capfd.readouterr()
     assert err == ""
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import warnings
 
 import mortie
 import numpy as np
