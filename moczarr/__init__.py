@@ -5,6 +5,7 @@ The one-line opens::
     import moczarr
     ds = moczarr.open_hive("path/to/store")                 # every leaf, one lazy Dataset
     ds = moczarr.open_hive(root, aoi=["4331421"])           # rows meeting an AOI
+    ds = moczarr.open_hive(root, aoi=moczarr.BBox(-77, 38, -76, 39))   # or a place
     leaf = moczarr.open_leaf(root, "4331421")               # one leaf
     tree = moczarr.open_store(root)                         # products and resolutions
     level = moczarr.open_level(root, 6)                     # one resolution
@@ -25,6 +26,7 @@ from .errors import (
     IndexKindMismatchError,
     LevelOmittedWarning,
     ManifestError,
+    MapError,
     MissingSchemaError,
     MixedOrderError,
     MoczarrError,
@@ -48,17 +50,29 @@ from .errors import (
 from .hive import list_windows, open_hive, open_leaf, read_coverage_bitmap
 from .index import MortonMocIndex
 from .manifest import Manifest
+from .maps import cell_centers, plot_cells
+from .occupancy import occupied
+from .places import BBox, Circle, aoi_cover
 from .pyramid import level_demotions, open_level, open_overview_order, open_pyramid
 from .ragged import decode_cell, decode_variable, parse_ragged_attrs, read_ragged
 from .ranges import MortonRanges
 from .roster import list_products, read_manifest
 from .storage import count_requests
 from .store import leaf_data_prefix, read_commits
+from .times import observed_between
 from .tree import finest_source_at, open_store, overview_orders, source_orders
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BBox",
+    "Circle",
+    "MapError",
+    "cell_centers",
+    "occupied",
+    "plot_cells",
+    "aoi_cover",
+    "observed_between",
     "compose",
     "IndexKindMismatchError",
     "MortonMocIndex",

@@ -200,9 +200,18 @@ def fabricated_cell_ids(domain: MortonRanges, row_chunks: tuple[int, ...], where
     return da.Array(HighLevelGraph.from_collections(name, dsk, dependencies=[]), name, (tuple(row_chunks),), dtype=np.uint64)
 
 
-def nested_attrs(order: int) -> dict:
-    """xdggs-style attrs of a NESTED ``cell_ids`` coordinate."""
-    return {"grid_name": "healpix", "level": order, "indexing_scheme": "nested", "fabricated": True}
+def nested_attrs(order: int, latitude: str | None = None) -> dict:
+    """The xdggs (0.7) HEALPix attrs of a NESTED ``cell_ids`` coordinate, and nothing else (xdggs refuses extras).
+
+    mortie cells are equal-area on WGS84 through the authalic latitude (the
+    ``dggs.latitude`` of ``authalic-wgs84`` stores, mortie 1.0's default), which
+    xdggs spells ``ellipsoid: "WGS84"``; legacy ``geodetic-spherical`` cells sit on
+    the sphere (no ``ellipsoid``).
+    """
+    attrs = {"grid_name": "healpix", "level": int(order), "indexing_scheme": "nested"}
+    if latitude != "geodetic-spherical":
+        attrs["ellipsoid"] = "WGS84"
+    return attrs
 
 
 def morton_coords(domain: MortonRanges, index_kind: str) -> xr.Coordinates:
@@ -259,7 +268,8 @@ def build_dataset(
         else:
             data_vars[name] = var
     if NESTED not in coords and fabricate_cell_ids in ("auto", True):
-        coords[NESTED] = xr.Variable((CELLS,), fabricated_cell_ids(domain, row_chunks, storage.location), nested_attrs(domain.order))
+        latitude = (schema.group_attrs.get("dggs") or {}).get("latitude") if isinstance(schema.group_attrs.get("dggs"), dict) else None
+        coords[NESTED] = xr.Variable((CELLS,), fabricated_cell_ids(domain, row_chunks, storage.location), nested_attrs(domain.order, latitude))
     ds = xr.Dataset(data_vars, coords=morton_coords(domain, index_kind))
     ds = ds.assign_coords(coords)
     ds.attrs.update(attrs or {})

@@ -16,7 +16,8 @@ import numpy as np
 import zstandard
 
 from . import ids
-from .errors import CoverageError
+from .errors import AOIError, CoverageError
+from .places import aoi_cover, as_place
 
 log = logging.getLogger(__name__)
 
@@ -134,12 +135,15 @@ def decode_bitmap(payload: bytes, depth: int, where: str) -> np.ndarray:
 
 
 # -- AOI ----------------------------------------------------------------------------------------------
-def aoi_words(aoi) -> np.ndarray:
-    """An AOI as a compact MOC of words (any spelling :func:`moczarr.ids.to_words` accepts)."""
-    words = ids.to_words(aoi)
-    if words.size == 0:
-        return words
-    return np.asarray(mortie.compress_moc(words), dtype=np.uint64)
+def aoi_words(aoi, cell_order: int | None = None) -> np.ndarray:
+    """An AOI as a compact MOC of words: any place :func:`moczarr.places.as_place` accepts.
+
+    A geometry is covered at ``cell_order`` (required for one). Raises
+    :class:`~moczarr.errors.AOIError` for what is no place.
+    """
+    if aoi is None:
+        raise AOIError("aoi=None is no AOI (pass [] for the empty one)")
+    return aoi_cover(aoi, cell_order)
 
 
 def meets(words: np.ndarray, cover: np.ndarray) -> np.ndarray:
@@ -152,5 +156,11 @@ def meets(words: np.ndarray, cover: np.ndarray) -> np.ndarray:
 
 
 def aoi_mask(words, aoi) -> np.ndarray:
-    """Per word: does the cell meet the AOI? Each word is resolved at its own order (mixed orders fine)."""
-    return meets(np.asarray(words, dtype=np.uint64), aoi_words(aoi))
+    """Per word: does the cell meet the AOI? Each word is resolved at its own order (mixed orders fine).
+
+    A geometry AOI is covered at the finest order among ``words``.
+    """
+    place = as_place(aoi)
+    words = np.asarray(words, dtype=np.uint64)
+    order = int(np.max(mortie.orders_of(words))) if words.size and place.words is None else 0
+    return meets(words, aoi_words(place, order))

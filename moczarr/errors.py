@@ -162,3 +162,7 @@ def find_stack_level() -> int:
 def warn(message: str, category: type[Warning]) -> None:
     """Emit ``message`` as ``category`` at the caller's line (see :func:`find_stack_level`)."""
     warnings.warn(message, category, stacklevel=find_stack_level())
+
+
+class MapError(MoczarrError, ValueError):
+    """A Dataset or variable the map helpers cannot place (no ``morton`` coordinate, not one value per cell)."""

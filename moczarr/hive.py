@@ -20,7 +20,6 @@ from . import ids
 from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
 from .coverage import (
     ROOT_MOC_NAME,
-    aoi_words,
     box_words,
     decode_bitmap,
     meets,
@@ -36,9 +35,11 @@ from .errors import (
     StaleCoverageError,
     StampError,
     UncommittedError,
+    WindowError,
     warn,
 )
 from .manifest import Manifest, check_window
+from .places import aoi_cover, as_place
 from .roster import read_manifest
 from .storage import DEFAULT_CONCURRENCY, Storage
 from .store import (
@@ -51,6 +52,7 @@ from .store import (
     walk_leaves,
     windows_present,
 )
+from .times import TimeRange, check_time_store, over_windows, window_or_time
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ def open_hive(
     aoi=None,
     window: str | None = None,
     *,
+    time=None,
     index_kind: str = "moc",
     fabricate_cell_ids: str | bool = "auto",
     storage_options: dict | None = None,
@@ -83,10 +86,15 @@ def open_hive(
     store_root : str or path
         A bare store root (local path, ``file://`` or ``s3://`` URL).
     aoi : optional
-        Packed words, decimal strings (mixed orders allowed), or a ``mortie.Moc``.
-        Rows are the selected shards' cells that meet the AOI.
+        Any place :mod:`moczarr.places` accepts: morton ids (decimal strings,
+        packed words, lists, a ``mortie.Moc``), ``moczarr.BBox``,
+        ``moczarr.Circle``, a shapely geometry, GeoJSON or WKT. Rows are the
+        cells (at the store's cell order) that meet it; ``[]`` selects none.
     window : str, optional
         Required on a time-windowed (``morton-hive/2``) store, refused otherwise.
+    time : (start, end), optional
+        Instead of ``window=``: every window overlapping ``[start, end)``,
+        stacked on a ``window`` dimension (see :mod:`moczarr.times`).
     index_kind : {"moc", "pandas"}
         ``moc`` (default) holds the row domain as intervals; ``pandas`` materializes it.
     fabricate_cell_ids : {"auto", True, False}
@@ -104,8 +112,10 @@ def open_hive(
     ------
     NotAHiveStoreError, ManifestError
         No manifest, or a malformed one.
+    AOIError
+        An ``aoi=`` that is no place (checked before any read).
     WindowError
-        A window missing, refused, malformed, or ``"all"``.
+        A window missing, refused, malformed, undeclared, or ``"all"``; a bad ``time=``.
     NoCoverageError
         The store holds no stamped leaf at all.
     StaleCoverageError
@@ -118,6 +128,8 @@ def open_hive(
     ``EmptySelectionWarning`` (with a 0-row, schema-correct result) when the
     AOI or window selects nothing.
     """
+    aoi = as_place(aoi)
+    window = window_or_time(window, time)
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
     return open_source(storage, manifest, aoi, window, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids)
@@ -133,20 +145,42 @@ def open_source(
     fabricate_cell_ids: str | bool = "auto",
     extra_attrs: dict | None = None,
 ) -> xr.Dataset:
-    """:func:`open_hive` on an already-open storage and manifest (shared by the tree openers)."""
+    """:func:`open_hive` on an already-open storage and manifest (shared by the tree openers).
+
+    ``window`` may be a :class:`~moczarr.times.TimeRange` (``time=``): each
+    overlapping window is opened and the results stacked on ``window``.
+    """
     shards = root_shards(storage, manifest)
+    if isinstance(window, TimeRange):
+        check_time_store(manifest, window)
+        present = _labels(storage, manifest, shards)
+        return over_windows(
+            manifest, present, window, present=present,
+            open_one=lambda label, empty=False: open_source(
+                storage, manifest, [] if empty else aoi, label,
+                index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, extra_attrs=extra_attrs,
+            ),
+        )
     window = check_window(manifest, window, lambda: _labels(storage, manifest, shards))
-    cover = aoi_words(aoi) if aoi is not None else None
+    cover = aoi_cover(aoi, manifest.cell_order)
     candidates = candidate_leaves(storage, manifest, shards, window, cover)
     leaves, corrupted = admit_leaves(storage, manifest, candidates, cover)
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
     attrs.update(extra_attrs or {})
     if not leaves:
         schema_leaf = find_schema_leaf(storage, manifest, candidates, corrupted, scoped=aoi is not None or window is not None)
+        if aoi is None and window is not None:
+            present = _labels(storage, manifest, shards)
+            if window not in present:
+                raise WindowError(
+                    f"{storage.describe()}: window {window!r} holds no leaf in this store; "
+                    f"windows present: {', '.join(present) or '(none)'}"
+                )
         warn(
-            f"{storage.describe()}: the {'AOI' if aoi is not None else 'window'} selects no committed leaf; "
-            "returning the schema with 0 rows",
-            EmptySelectionWarning)
+            f"{storage.describe()}: the {'AOI' if aoi is not None else f'window {window!r}'} selects no committed "
+            "leaf; returning the schema with 0 rows",
+            EmptySelectionWarning,
+        )
         return leaves_dataset(storage, manifest, [], cover, schema_leaf, index_kind, fabricate_cell_ids, attrs)
     return leaves_dataset(storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs)
 
@@ -398,6 +432,9 @@ def read_coverage_bitmap(
 
 def resolve_leaf(leaf: str, manifest: Manifest) -> tuple[str, str | None, str]:
     """``(decimal, window, stable leaf path)`` of a leaf named by id, ``id_window`` or path."""
+    if not isinstance(leaf, (str, os.PathLike)):
+        raise CoverageError(f"leaf={leaf!r} must be a str: a decimal id ('4331421'), id_window, or a leaf path")
+    leaf = os.fspath(leaf)
     name = os.path.basename(leaf.rstrip("/"))
     parsed = ids.parse_leaf_name(name if name.endswith(".zarr") else f"{name}.zarr")
     if parsed is None:

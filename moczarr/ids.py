@@ -38,7 +38,7 @@ def decimal_order(decimal: str) -> int:
     return len(decimal) - (2 if decimal.startswith("-") else 1)
 
 
-def to_words(values: Any, *, keep_shape: bool = False, validate: bool = True) -> np.ndarray:
+def to_words(values: Any, *, keep_shape: bool = False, validate: bool = True, argument: str | None = None) -> np.ndarray:
     """Packed ``uint64`` words from any id spelling a user may hand over: the one id converter.
 
     Accepts a ``mortie.Moc`` (or an object with ``__morton_moc__``), one packed
@@ -46,13 +46,25 @@ def to_words(values: Any, *, keep_shape: bool = False, validate: bool = True) ->
     unsigned ints or Python ints; a list goes through an object array so large
     ints never pass through float64 and ``5`` is never read as the id ``"5"``).
     Returns a 1-D array in input order, or the input's shape (0-d for a scalar)
-    with ``keep_shape=True``. With ``validate`` every word is checked by mortie.
+    with ``keep_shape=True``. With ``validate`` every word must be canonical
+    (:func:`canonical_words`: pure bit arithmetic, so mortie never sees, or
+    panics on, a bad word).
 
-    Raises :class:`AOIError` naming the offending element: a string that is not
-    a decimal id (sign, base digit 1-6, digits 1-4), a negative or wider than
-    64-bit integer, an invalid packed word; :class:`AOITypeError` (also a
-    ``TypeError``) for floats, booleans and other objects.
+    Raises :class:`AOIError` naming the offending element (and ``argument``, the
+    caller's parameter name, when given): a string that is not a decimal id
+    (sign, base digit 1-6, digits 1-4), a negative or wider than 64-bit integer,
+    a word that is not canonical; :class:`AOITypeError` (also a ``TypeError``)
+    for floats, booleans and other objects.
     """
+    try:
+        return _to_words(values, keep_shape, validate)
+    except AOIError as exc:
+        if argument is None:
+            raise
+        raise type(exc)(f"{argument}: {exc}") from None
+
+
+def _to_words(values: Any, keep_shape: bool, validate: bool) -> np.ndarray:
     if isinstance(values, mortie.Moc):
         return np.asarray(values.words, dtype=np.uint64)
     if hasattr(values, "__morton_moc__"):
@@ -71,11 +83,41 @@ def to_words(values: Any, *, keep_shape: bool = False, validate: bool = True) ->
         arr = np.asarray(values)
     words = _words_of(arr)
     if validate and words.size:
-        try:
-            mortie.validate_morton(words.ravel())
-        except (ValueError, OverflowError) as exc:
-            raise AOIError(f"invalid morton word in {values!r:.80}: {exc}") from None
+        bad = ~canonical_words(words.ravel())
+        if bad.any():
+            w = int(words.ravel()[bad][0])
+            hint = f"; decimal ids are strings, e.g. ['{w}'] if that is what you meant" if is_decimal_id(str(w)) else ""
+            raise AOIError(f"{w} is not a canonical packed morton word ({_why_not_word(w)}){hint}")
     return words if keep_shape else words.ravel()
+
+
+def canonical_words(words: np.ndarray) -> np.ndarray:
+    """Per word: is it a canonical packed morton word (FORMAT.md §1.1)? Pure bit arithmetic, no mortie call.
+
+    Base prefix 1..12; area suffix 0..27 with every body bit below the order
+    zero, or the order-28/29 and point suffixes 28..63 (which use the whole body).
+    """
+    words = np.asarray(words, dtype=np.uint64)
+    prefix = words >> np.uint64(60)
+    suffix = (words & np.uint64(63)).astype(np.int64)
+    ok = (prefix >= 1) & (prefix <= 12)
+    low = suffix <= 27
+    order = np.where(low, suffix, 27)
+    below = (np.uint64(1) << (54 - 2 * order).astype(np.uint64)) - np.uint64(1)
+    body_tail = (words >> np.uint64(6)) & below
+    return ok & (~low | (body_tail == 0))
+
+
+def _why_not_word(w: int) -> str:
+    prefix, suffix = w >> 60, w & 63
+    if w == 0:
+        return "0 is the reserved empty word"
+    if not 1 <= prefix <= 12:
+        return f"its base prefix nibble is {prefix}, not 1..12"
+    return f"body bits are set below its order {suffix}"
+
+
+_NOT_A_WORD = "words are unsigned 64-bit; a negative or wider integer is not one; decimal ids are strings, e.g. '-31123'"
 
 
 def _decode(item: bytes) -> str:
@@ -88,8 +130,10 @@ def _decode(item: bytes) -> str:
 def _parse_decimals(texts) -> np.ndarray:
     texts = [str(t) for t in texts]
     for t in texts:
-        if len(t) > 32 or not is_decimal_id(t.rstrip("p")):
-            raise AOIError(f"{t!r:.40} is not a morton decimal id (sign, base digit 1-6, digits 1-4)")
+        if len(t) > 32 or not is_decimal_id(t.removesuffix("p")):
+            raise AOIError(f"{t!r:.40} is not a morton decimal id (optional '-', base digit 1-6, then up to 29 digits 1-4)")
+        if t.endswith("p") and decimal_order(t[:-1]) != 29:
+            raise AOIError(f"{t!r} carries the point marker 'p' but is not a full order-29 id")
     return np.asarray(mortie.decimal_to_word(np.asarray(texts)), dtype=np.uint64).reshape(-1)
 
 
@@ -99,7 +143,7 @@ def _words_of(arr: np.ndarray) -> np.ndarray:
         return arr.astype(np.uint64, copy=False)
     if kind == "i":
         if arr.size and arr.min() < 0:
-            raise AOIError("negative integers are not packed morton words; pass decimal strings such as '-31123'")
+            raise AOIError(f"{int(arr.min())} is not a packed morton word ({_NOT_A_WORD})")
         return arr.astype(np.uint64)
     if kind in "US":
         flat = [_decode(x) if isinstance(x, bytes) else x for x in arr.ravel().tolist()]
@@ -115,7 +159,7 @@ def _words_of(arr: np.ndarray) -> np.ndarray:
                 texts.append((i, v))
             elif isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
                 if not 0 <= int(v) < 2**64:
-                    raise AOIError(f"{int(v)} is not a 64-bit unsigned packed morton word")
+                    raise AOIError(f"{int(v)!s:.40} is not a packed morton word ({_NOT_A_WORD})")
                 out[i] = np.uint64(int(v))
             else:
                 raise AOITypeError(f"{v!r:.40} is neither a packed morton word nor a decimal id")

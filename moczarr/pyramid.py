@@ -18,7 +18,6 @@ import xarray as xr
 
 from . import ids
 from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
-from .coverage import aoi_words
 from .declaration import (
     COLUMN_SPECS,
     OVERVIEW_SPECS,
@@ -34,12 +33,18 @@ from .errors import (
     WindowError,
     warn,
 )
-from .hive import candidate_leaves, open_source, root_shards
+from .hive import candidate_leaves, list_windows, open_source, root_shards
 from .ids import ALL_TOKEN
 from .manifest import Manifest, check_window
+from .places import aoi_cover, as_place
 from .roster import read_manifest
 from .storage import DEFAULT_CONCURRENCY, Storage
 from .store import read_roots, stamp_of
+from .times import TimeRange, check_time_store, over_windows, window_or_time
+
+
+def _window_labels(storage: Storage, manifest: Manifest) -> list[str]:
+    return list_windows(storage)
 
 
 # -- one level --------------------------------------------------------------------------------------
@@ -50,6 +55,7 @@ def open_level(
     aoi=None,
     all_time: bool = False,
     *,
+    time=None,
     index_kind: str = "moc",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -67,8 +73,14 @@ def open_level(
     undeclared order or an object declaring another cell order, and
     :class:`WindowError` for window misuse (``all_time`` is exclusive with
     ``window`` and needs a windowed store; the all-time view has no source or
-    column level).
+    column level). ``aoi=`` takes any place (:mod:`moczarr.places`), met at
+    this level's cell order; ``time=(start, end)`` stacks the overlapping
+    windows (:mod:`moczarr.times`). Raises :class:`AOIError` for what is no
+    place and :class:`PyramidError` for a ``cell_order`` that is not an integer.
     """
+    cell_order = None if cell_order is None else check_order(cell_order, "cell_order")
+    aoi = as_place(aoi)
+    window = window_or_time(window, time)
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
     order = manifest.cell_order if cell_order is None else cell_order
@@ -89,12 +101,35 @@ def open_overview_order(
 
     Raises :class:`PyramidError` when that order is not an overview level.
     """
+    cell_order = check_order(cell_order, "cell_order")
+    aoi = as_place(aoi)
     storage = Storage.open(store_root, storage_options)
     manifest = read_manifest(storage)
     level = _level(manifest, cell_order)
     if level.artifact != "overview":
         raise PyramidError(f"{manifest.location}: cell order {cell_order} is a {level.artifact} level, not an overview")
     return open_level_in(storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind)
+
+
+def check_order(value, argument: str) -> int:
+    """A cell order argument as an int in 0..29; raises :class:`PyramidError` naming ``argument``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise PyramidError(f"{argument}={value!r} must be an integer cell order (e.g. {argument}=8), not a {type(value).__name__}")
+    if not 0 <= int(value) <= 29:
+        raise PyramidError(f"{argument}={int(value)} is outside the HEALPix orders 0..29")
+    return int(value)
+
+
+def check_levels(levels, argument: str = "levels") -> set[int] | None:
+    """``levels=`` as a set of cell orders: None, one order, or a non-empty list of them."""
+    if levels is None:
+        return None
+    if isinstance(levels, (str, bytes, float, bool, dict)) or not (isinstance(levels, (int, np.integer)) or hasattr(levels, "__iter__")):
+        raise PyramidError(f"{argument}={levels!r} must be a cell order or a list of cell orders")
+    items = [levels] if isinstance(levels, (int, np.integer)) else list(levels)
+    if not items:
+        raise PyramidError(f"{argument}=[] names no level (pass None for every level)")
+    return {check_order(x, f"{argument}[{i}]" if len(items) > 1 or not isinstance(levels, (int, np.integer)) else argument) for i, x in enumerate(items)}
 
 
 def _level(manifest: Manifest, cell_order: int) -> Level:
@@ -139,6 +174,17 @@ def open_level_in(
     warning instead of raising (FORMAT.md §7.8: the derivation is wrong, not
     the store).
     """
+    if isinstance(window, TimeRange):
+        check_all_time(manifest, window, all_time)
+        check_time_store(manifest, window)
+        _level(manifest, cell_order)
+        present = manifest.declared_windows or _window_labels(storage, manifest)
+        return over_windows(
+            manifest, present, window, present=present,
+            open_one=lambda label, empty=False: open_level_in(
+                storage, manifest, cell_order, label, [] if empty else aoi, index_kind=index_kind, named=named
+            ),
+        )
     level = _level(manifest, cell_order)
     check_all_time(manifest, window, all_time)
     decl = pyramid_declaration(manifest)
@@ -170,7 +216,7 @@ def open_level_in(
             f"{manifest.location}: path_grouping {manifest.path_grouping} > 1 leaves no settled path for "
             f"overview nodes; level o{cell_order} omitted"
         )
-    cover = aoi_words(aoi) if aoi is not None else None
+    cover = aoi_cover(aoi, cell_order)
     if level.artifact == "overview":
         lenient = not named and decl.spec == "zagg-pyramid/1"
         objects = overview_objects(storage, manifest, level, shards, stem, lenient=lenient)
@@ -348,6 +394,7 @@ def open_pyramid(
     window: str | None = None,
     all_time: bool = False,
     *,
+    time=None,
     index_kind: str = "moc",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -359,8 +406,13 @@ def open_pyramid(
     when present. ``levels`` limits the cell orders assembled. Declared but
     unmaterialized levels are omitted with their warning. ``all_time=True``
     opens the cross-window folds (overview levels only); it is refused when the
-    declaration never carried all-time folds.
+    declaration never carried all-time folds. ``aoi=`` takes any place, met at
+    each level's own cell order; ``time=(start, end)`` stacks the overlapping
+    windows in every level. Raises :class:`PyramidError` for a bad ``levels``.
     """
+    levels = check_levels(levels)
+    aoi = as_place(aoi)
+    window = window_or_time(window, time)
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
     return pyramid_tree(storage, manifest, levels, aoi, window, all_time, index_kind=index_kind)
@@ -374,7 +426,7 @@ def pyramid_tree(storage, manifest, levels=None, aoi=None, window=None, all_time
         raise WindowError(f"{manifest.location}: the pyramid declaration carries no all-time folds (all_time is false)")
     table = pyramid_levels(manifest)
     if levels is not None:
-        wanted = {int(x) for x in ([levels] if isinstance(levels, int) else levels)}
+        wanted = check_levels(levels)
         unknown = wanted - {lv.cell_order for lv in table}
         if unknown:
             raise PyramidError(

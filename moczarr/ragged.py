@@ -13,7 +13,8 @@ import numpy as np
 
 from . import ids
 from .errors import RaggedError
-from .pyramid import open_level
+from .places import as_place
+from .pyramid import check_order, open_level
 from .roster import read_manifest
 from .storage import Storage
 
@@ -92,19 +93,28 @@ def decode_variable(var) -> list[np.ndarray]:
 def read_ragged(store_root, field: str, cells, *, cell_order: int | None = None, window: str | None = None, storage_options: dict | None = None) -> dict[int, np.ndarray]:
     """Decode ``field`` at the given cells (words or decimal ids) of a store: ``{word: array}``.
 
+    ``cells`` may also be any place :mod:`moczarr.places` accepts (a
+    ``BBox``, geometry, ...): then every row of the level meeting it is decoded.
+    Raises :class:`~moczarr.errors.AOIError` for ``cells`` that are no place.
+
     ``cell_order`` picks the level (default: the source order; any level
     :func:`moczarr.pyramid.open_level` can open). Only the leaves or objects
     holding those cells are read. Raises ``KeyError`` for a field the level
     lacks and for cells outside the level's domain.
     """
-    words = ids.to_words(cells)
+    place = as_place(cells, "cells")
+    if cell_order is not None:
+        cell_order = check_order(cell_order, "cell_order")
     storage = Storage.open(store_root, storage_options)
     order = cell_order if cell_order is not None else read_manifest(storage).cell_order
-    ds = open_level(storage, order, window=window, aoi=words, index_kind="pandas")
+    ds = open_level(storage, order, window=window, aoi=place, index_kind="pandas")
     if ds is None or field not in ds:
         raise KeyError(f"{store_root}: no ragged field {field!r} at cell order {order}")
     spec = parse_ragged_attrs(ds[field].attrs, field)
     have = ds["morton"].values
+    if place.words is None:  # a geometry: every row of the level meeting it
+        return {int(w): decode_cell(p, spec) for w, p in zip(have, ds[field].values)}
+    words = place.words
     pos = np.searchsorted(have, words)
     missing = (pos >= have.size) | (have[np.minimum(pos, max(have.size - 1, 0))] != words) if have.size else np.ones(words.size, bool)
     if missing.any():

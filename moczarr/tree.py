@@ -17,9 +17,11 @@ from .errors import NotAHiveStoreError, ProductError, WindowError
 from .hive import list_windows, open_source, root_shards
 from .ids import ALL_TOKEN
 from .manifest import parse_manifest
+from .places import as_place
 from .pyramid import open_level_in, overview_objects, structural_orders
 from .roster import is_product_name, read_roster
 from .storage import DEFAULT_CONCURRENCY, Storage
+from .times import window_or_time
 
 
 def _bare_node_name(manifest) -> str:
@@ -32,6 +34,7 @@ def open_store(
     products: list[str] | str | None = None,
     aoi=None,
     window: str | None = None,
+    time=None,
     *,
     index_kind: str = "moc",
     storage_options: dict | None = None,
@@ -48,9 +51,15 @@ def open_store(
 
     ``window=`` scopes windowed products and leaves unwindowed ones whole;
     ``"all"`` raises. ``aoi=`` scopes rows in every node, never the tree's
-    shape. Raises :class:`~moczarr.errors.WindowError` when a windowed product
-    is opened without a window.
+    shape (any place :mod:`moczarr.places` accepts, met at each node's cell
+    order). ``time=(start, end)`` replaces ``window=`` on windowed products
+    (the overlapping windows, stacked on ``window``). Raises
+    :class:`~moczarr.errors.WindowError` when a windowed product is opened
+    without a window or time, and :class:`~moczarr.errors.AOIError` for an
+    ``aoi=`` that is no place (before any read).
     """
+    aoi = as_place(aoi)
+    window = window_or_time(window, time)
     storage = Storage.open(store_root, storage_options, concurrency)
     if window == ALL_TOKEN:
         raise WindowError(

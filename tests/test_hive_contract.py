@@ -176,8 +176,10 @@ def test_window_rules():
         moczarr.open_hive(windowed, window="19")
     with pytest.raises(moczarr.WindowError, match="unwindowed"):
         moczarr.open_hive(fixture_path("serc_hive"), window="2019")
+    with pytest.raises(moczarr.WindowError, match="windows present: 2019, 2020, 2021"):
+        moczarr.open_hive(windowed, window="2030")  # a label with no leaf anywhere names the ones present
     with pytest.warns(moczarr.EmptySelectionWarning):
-        empty = moczarr.open_hive(windowed, window="2030")
+        empty = moczarr.open_hive(windowed, window="2019", aoi=["-61111"])  # an AOI that misses stays empty
     assert empty.sizes["cells"] == 0 and "count" in empty
     assert moczarr.list_windows(windowed) == ["2019", "2020", "2021"]
     assert moczarr.list_windows(fixture_path("serc_hive")) == []
