@@ -53,6 +53,7 @@ from .pyramid import (
 from .ragged import RaggedError, decode_cell, decode_variable, parse_ragged_attrs, read_ragged
 from .storage import count_requests
 from .store import leaf_data_prefix, read_commits
+from .verify import Finding, VerifyReport, verify_store
 
 __version__ = "0.1.0"
 
@@ -112,4 +113,7 @@ __all__ = [
     "read_manifest",
     "read_ragged",
     "source_orders",
+    "Finding",
+    "VerifyReport",
+    "verify_store",
 ]

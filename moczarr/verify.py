@@ -206,6 +206,7 @@ class _ProductCheck:
         self.report, self.storage, self.prefix, self.m = report, storage, prefix, manifest
         self.window, self.deep, self.progress = window, deep, progress
         self.group = str(manifest.cell_order)
+        self.stamped: list[LeafRef] = []  # every leaf with a root stamp, damaged or not
 
     def add(self, kind: str, severity: str, rel: str, message: str) -> None:
         self.report.add(kind, severity, self.prefix + rel, message)
@@ -221,7 +222,7 @@ class _ProductCheck:
         refs = self._walk()
         leaves = self._stamps(refs)
         self._versions(leaves)
-        self._moc_agreement(shards, moc_usable, refs, leaves)
+        self._moc_agreement(shards, moc_usable)
         self._boxes(leaves)
         self._schema(leaves)
         derived = self._pyramid(levels, shards, moc_usable, refs) if levels else []
@@ -296,6 +297,7 @@ class _ProductCheck:
                 self.count("debris")
                 self.add("debris", "warning", ref.path, "unstamped .zarr prefix (a torn or failed write): readers skip it; safe to delete")
                 continue
+            self.stamped.append(ref)
             try:
                 prefix = leaf_data_prefix(ref.path, stamp, where=self.storage.describe(ref.path))
             except VersionPointerError as exc:
@@ -354,17 +356,17 @@ class _ProductCheck:
                          f"the root stamp is not the version's stamp plus 'current' (differ: {', '.join(differ)}); readers use the root's")
 
     # -- coverage ------------------------------------------------------------------------------------
-    def _moc_agreement(self, shards, usable: bool, refs: list[LeafRef], leaves: list[_Leaf]) -> None:
+    def _moc_agreement(self, shards, usable: bool) -> None:
         if not usable:
             return
         named = set(int(w) for w in shards)
-        stamped = [lf for lf in leaves if lf.live]
-        words = ids.to_words([lf.ref.decimal for lf in stamped]) if stamped else np.empty(0, np.uint64)
+        stamped = self.stamped
+        words = ids.to_words([r.decimal for r in stamped]) if stamped else np.empty(0, np.uint64)
         held = set()
-        for lf, w in zip(stamped, words):
+        for ref, w in zip(stamped, words):
             held.add(int(w))
             if int(w) not in named:
-                self.add("root-moc-stale", "warning", lf.ref.path,
+                self.add("root-moc-stale", "warning", ref.path,
                          "a stamped leaf the root coverage.moc does not name: readers never see it; rebuild the MOC")
         if self.window is not None:
             return  # a shard may hold leaves in other windows only
