@@ -346,3 +346,89 @@ def test_sample_store_debris(tmp_path):
     rel = str(leaf.relative_to(root))
     # the unstamped leaf is debris, and the root MOC now names a shard without a stamped leaf
     assert sorted(problems(report)) == sorted([("debris", "warning", rel), ("moc-shard-without-leaf", "warning", rel)])
+
+
+# -- moraine pyramids --------------------------------------------------------------------------------
+MORAINE = ["cpx_mean_v1", "pc_first_v1", "pc_int_mean_v1", "ras_decimate_v1_zarr2", "ras_mean_v1", "stack_decimate_v1"]
+
+
+@pytest.mark.parametrize("name", MORAINE)
+def test_clean_moraine_pyramid_verifies(name):
+    from moczarr_moraine.verify import verify_moraine
+
+    report = verify_moraine(fixture_path(f"moraine/{name}"))
+    assert report.ok and problems(report) == [] and report.counts["levels"] >= 7
+
+
+def test_point_cloud_without_rtree(copy_fixture):
+    import xarray as xr
+
+    from moczarr_moraine import read_moraine_rtree
+    from moczarr_moraine.verify import verify_moraine
+
+    stored = read_moraine_rtree(fixture_path("moraine/pc_first_v1"))
+    copy = copy_fixture("moraine/pc_first_v1")
+    shutil.rmtree(copy / "rtree.zarr")
+    before = files(copy)
+    built = read_moraine_rtree(copy)
+    assert files(copy) == before  # built in memory, never written
+    assert built.attrs == {**stored.attrs, "built": True} and stored.attrs["built"] is False
+    xr.testing.assert_equal(built.drop_attrs(), stored.compute().drop_attrs())
+    report = verify_moraine(copy)
+    assert report.ok and problems(report) == []
+    assert [(f.kind, f.object) for f in report.findings] == [("rtree-absent", "rtree.zarr")]
+
+
+def test_build_rtree_layout():
+    from moczarr_moraine.rtree import build_rtree
+
+    boxes = build_rtree([0, 1, 5, 6, 9], [0, 2, 4, 3, 1], page_size=2)
+    # 3 pages -> 4 heap leaves (the last padding), 7 nodes; node 0 the union of everything
+    expect = np.array([[0, 0, 9, 4], [0, 0, 6, 4], [9, 1, 9, 1], [0, 0, 1, 2], [5, 3, 6, 4], [9, 1, 9, 1], [np.nan] * 4])
+    np.testing.assert_array_equal(boxes, expect)
+    assert build_rtree([], []).shape == (0, 4)
+    with pytest.raises(ValueError):
+        build_rtree([1.0], [1.0], page_size=0)
+
+
+def test_rtree_that_disagrees_with_the_points(copy_fixture):
+    import zarr
+
+    from moczarr_moraine.verify import verify_moraine
+
+    copy = copy_fixture("moraine/pc_int_mean_v1")
+    arr = zarr.open_array(str(copy / "rtree.zarr"), mode="r+")
+    arr[7] = [0.0, 0.0, 1.0, 1.0]  # a leaf page box that no longer bounds its points
+    report = verify_moraine(copy)
+    assert problems(report) == [("rtree-mismatch", "error", "rtree.zarr")]
+
+
+def test_moraine_level_of_the_wrong_shape(copy_fixture):
+    from moczarr_moraine.verify import verify_moraine
+
+    copy = copy_fixture("moraine/ras_mean_v1")
+    meta = load_json(copy / "3.zarr" / "zarr.json")
+    meta["shape"] = [meta["shape"][0] + 1, meta["shape"][1]]
+    write_json(copy / "3.zarr" / "zarr.json", meta)
+    report = verify_moraine(copy)
+    assert problems(report) == [("pyramid-invalid", "error", "3.zarr")]
+
+
+def test_moraine_index_out_of_range(copy_fixture):
+    import zarr
+
+    from moczarr_moraine.verify import verify_moraine
+
+    copy = copy_fixture("moraine/pc_first_v1")
+    arr = zarr.open_array(str(copy / "idx_2.zarr"), mode="r+")
+    arr[0, 0] = 3000  # one past the last point
+    report = verify_moraine(copy)
+    assert problems(report) == [("index-out-of-range", "error", "idx_2.zarr")]
+
+
+def test_moraine_marker_too_new(copy_fixture):
+    from moczarr_moraine.verify import verify_moraine
+
+    copy = copy_fixture("moraine/ras_mean_v1")
+    set_attrs(copy / "0.zarr" / "zarr.json", lambda a: a["moraine_pyramid"].update(version=99))
+    assert problems(verify_moraine(copy)) == [("marker-unsupported", "error", "0.zarr")]
