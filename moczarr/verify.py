@@ -131,7 +131,10 @@ def verify_store(
 
     ``deep=True`` also reads every object of every stamped leaf, overview and
     column and recomputes their recorded ``content_hashes``. ``progress`` is
-    called as ``progress(done, total)`` as leaves are checked. Never writes.
+    called as ``progress(checked, found)`` with the number of objects (leaves,
+    then in a deep verify also overviews and columns) just checked and just
+    found to check, both increments, so a caller can drive one bar over every
+    product. Never writes.
 
     Returns a :class:`VerifyReport`; damage is reported, not raised. Raises
     :class:`~moczarr.errors.WindowError` for ``window="all"`` or a label no
@@ -211,6 +214,10 @@ class _ProductCheck:
     def add(self, kind: str, severity: str, rel: str, message: str) -> None:
         self.report.add(kind, severity, self.prefix + rel, message)
 
+    def tick(self, checked: int, found: int) -> None:
+        if self.progress:
+            self.progress(checked, found)
+
     def count(self, key: str, n: int = 1) -> None:
         self.report.counts[key] += n
 
@@ -220,6 +227,7 @@ class _ProductCheck:
         levels = self._levels()
         shards, moc_usable = self._root_moc()
         refs = self._walk()
+        self.tick(0, len(refs))
         leaves = self._stamps(refs)
         self._versions(leaves)
         self._moc_agreement(shards, moc_usable)
@@ -304,8 +312,7 @@ class _ProductCheck:
                 self.add("bad-pointer", "error", ref.path, str(exc))
                 continue
             leaves.append(_Leaf(ref, stamp, prefix))
-        if self.progress:
-            self.progress(len(refs), len(refs))
+        self.tick(len(refs), 0)
         return leaves
 
     def _versions(self, leaves: list[_Leaf]) -> None:
@@ -474,7 +481,7 @@ class _ProductCheck:
         """Every object of every live leaf and admitted derived object, read once, hashed and cross-checked."""
         unrecorded = 0
         items: list[tuple[str, _Leaf | None]] = [(lf.prefix, lf) for lf in leaves] + [(p, None) for p in derived]
-        total, done = len(items), 0
+        self.tick(0, len(items))
         for start in range(0, len(items), DEEP_BATCH):
             batch = items[start : start + DEEP_BATCH]
             objects = _read_objects(self.storage, [data for data, _ in batch])
@@ -489,9 +496,7 @@ class _ProductCheck:
                 arrays = self._hash_object(data, objs, stamp, recorded)
                 if lf is not None:
                     self._occupancy(lf, objs, arrays)
-            done += len(batch)
-            if self.progress:
-                self.progress(done, total)
+            self.tick(len(batch), 0)
         if unrecorded:
             self.add("content-unrecorded", "info", "",
                      f"{unrecorded} objects record no content_hashes: their bytes cannot be verified (not tampered)")

@@ -432,3 +432,42 @@ def test_moraine_marker_too_new(copy_fixture):
     copy = copy_fixture("moraine/ras_mean_v1")
     set_attrs(copy / "0.zarr" / "zarr.json", lambda a: a["moraine_pyramid"].update(version=99))
     assert problems(verify_moraine(copy)) == [("marker-unsupported", "error", "0.zarr")]
+
+
+# -- the CLI -----------------------------------------------------------------------------------------
+def test_cli_exit_status_and_output(zagg, capsys):
+    from moczarr_intake.cli import main
+
+    clean, _ = zagg("single_8")
+    damaged, _ = zagg("versioned")
+    leaf = leaf_dir(damaged, "1111144")
+    shutil.rmtree(leaf / load_json(leaf / "zarr.json")["attributes"]["morton_hive_commit"]["current"])
+    assert main(["verify", str(clean), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "OK - 0 errors" in out and "leaves_stamped" in out
+    assert main(["verify", str(clean), str(damaged), "--deep", "--no-progress"]) == 1
+    out = capsys.readouterr().out
+    assert "ERROR   version-missing 1/1/1/1/1/4/4/1111144.zarr:" in out and "FAILED - 1 errors" in out
+
+
+def test_cli_json_covers_moraine_and_hive(zagg, capsys):
+    from moczarr_intake.cli import main
+
+    store, _ = zagg("single_ragged")
+    pyramid = fixture_path("moraine/pc_int_legacy_090")
+    assert main(["verify", str(store), str(pyramid), "--json"]) == 0
+    docs = json.loads(capsys.readouterr().out)
+    assert [d["ok"] for d in docs] == [True, True]
+    assert {f["kind"] for f in docs[0]["findings"]} == {"debris", "leaves-stamped"}
+    assert {f["kind"] for f in docs[1]["findings"]} == {"marker-absent", "bounds-mismatch", "rtree-absent"}
+
+
+def test_cli_bad_usage_is_2(zagg, capsys):
+    from moczarr_intake.cli import main
+
+    store, _ = zagg("windowed")
+    assert main(["verify", str(store), "--window", "all", "--no-progress"]) == 2
+    assert "reserved all-time token" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["verify"])
+    assert exc.value.code == 2
