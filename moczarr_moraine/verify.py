@@ -60,7 +60,7 @@ def verify_moraine(path, storage_options: dict | None = None) -> VerifyReport:
             report.add("marker-unsupported", "error", "0.zarr", str(exc))
             return report
         except PyramidError as exc:
-            report.add("pyramid-invalid", "error", obj(str(exc)), str(exc))
+            report.add("moraine-invalid", "error", obj(str(exc)), str(exc))
             return report
     for w in caught:
         if issubclass(w.category, ObjectDroppedWarning):

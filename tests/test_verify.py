@@ -411,7 +411,7 @@ def test_moraine_level_of_the_wrong_shape(copy_fixture):
     meta["shape"] = [meta["shape"][0] + 1, meta["shape"][1]]
     write_json(copy / "3.zarr" / "zarr.json", meta)
     report = verify_moraine(copy)
-    assert problems(report) == [("pyramid-invalid", "error", "3.zarr")]
+    assert problems(report) == [("moraine-invalid", "error", "3.zarr")]
 
 
 def test_moraine_index_out_of_range(copy_fixture):
