@@ -161,17 +161,20 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
     try:
         root_doc, manifests = read_roster(storage)
     except ManifestError as exc:
-        report.add("manifest-invalid", "error", _object_of(str(exc), storage) or MANIFEST_NAME, str(exc))
         if storage.get_bytes(MANIFEST_NAME) is not None:
+            report.add("manifest-invalid", "error", MANIFEST_NAME, str(exc))
             return []
+        # one product's manifest is malformed: read the roster product by product, reporting each bad one
         root_doc, manifests = None, {}
         for name in [n for n in storage.list_dir("") if is_product_name(n)]:
+            child = storage.child(name)
+            payload = child.get_bytes(MANIFEST_NAME)
+            if payload is None:
+                continue
             try:
-                doc, _ = read_roster(storage.child(name))
-            except ManifestError:
-                continue  # reported above (or equally malformed)
-            if doc is not None:
-                manifests[name] = doc
+                manifests[name] = read_roster(child)[0]
+            except ManifestError as bad:
+                report.add("manifest-invalid", "error", f"{name}/{MANIFEST_NAME}", str(bad))
     if root_doc is not None:
         return [("", storage, root_doc)]
     names = storage.list_dir("")
@@ -233,7 +236,7 @@ class _ProductCheck:
         self._moc_agreement(shards, moc_usable)
         self._boxes(leaves)
         self._schema(leaves)
-        derived = self._pyramid(levels, shards, moc_usable, refs) if levels else []
+        derived = self._pyramid(levels, moc_usable, refs) if levels else []
         if self.deep:
             self._deep([lf for lf in leaves if lf.live], derived)
         n = sum(1 for lf in leaves if lf.live)
@@ -420,7 +423,7 @@ class _ProductCheck:
             self.add("schema-invalid", "error", f"{lf.prefix}/{self.group}", str(exc))
 
     # -- pyramids ------------------------------------------------------------------------------------
-    def _pyramid(self, levels, shards, moc_usable: bool, refs: list[LeafRef]) -> list[str]:
+    def _pyramid(self, levels, moc_usable: bool, refs: list[LeafRef]) -> list[str]:
         """Every declared derived level through the reader's level opener; returns the admitted objects' paths."""
         decl = pyramid_declaration(self.m)
         if self.m.windowed:

@@ -471,3 +471,42 @@ def test_cli_bad_usage_is_2(zagg, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["verify"])
     assert exc.value.code == 2
+
+
+def test_every_bad_product_manifest_is_reported(zagg):
+    store, _ = zagg("multi")
+    for name in ("atl06", "atl06_column"):
+        (store / name / "morton_hive.json").write_text("{not json")
+    report = verify_store(store)
+    assert problems(report) == [
+        ("manifest-invalid", "error", "atl06/morton_hive.json"),
+        ("manifest-invalid", "error", "atl06_column/morton_hive.json"),
+    ]
+    assert report.counts["products"] == 3
+
+
+def test_truncated_chunk_is_unreadable(zagg):
+    store, _ = zagg("single_8")
+    chunk = leaf_dir(store, "1111112") / "8" / "h_min" / "c" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:7])
+    report = verify_store(store, deep=True)
+    assert problems(report) == [("chunk-unreadable", "error", "1/1/1/1/1/1/2/1111112.zarr/8/h_min")]
+
+
+def test_array_recorded_but_gone(zagg):
+    store, _ = zagg("single_8")
+    shutil.rmtree(leaf_dir(store, "1111121") / "8" / "h_q25")
+    assert verify_store(store).ok
+    report = verify_store(store, deep=True)
+    assert problems(report) == [("content-array-missing", "error", "1/1/1/1/1/2/1/1111121.zarr/8/h_q25")]
+
+
+def test_malformed_root_moc(zagg):
+    store, _ = zagg("pyramid")
+    moc = load_json(store / "coverage.moc")
+    moc["ranges"][0] = ["1111112", "1111111"]  # runs backwards
+    write_json(store / "coverage.moc", moc)
+    report = verify_store(store)
+    assert problems(report)[0] == ("root-moc-malformed", "error", "coverage.moc")
+    # without a usable MOC the declared overview levels cannot be enumerated
+    assert {k for k, _, _ in problems(report)[1:]} == {"level-unenumerable"}
