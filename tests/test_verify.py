@@ -510,3 +510,24 @@ def test_malformed_root_moc(zagg):
     assert problems(report)[0] == ("root-moc-malformed", "error", "coverage.moc")
     # without a usable MOC the declared overview levels cannot be enumerated
     assert {k for k, _, _ in problems(report)[1:]} == {"level-unenumerable"}
+
+
+# -- over S3 (a real moto server on 127.0.0.1) -------------------------------------------------------
+def test_verify_over_s3_equals_local(zagg):
+    from .s3server import S3Server
+
+    store, _ = zagg("versioned")
+    leaf = leaf_dir(store, "1111111")
+    current = load_json(leaf / "zarr.json")["attributes"]["morton_hive_commit"]["current"]
+    (leaf / current / "8" / "h_max" / "c" / "0").unlink()
+    shutil.rmtree(leaf_dir(store, "1111144") / load_json(leaf_dir(store, "1111144") / "zarr.json")["attributes"]["morton_hive_commit"]["current"])
+    local = verify_store(store, deep=True)
+    with S3Server() as server:
+        server.create_bucket("verify", public=True)
+        server.upload_tree(store, "verify", "versioned")
+        remote = verify_store("s3://verify/versioned", deep=True, storage_options=server.storage_options(anon=True))
+    assert sorted(problems(remote)) == sorted(problems(local)) == sorted([
+        ("content-mismatch", "error", f"1/1/1/1/1/1/1/1111111.zarr/{current}/8/h_max"),
+        ("version-missing", "error", "1/1/1/1/1/4/4/1111144.zarr"),
+    ])
+    assert remote.counts == local.counts
