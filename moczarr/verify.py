@@ -493,6 +493,10 @@ class _ProductCheck:
             for (data, lf), objs, arrays in zip(batch, objects, decoded):
                 if lf is not None:
                     stamp = lf.stamp
+                    if f"{self.group}/zarr.json" not in objs:
+                        self.add("data-group-missing", "error", f"{data}/{self.group}",
+                                 "a stamped leaf without its data group: reads of it raise (malformed leaf)")
+                        continue
                 else:  # a derived object's stamp is its root zarr.json, just read with the rest
                     stamp = stamp_of(parse_json(objs.get("zarr.json"), self.storage.describe(f"{data}/zarr.json")))
                 recorded = _recorded_hashes(stamp)

@@ -531,3 +531,10 @@ def test_verify_over_s3_equals_local(zagg):
         ("version-missing", "error", "1/1/1/1/1/4/4/1111144.zarr"),
     ])
     assert remote.counts == local.counts
+
+
+def test_legacy_leaf_without_its_data_group(zagg):
+    store, _ = zagg("single_8")
+    shutil.rmtree(leaf_dir(store, "1111122") / "8")
+    report = verify_store(store, deep=True)
+    assert problems(report) == [("data-group-missing", "error", "1/1/1/1/1/2/2/1111122.zarr/8")]
