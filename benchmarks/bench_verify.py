@@ -10,7 +10,14 @@ parsing or checking —
 - shallow floor: one delimiter-LIST of every node the discovery walk visits, plus one GET of every leaf
   stamp (the objects a shallow verify cannot skip);
 - deep floor: the shallow floor plus one GET of every other object inside every leaf (every chunk,
-  metadata document and bitmap), each read once, at the verifier's batched concurrency.
+  metadata document and bitmap), each read once, at the verifier's batched concurrency. The floor takes
+  its key list from the local filesystem, so it counts none of the one LIST per leaf the verifier pays
+  (it must list to find what is on disk).
+
+Measured on a shared 2-core machine (local files):
+
+    single_500   shallow 0.20 s (floor 0.27 s), 513 GETs / 815 LISTs;   deep 5.9 s (floor 3.1 s), 11,513 GETs / 1,315 LISTs
+    single_2000  shallow 0.77 s (floor 0.65 s), 2,013 GETs / 3,277 LISTs; deep 23.4 s (floor 16.5 s), 46,013 GETs / 5,277 LISTs
 """
 
 from __future__ import annotations
