@@ -44,6 +44,7 @@ from .errors import (
     CoverageError,
     LevelOmittedWarning,
     ManifestError,
+    NotAHiveStoreError,
     ObjectDroppedWarning,
     PyramidError,
     StampError,
@@ -138,13 +139,18 @@ def verify_store(
 
     Returns a :class:`VerifyReport`; damage is reported, not raised. Raises
     :class:`~moczarr.errors.WindowError` for ``window="all"`` or a label no
-    windowed product's schedule allows.
+    windowed product's schedule allows, and
+    :class:`~moczarr.errors.NotAHiveStoreError` for a local root that does not exist.
     """
     storage = Storage.open(store_root, storage_options, concurrency)
     report = VerifyReport(storage.location, deep)
     if window == ALL_TOKEN:
         raise WindowError(f"{storage.describe()}: 'all' is the reserved all-time token, never a window label")
-    for prefix, pstorage, doc in _products(storage, report):
+    try:
+        products = _products(storage, report)
+    except FileNotFoundError:  # a local store root opens lazily: its first read finds it missing
+        raise NotAHiveStoreError(f"{storage.describe()}: no such store root (the folder does not exist)") from None
+    for prefix, pstorage, doc in products:
         try:
             manifest = parse_manifest(doc, pstorage.describe())
         except ManifestError as exc:

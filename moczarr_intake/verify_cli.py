@@ -5,7 +5,7 @@ Each ROOT is told apart by content: a moraine pyramid folder is checked with
 root (bare or multi-product) with :func:`moczarr.verify_store`. Prints a
 summary table and one line per finding (or, with ``--json``, one JSON
 document listing every report). Exit status: 0 when no root has an error,
-1 otherwise, 2 for bad usage.
+1 otherwise, 2 for bad usage (a root that does not exist, ``--window all``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections import Counter
 from tqdm import tqdm
 
 from moczarr import VerifyReport, verify_store
-from moczarr.errors import WindowError
+from moczarr.errors import NotAHiveStoreError, WindowError
 from moczarr_moraine import is_moraine_pyramid
 from moczarr_moraine.verify import verify_moraine
 
@@ -100,7 +100,7 @@ def run(args) -> int:
                 verify_root(root, deep=args.deep, window=args.window, storage_options=_storage_options(args),
                             progress=not args.no_progress)
             )
-    except WindowError as exc:
+    except (WindowError, NotAHiveStoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:

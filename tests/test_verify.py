@@ -468,6 +468,8 @@ def test_cli_bad_usage_is_2(zagg, capsys):
     store, _ = zagg("windowed")
     assert main(["verify", str(store), "--window", "all", "--no-progress"]) == 2
     assert "reserved all-time token" in capsys.readouterr().err
+    assert main(["verify", str(store.parent / "no-such-root"), "--no-progress"]) == 2
+    assert "does not exist" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         main(["verify"])
     assert exc.value.code == 2
