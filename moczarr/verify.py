@@ -44,6 +44,7 @@ from .errors import (
     CoverageError,
     LevelOmittedWarning,
     ManifestError,
+    MoczarrError,
     NotAHiveStoreError,
     ObjectDroppedWarning,
     PyramidError,
@@ -462,6 +463,11 @@ class _ProductCheck:
                                  f"{exc} (readers refuse the whole level)")
                         found += 1  # objects exist, they are wrong
                         ds = None
+                    except MoczarrError as exc:  # an unparsable stamp, a broken array contract: the open raises
+                        self.add(f"{level.artifact}-unreadable", "error", _object_of(str(exc), self.storage) or MANIFEST_NAME,
+                                 f"{exc} (opening the level raises)")
+                        found += 1
+                        ds = None
                 for c in caught:
                     if issubclass(c.category, ObjectDroppedWarning):
                         msg = str(c.message)
@@ -504,7 +510,11 @@ class _ProductCheck:
                                  "a stamped leaf without its data group: reads of it raise (malformed leaf)")
                         continue
                 else:  # a derived object's stamp is its root zarr.json, just read with the rest
-                    stamp = stamp_of(parse_json(objs.get("zarr.json"), self.storage.describe(f"{data}/zarr.json")))
+                    try:
+                        stamp = stamp_of(parse_json(objs.get("zarr.json"), self.storage.describe(f"{data}/zarr.json")))
+                    except StampError as exc:
+                        self.add("stamp-unparsable", "error", f"{data}/zarr.json", str(exc))
+                        continue
                 recorded = _recorded_hashes(stamp)
                 if recorded is None:
                     unrecorded += 1

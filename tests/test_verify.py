@@ -540,3 +540,18 @@ def test_legacy_leaf_without_its_data_group(zagg):
     shutil.rmtree(leaf_dir(store, "1111122") / "8")
     report = verify_store(store, deep=True)
     assert problems(report) == [("data-group-missing", "error", "1/1/1/1/1/2/2/1111122.zarr/8")]
+
+
+def test_unparsable_overview_stamp(zagg):
+    store, _ = zagg("pyramid")
+    (overview(store, "11111") / "zarr.json").write_text("{torn")
+    report = verify_store(store)
+    assert problems(report) == [("overview-unreadable", "error", "1/1/1/1/1/all.zarr/zarr.json")]
+
+
+def test_moraine_stats_zarr_that_does_not_match(copy_fixture):
+    from moczarr_moraine.verify import verify_moraine
+
+    copy = copy_fixture("moraine/stack_decimate_v1")
+    set_attrs(copy / "stats.zarr" / "zarr.json", lambda a: a.update(columns=["nan_fraction", "min"]))
+    assert problems(verify_moraine(copy)) == [("stats-dropped", "warning", "stats.zarr")]
