@@ -191,6 +191,11 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
         elif not report.findings:
             report.add("not-a-store", "error", "", "neither a morton-hive manifest nor any product with one")
         return []
+    others = [n for n in names if not is_product_name(n) and not ids.DECIMAL_RE.match(n)]
+    for name, payload in zip(others, storage.get_many([f"{n}/{MANIFEST_NAME}" for n in others])):
+        if payload is not None:
+            report.add("product-name-invalid", "warning", name + "/",
+                       "a store whose name breaks the product grammar [a-z0-9_-]{1,192}: readers never list it")
     for name in names:
         if is_product_name(name) and name not in manifests:
             report.add("not-a-product", "info", name + "/", "a product-shaped child without morton_hive.json; readers ignore it")
@@ -316,6 +321,9 @@ class _ProductCheck:
                 self.add("debris", "warning", ref.path, "unstamped .zarr prefix (a torn or failed write): readers skip it; safe to delete")
                 continue
             self.stamped.append(ref)
+            if "window" in stamp and stamp["window"] != ref.window:
+                self.add("stamp-window-mismatch", "warning", ref.path,
+                         f"the stamp says window {stamp['window']!r}, the leaf's name {ref.window!r}: readers go by the name")
             try:
                 prefix = leaf_data_prefix(ref.path, stamp, where=self.storage.describe(ref.path))
             except VersionPointerError as exc:

@@ -555,3 +555,19 @@ def test_moraine_stats_zarr_that_does_not_match(copy_fixture):
     copy = copy_fixture("moraine/stack_decimate_v1")
     set_attrs(copy / "stats.zarr" / "zarr.json", lambda a: a.update(columns=["nan_fraction", "min"]))
     assert problems(verify_moraine(copy)) == [("stats-dropped", "warning", "stats.zarr")]
+
+
+def test_product_under_a_name_the_grammar_refuses(zagg):
+    store, golden = zagg("multi")
+    (store / "atl06_column").rename(store / "ATL06-Column")
+    report = verify_store(store)
+    assert problems(report) == [("product-name-invalid", "warning", "ATL06-Column/")]
+    assert report.counts["products"] == len(golden["products"]) - 1
+
+
+def test_stamp_window_that_disagrees_with_the_name(zagg):
+    store, _ = zagg("windowed")
+    leaf = leaf_dir(store, "1111111", "2020")
+    set_attrs(leaf / "zarr.json", lambda a: a["morton_hive_commit"].update(window="2019"))
+    report = verify_store(store)
+    assert problems(report) == [("stamp-window-mismatch", "warning", "1/1/1/1/1/1/1/1111111_2020.zarr")]
