@@ -42,7 +42,6 @@ from .coverage import ROOT_MOC_NAME, aoi_mask, box_words, decode_bitmap, parse_r
 from .errors import (
     ArrayContractError,
     CoverageError,
-    LevelOmittedWarning,
     ManifestError,
     MoczarrError,
     NotAHiveStoreError,
@@ -476,13 +475,12 @@ class _ProductCheck:
                                  f"{exc} (opening the level raises)")
                         found += 1
                         ds = None
+                # the opener's other warnings (level omitted, walk fallback) are what level-unswept reports
                 for c in caught:
                     if issubclass(c.category, ObjectDroppedWarning):
                         msg = str(c.message)
                         self.add(f"{level.artifact}-dropped", "warning", _object_of(msg, self.storage), msg)
                         found += 1
-                    elif not issubclass(c.category, LevelOmittedWarning):
-                        continue
                 if ds is None:
                     continue
                 for entry in ds.attrs.get("zagg_objects") or []:
