@@ -61,6 +61,7 @@ from .storage import count_requests
 from .store import leaf_data_prefix, read_commits
 from .times import observed_between
 from .tree import finest_source_at, open_store, overview_orders, source_orders
+from .verify import Finding, VerifyReport, verify_store
 
 __version__ = "0.1.0"
 
@@ -134,4 +135,7 @@ __all__ = [
     "read_manifest",
     "read_ragged",
     "source_orders",
+    "Finding",
+    "VerifyReport",
+    "verify_store",
 ]

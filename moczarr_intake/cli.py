@@ -3,6 +3,7 @@
     moczarr-catalog build ROOT... --out DIR [--thumbnails] [--anon] [--endpoint-url URL]
     moczarr-catalog show ROOT
     moczarr-catalog demo [--out DIR]
+    moczarr-catalog verify ROOT... [--deep] [--json]
 
 ``build`` tells morton-hive roots and moraine pyramid folders apart by content,
 writes ``DIR/stac/catalog.json`` (static STAC) and ``DIR/catalog.yaml``
@@ -31,6 +32,7 @@ from moczarr.metadata import (
 from moczarr_moraine import is_moraine_pyramid, read_moraine_info
 from moczarr_samples import write_sample_store
 
+from . import verify_cli
 from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
 from .stac import build_stac, stac_hrefs
 
@@ -160,10 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("root")
     d = sub.add_parser("demo", help="write the sample store, build and open its catalogs")
     d.add_argument("--out", type=Path, default=None, help="keep the sample and its catalogs here (default: a temporary folder)")
+    verify_cli.add_parser(sub)
     for p in (b, s):
         p.add_argument("--anon", action="store_true", help="anonymous object-store access")
         p.add_argument("--endpoint-url", default=None, help="S3-compatible endpoint")
     args = parser.parse_args(argv)
+    if args.cmd == "verify":
+        return verify_cli.run(args)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)

@@ -655,23 +655,33 @@ def open_moraine_index(path, level: int, storage_options: dict | None = None) ->
 
 
 def read_moraine_rtree(path, storage_options: dict | None = None) -> xr.DataArray | None:
-    """``rtree.zarr`` of a point-cloud pyramid as a lazy DataArray (dims ``node``, ``bound`` with
-    ``bound`` = x0, y0, xm, ym; attrs ``page_size`` and ``n_points``), or ``None`` when the pyramid
-    has none (always for rasters). The tree is optional: this reader does not build one."""
+    """The bounding-box tree of a point-cloud pyramid's points as a DataArray (dims ``node``,
+    ``bound`` with ``bound`` = x0, y0, xm, ym; attrs ``page_size``, ``n_points`` and ``built``),
+    or ``None`` for a raster pyramid.
+
+    ``rtree.zarr`` opens lazily when the pyramid has one (``built`` false). Otherwise, as the
+    contract asks of readers, the tree is built in memory from ``x.zarr`` / ``y.zarr`` with
+    :func:`moczarr_moraine.rtree.build_rtree` at the writer's page size (``built`` true); nothing
+    is written. Raises :class:`PyramidError` for an ``rtree.zarr`` that is not ``(n_nodes, 4)``
+    or points missing or of mismatched lengths."""
+    from .rtree import DEFAULT_PAGE_SIZE, build_rtree
+
     loc = _Location(path, storage_options)
     info, _ = _info(loc)
     if not info.is_point_cloud:
         return None
+    dims, coords = ("node", "bound"), {"bound": ["x0", "y0", "xm", "ym"]}
     arr = loc.try_open("rtree.zarr")
     if arr is None:
-        return None
+        x = loc.open("x.zarr", "the x coordinates of the points")
+        y = loc.open("y.zarr", "the y coordinates of the points")
+        if x.ndim != 1 or tuple(x.shape) != tuple(y.shape):
+            raise PyramidError(f"{loc.path}: x.zarr {tuple(x.shape)} and y.zarr {tuple(y.shape)} are not one point list")
+        boxes = build_rtree(x[...], y[...], DEFAULT_PAGE_SIZE)
+        attrs = {"page_size": DEFAULT_PAGE_SIZE, "n_points": int(x.shape[0]), "built": True}
+        return xr.DataArray(boxes, dims=dims, coords=coords, name="rtree", attrs=attrs)
     if arr.ndim != 2 or arr.shape[1] != 4:
         raise PyramidError(f"{loc.url('rtree.zarr')}: shape {tuple(arr.shape)}, expected (n_nodes, 4)")
     attrs = _jsonable(arr.attrs.asdict() if hasattr(arr.attrs, "asdict") else dict(arr.attrs))
-    return xr.DataArray(
-        _lazy(loc, "rtree.zarr", arr),
-        dims=("node", "bound"),
-        coords={"bound": ["x0", "y0", "xm", "ym"]},
-        name="rtree",
-        attrs=attrs,
-    )
+    attrs["built"] = False
+    return xr.DataArray(_lazy(loc, "rtree.zarr", arr), dims=dims, coords=coords, name="rtree", attrs=attrs)

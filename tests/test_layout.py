@@ -8,7 +8,7 @@
   and ``moczarr_samples``);
 - the hive reader never imports ``moczarr_moraine``, ``moczarr_samples`` or
   ``moczarr_intake`` (only its deprecated re-export shims name another package),
-  and ``moczarr_moraine`` shares only the error types, storage and locations.
+  and ``moczarr_moraine`` shares only the error types, storage, locations and the findings record.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ PACKAGES = ("moczarr", "moczarr_moraine", "moczarr_samples", "moczarr_intake")
 #: one-release re-export modules kept at old import paths (docs/architecture.md)
 SHIMS = {"moczarr.moraine", "moczarr.products", "moczarr_intake.summary"}
 PUBLIC_CORE = {"moczarr", "moczarr.metadata"}
-MORAINE_MAY_USE = {"moczarr.errors", "moczarr.storage", "moczarr.locations"}
+MORAINE_MAY_USE = {"moczarr.errors", "moczarr.storage", "moczarr.locations", "moczarr.findings"}
 
 
 def _modules() -> dict[str, Path]:
