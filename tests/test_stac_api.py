@@ -1,7 +1,7 @@
 """A real STAC API in the loop: build -> stac-geoparquet -> ``rustac serve`` -> pystac-client search -> open.
 
 The catalog is built by ``moczarr-catalog build`` over copies of the bundled
-sample (``catalogs/sample``: two stores) and of two shared fixtures, all inside
+sample (``catalogs/sample``: a root of two products) and of two shared fixtures, all inside
 the output folder, so the catalog's hrefs are relative and the geoparquet
 export must resolve them. ``rustac serve`` (its in-memory backend) serves
 ``OUT/stac/items.parquet`` on a free 127.0.0.1 port for the module; searches go
@@ -54,7 +54,7 @@ QUERIES = [
     ("corner-outside-footprint", SAMPLE_CORNER, None, None),
     ("fixture-box-2020", FIXTURE_BOX, "2020-03-01T00:00:00Z/2020-09-01T00:00:00Z", None),
     ("world-2019-2020-two-collections", WORLD, "2019-06-01T00:00:00Z/2020-06-01T00:00:00Z",
-     ["elevation_yearly-moczarr_sample", "windowed-atl06"]),
+     ["elevation_yearly", "windowed-atl06"]),
     ("one-collection", WORLD, None, ["pyramid-atl06"]),
     ("instant", WORLD, "2025-01-01T00:00:00Z", None),
     ("open-end", FIXTURE_BOX, "2021-06-01T00:00:00Z/..", None),
@@ -70,24 +70,29 @@ def quiet(fn, *args, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory) -> dict[str, Path]:
-    """The stores of the catalog, copied into its output folder (the one place that says where they come from)."""
+def stores(tmp_path_factory) -> SimpleNamespace:
+    """The stores of the catalog, copied into its output folder (the one place that says where they come from).
+
+    ``roots``: what the build is given (the sample's multi-product root and two
+    bare stores); ``products``: every product root, where an Item's data is.
+    """
     out = tmp_path_factory.mktemp("stacapi")
     sample = out / "sample"
     shutil.copytree(REPO / "catalogs" / "sample", sample)
-    copies = {"elevation": sample / "elevation", "elevation_yearly": sample / "elevation_yearly"}
+    roots = [sample]
     for name, fixture in (("windowed", "zagg/windowed/store"), ("pyramid", "zagg/pyramid/store")):
-        copies[name] = out / name
-        shutil.copytree(fixture_path(fixture), copies[name])  # fails under CI=true when fixtures are missing
+        shutil.copytree(fixture_path(fixture), out / name)  # fails under CI=true when fixtures are missing
+        roots.append(out / name)
     for path in [out, *out.rglob("*")]:  # the shared copy is read-only
         path.chmod(0o755 if path.is_dir() else 0o644)
-    return copies
+    products = [sample / "elevation", sample / "elevation_yearly", *roots[1:]]
+    return SimpleNamespace(out=out, roots=roots, products={str(p) for p in products})
 
 
 @pytest.fixture(scope="module")
 def built(stores):
-    out = stores["windowed"].parent  # the stores sit in the output folder, as catalogs/sample does in catalogs/
-    rc = quiet(cli.main, ["build", *map(str, stores.values()), "--out", str(out)])
+    out = stores.out  # the stores sit in the output folder, as catalogs/sample does in catalogs/
+    rc = quiet(cli.main, ["build", *map(str, stores.roots), "--out", str(out)])
     assert rc == 0
     catalog = pystac.Catalog.from_file(str(out / "stac" / "catalog.json"))
     items = list(catalog.get_items(recursive=True))
@@ -189,7 +194,7 @@ def test_build_writes_every_item_as_geoparquet(built, stores):
     assert built.parquet.is_file()
     rows = rustac.read_sync(str(built.parquet))["features"]
     assert sorted(r["id"] for r in rows) == sorted(i.id for i in built.items)
-    roots = {str(p) for p in stores.values()}
+    roots = stores.products
     for row in rows:
         assert not {link["rel"] for link in row["links"]} & {"self", "root", "parent", "collection"}
         hint = row["assets"]["data"]["moczarr:open"]
@@ -278,7 +283,7 @@ def served_level_items(api, bbox, datetime):
 
 def direct_open(item: pystac.Item, stores, aoi=None):
     root = item.assets["data"].href
-    assert root in {str(p) for p in stores.values()}
+    assert root in stores.products
     props = item.properties
     return quiet(moczarr.open_level, root, props["moczarr:cell_order"], window=props.get("moczarr:window"), aoi=aoi)
 
