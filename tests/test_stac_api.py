@@ -113,39 +113,62 @@ def rustac_command() -> str:
     return found
 
 
-@pytest.fixture(scope="module")
-def api(built, tmp_path_factory):
-    """``rustac serve`` over the built geoparquet on 127.0.0.1; stopped when the module is done."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = tmp_path_factory.mktemp("rustac") / "stderr.txt"
-    # --use-duckdb false: the DuckDB backend fetches DuckDB extensions on first use; the in-memory one needs nothing
-    cmd = [rustac_command(), "serve", str(built.parquet), "--use-duckdb", "false",
-           "--create-collections", "--addr", f"127.0.0.1:{port}"]
-    with open(log, "wb") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
+#: a loopback opener that never goes through a configured HTTP proxy
+LOOPBACK = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
     try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def start_server(parquet: Path, log: Path) -> tuple[subprocess.Popen, str]:
+    """``rustac serve`` on a free 127.0.0.1 port, answering within SERVER_START_SECONDS, or the test fails.
+
+    A port taken between choosing and binding it makes the server exit: up to
+    three ports are tried. The failure message carries the server's stderr.
+    """
+    for _attempt in range(3):
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        # --use-duckdb false: the DuckDB backend fetches DuckDB extensions on first use; the in-memory one needs nothing
+        cmd = [rustac_command(), "serve", str(parquet), "--use-duckdb", "false",
+               "--create-collections", "--addr", f"127.0.0.1:{port}"]
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + SERVER_START_SECONDS
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"rustac serve exited with {proc.returncode}: {log.read_text()}")
+        while proc.poll() is None:
             try:
-                with urllib.request.urlopen(url + "/", timeout=2) as response:
+                with LOOPBACK.open(url + "/", timeout=2) as response:
                     if response.status == 200:
-                        break
+                        return proc, url
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass
             if time.monotonic() > deadline:
+                stop(proc)
                 pytest.fail(f"rustac serve not answering at {url} after {SERVER_START_SECONDS} s: {log.read_text()}")
             time.sleep(0.1)
-        yield SimpleNamespace(url=url, client=Client.open(url))
+        if "in use" not in log.read_text():
+            break
+    pytest.fail(f"rustac serve exited with {proc.returncode}: {log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def api(built, tmp_path_factory):
+    """``rustac serve`` over the built geoparquet on 127.0.0.1; stopped when the module is done."""
+    log = tmp_path_factory.mktemp("rustac") / "stderr.txt"
+    proc, url = start_server(built.parquet, log)
+    try:
+        with pytest.MonkeyPatch.context() as mp:  # pystac-client (requests) must not send loopback traffic to a proxy
+            for name in ("NO_PROXY", "no_proxy"):
+                mp.setenv(name, "127.0.0.1,localhost")
+            yield SimpleNamespace(url=url, client=Client.open(url))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc)
 
 
 def interval(item: pystac.Item) -> tuple[dt.datetime, dt.datetime]:
