@@ -7,7 +7,8 @@
 
 ``build`` tells morton-hive roots and moraine pyramid folders apart by content,
 writes ``DIR/stac/catalog.json`` (static STAC) and ``DIR/catalog.yaml``
-(Intake, version 1 drivers) plus ``DIR/catalog_v2.yaml`` (Intake readers).
+(Intake, version 1 drivers) plus ``DIR/catalog_v2.yaml`` (Intake readers), and
+the STAC Items as stac-geoparquet ``DIR/stac/items.parquet`` (what ``rustac serve`` loads).
 """
 
 from __future__ import annotations
@@ -81,7 +82,9 @@ def build(roots: list[str], out: Path, *, storage_options=None, thumbnails=False
             hrefs[key] = "{{ CATALOG_DIR }}/" + os.path.relpath(href, out)
     v1 = write_yaml(v1_catalog(summaries, out, stac_hrefs=hrefs, storage_options=storage_options, moraine=moraine), out / "catalog.yaml")
     v2 = write_yaml(v2_catalog(summaries, out), out / "catalog_v2.yaml")
-    return {"intake": v1, "intake_v2": v2, "stac": out / "stac" / "catalog.json", "summaries": summaries, "moraine": moraine}
+    parquet = out / "stac" / "items.parquet"  # absent when no Item has a geometry
+    return {"intake": v1, "intake_v2": v2, "stac": out / "stac" / "catalog.json", "summaries": summaries, "moraine": moraine,
+            "geoparquet": parquet if parquet.exists() else None}
 
 
 def show(root: str, storage_options=None) -> str:
@@ -174,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("ignore", UserWarning)
             if args.cmd == "build":
                 written = build(args.roots, args.out, storage_options=_storage_options(args), thumbnails=args.thumbnails)
-                print(f"wrote {written['intake']}, {written['intake_v2']}, {written['stac']}")
+                print(f"wrote {written['intake']}, {written['intake_v2']}, {written['stac']}"
+                      + (f", {written['geoparquet']}" if written["geoparquet"] else ""))
             elif args.cmd == "show":
                 print(show(args.root, _storage_options(args)))
             else:

@@ -2,7 +2,8 @@
 
 One module per job: :mod:`.build` (Collections, Items, the catalog),
 :mod:`.validate` (offline schema validation), :mod:`.thumbnails` (quicklook
-PNGs), :mod:`.open` (open an Item or Collection with the reader it names).
+PNGs), :mod:`.geoparquet` (the Items as stac-geoparquet, for a STAC API
+server), :mod:`.open` (open an Item or Collection with the reader it names).
 """
 
 from moczarr import MissingSchemaError
@@ -21,6 +22,7 @@ from .build import (
     relativize_local_hrefs,
     stac_hrefs,
 )
+from .geoparquet import write_geoparquet
 from .open import open_hint, open_stac
 from .thumbnails import draw_thumbnail
 from .validate import schema_dir, validate_document, validate_offline
@@ -46,4 +48,5 @@ __all__ = [
     "validate_document",
     "validate_offline",
     "window_interval",
+    "write_geoparquet",
 ]

@@ -46,6 +46,7 @@ from moczarr.metadata import (
     window_interval,
 )
 
+from .geoparquet import write_geoparquet
 from .moraine import moraine_stac_item
 from .thumbnails import PNG_TYPE, draw_thumbnail
 
@@ -502,7 +503,8 @@ def build_stac(
     :class:`moczarr_moraine.MorainePyramid` infos, each added as an Item
     (:func:`moczarr_intake.moraine_catalog.moraine_stac_item`) under the top
     Catalog. When ``out_dir`` is given the hrefs are normalized there and the
-    catalog is saved self-contained; ``thumbnails=True`` (needs ``out_dir``)
+    catalog is saved self-contained, its Items also as stac-geoparquet
+    (``items.parquet``, :func:`.geoparquet.write_geoparquet`); ``thumbnails=True`` (needs ``out_dir``)
     writes a coverage quicklook PNG per Collection. ``progress``: True for a
     progress bar over products (stderr), or a callable ``progress(kind, name)``
     called after each store (``"store"``) and each product (``"product"``).
@@ -593,6 +595,7 @@ def build_stac(
         if relative_to is not None:
             relativize_local_hrefs(top, Path(relative_to))
         top.save(pystac.CatalogType.SELF_CONTAINED)
+        write_geoparquet(top, Path(out_dir) / "items.parquet")  # the file a STAC API server loads
     return top
 
 
