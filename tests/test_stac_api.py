@@ -318,11 +318,6 @@ def test_found_items_open_to_what_open_level_gives(api, stores):
         xr.testing.assert_identical(opened.load(), direct_open(item, stores).load())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="needs moczarr.BBox(west, south, east, north) as aoi= (another helper adds it to the reader)",
-)
 def test_found_items_open_within_the_search_box(api, stores):
     for name, box, datetime in (("sample", SAMPLE_BOX, None), ("fixtures", FIXTURE_BOX, "2020-03-01T00:00:00Z/..")):
         aoi = moczarr.BBox(*box)
