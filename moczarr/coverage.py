@@ -16,7 +16,7 @@ import mortie
 import numpy as np
 import zstandard
 
-from . import ids
+from . import ids, keys
 from .errors import CoverageError
 
 log = logging.getLogger(__name__)
@@ -174,7 +174,7 @@ def read_coverage_bitmap(
     if cov.get("encoding") != "bitmap":
         return None
     prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
-    sidecar = cov.get("sidecar") or "coverage.moc"
+    sidecar = keys.sidecar_name(cov.get("sidecar") or "coverage.moc", f"{storage.describe(path)}: stamp coverage")
     payload = storage.get_bytes(f"{prefix}/{sidecar}")
     if payload is None:
         return None

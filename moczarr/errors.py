@@ -37,7 +37,15 @@ class StampError(MoczarrError, ValueError):
     """A commit stamp or ``zarr.json`` is present but cannot be parsed or trusted."""
 
 
-class VersionPointerError(StampError):
+class KeyContainmentError(MoczarrError, ValueError):
+    """A key read from store content (a name, a pointer, a location) is not one path component of its grammar.
+
+    Composing a key from it could address something outside the object it
+    belongs to (or outside the store), so it is refused before any read.
+    """
+
+
+class VersionPointerError(StampError, KeyContainmentError):
     """A stamp's ``current`` is not one path component beginning ``run-``."""
 
 
@@ -67,6 +75,30 @@ class PyramidError(MoczarrError, ValueError):
 
 class UnsupportedVersionError(MoczarrError, ValueError):
     """An object declares a format version newer than this reader supports."""
+
+
+class SchemaError(StampError):
+    """A data group's metadata contradicts what its stamp declares, or an array's metadata cannot be used."""
+
+
+class ChunkError(MoczarrError, ValueError):
+    """A data chunk is present but cannot be decoded (empty, truncated, corrupt, wrong size)."""
+
+
+class StorageError(MoczarrError, OSError):
+    """The object store failed to serve an object (after the retry budget); names the object."""
+
+
+class StorageTimeoutError(StorageError, TimeoutError):
+    """An object did not arrive within the read timeout (a stalled or unreachable server)."""
+
+
+class StoragePermissionError(StorageError, PermissionError):
+    """The object store refused access to an object (403, missing credentials)."""
+
+
+class StorageThrottledError(StorageError):
+    """The object store kept throttling (``SlowDown``, 503) past the retry budget."""
 
 
 class MoczarrWarning(UserWarning):

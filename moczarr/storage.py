@@ -32,9 +32,14 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, StorePath, WrapperStore
 
-from .errors import StampError
+from .errors import MoczarrError, StampError
+from .keys import relative_key
+from .retry import RetryPolicy, policy_from_options, read_with_retries
 
 DEFAULT_CONCURRENCY = 32
+#: botocore socket timeouts of every object-store request, in seconds (``config_kwargs`` overrides)
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 10.0
 
 
 class RequestCounter(Counter):
@@ -107,36 +112,75 @@ def _record(op: str, key: str) -> None:
 
 
 class CountingStore(WrapperStore):
-    """A read-only zarr store wrapper that reports each request to the active counters."""
+    """A read-only zarr store wrapper: counts each request, retries transient failures, types the rest.
+
+    Every read runs under ``policy`` (:class:`~moczarr.retry.RetryPolicy`: a
+    bounded number of attempts inside one deadline, transient failures only);
+    a failure that survives it is raised as a
+    :class:`~moczarr.errors.StorageError` naming the object's address.
+    """
+
+    def __init__(self, store: Store, policy: RetryPolicy | None = None):
+        super().__init__(store)
+        self.policy = policy or RetryPolicy.local()
+
+    def address(self, key: str) -> str:
+        """The user-facing address of a store key (``s3://bucket/...`` or a local path)."""
+        return describe_key(self._store, key)
 
     async def get(self, key: str, prototype=None, byte_range: ByteRequest | None = None):
         _record("GET", key)
-        return await self._store.get(key, prototype or default_buffer_prototype(), byte_range)
+        prototype = prototype or default_buffer_prototype()
+        return await read_with_retries(
+            lambda: self._store.get(key, prototype, byte_range), self.policy, self.address(key)
+        )
 
     async def get_partial_values(self, prototype, key_ranges):
         key_ranges = list(key_ranges)
         for key, _ in key_ranges:
             _record("GET", key)
-        return await self._store.get_partial_values(prototype, key_ranges)
+        where = self.address(key_ranges[0][0]) if key_ranges else self.address("")
+        return await read_with_retries(
+            lambda: self._store.get_partial_values(prototype, key_ranges), self.policy, where
+        )
 
     async def exists(self, key: str) -> bool:
         _record("GET", key)
-        return await self._store.exists(key)
+        return await read_with_retries(lambda: self._store.exists(key), self.policy, self.address(key))
+
+    async def _listed(self, listing, prefix: str):
+        async def collect():
+            return [name async for name in listing()]
+
+        for name in await read_with_retries(collect, self.policy, self.address(prefix) + "/ (LIST)"):
+            yield name
 
     def list_dir(self, prefix: str):
         _record("LIST", prefix)
-        return self._store.list_dir(prefix)
+        return self._listed(lambda: self._store.list_dir(prefix), prefix)
 
     def list_prefix(self, prefix: str):
         _record("LIST", prefix)
-        return self._store.list_prefix(prefix)
+        return self._listed(lambda: self._store.list_prefix(prefix), prefix)
 
     def list(self):
         _record("LIST", "")
-        return self._store.list()
+        return self._listed(self._store.list, "")
 
     def __reduce__(self):
-        return (CountingStore, (self._store,))
+        return (CountingStore, (self._store, self.policy))
+
+
+def describe_key(store: Store, key: str) -> str:
+    """``s3://bucket/prefix/key`` for an fsspec store, ``/root/key`` for a local one."""
+    if isinstance(store, FsspecStore):
+        protocol = store.fs.protocol[0] if isinstance(store.fs.protocol, (tuple, list)) else store.fs.protocol
+        base = f"{protocol}://{store.path.strip('/')}"
+    elif isinstance(store, LocalStore):
+        base = str(store.root)
+    else:
+        base = str(getattr(store, "path", "") or store)
+    return f"{base.rstrip('/')}/{key}" if key else base
 
 
 def _split_url(url: str) -> tuple[str | None, str]:
@@ -146,21 +190,50 @@ def _split_url(url: str) -> tuple[str | None, str]:
     return None, url
 
 
-def make_store(url: str | os.PathLike, storage_options: dict | None = None) -> Store:
-    """A read-only zarr store for a local path, ``file://`` URL or fsspec URL (``s3://...``)."""
+def make_store(
+    url: str | os.PathLike, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY
+) -> Store:
+    """A read-only zarr store for a local path, ``file://`` URL or fsspec URL (``s3://...``).
+
+    Object-store reads are bounded (:func:`fsspec_options`, :mod:`moczarr.retry`);
+    the ``moczarr_retry`` key of ``storage_options`` tunes the retry budget.
+    """
     url = os.fspath(url)
     protocol, rest = _split_url(url)
     if protocol in (None, "file", "local"):
         path = rest if protocol else url
-        base: Store = LocalStore(os.path.abspath(path), read_only=True)
-    else:
-        base = FsspecStore.from_url(url, storage_options=_fsspec_options(protocol, storage_options), read_only=True)
-    return CountingStore(base)
+        return CountingStore(LocalStore(os.path.abspath(path), read_only=True), RetryPolicy.local())
+    options, policy = fsspec_options(protocol, storage_options, concurrency)
+    try:
+        base = FsspecStore.from_url(url, storage_options=options, read_only=True)
+        if protocol in ("s3", "s3a"):
+            base.fs.retries = 1  # one try per call: moczarr's policy is the only retry loop
+    except MoczarrError:
+        raise
+    except Exception as exc:  # an unknown protocol, a missing s3fs, a bad option
+        from .errors import StorageError
+
+        raise StorageError(f"{url}: cannot open the object store ({type(exc).__name__}: {exc})") from exc
+    return CountingStore(base, policy)
 
 
-def _fsspec_options(protocol: str | None, storage_options: dict | None) -> dict:
-    """The caller's ``storage_options`` plus the defaults S3 needs (the caller's values win).
+def fsspec_options(
+    protocol: str | None, storage_options: dict | None, concurrency: int = DEFAULT_CONCURRENCY
+) -> tuple[dict, RetryPolicy]:
+    """The fsspec options of an open (the caller's values win) and the retry policy it reads under.
 
+    S3 (``s3://``, ``s3a://``) gets bounded requests set once here:
+
+    - ``config_kwargs``: ``connect_timeout`` :data:`CONNECT_TIMEOUT`,
+      ``read_timeout`` :data:`READ_TIMEOUT`, ``retries={"total_max_attempts": 1}``
+      and ``max_pool_connections = concurrency``. botocore makes one attempt:
+      the retries are moczarr's (below), so they are counted once, not
+      multiplied through botocore's and s3fs's nested loops.
+    - s3fs's own retry loop (its ``retries`` attribute, not a constructor
+      option) is set to one try on the filesystem for the same reason.
+    - ``moczarr_retry`` (popped, never passed to fsspec): the
+      :class:`~moczarr.retry.RetryPolicy` fields (``attempts``, ``deadline``,
+      ``backoff``, ``max_backoff``) for every read of the open.
     - ``max_concurrency=1``: s3fs sizes every whole-object read with a HEAD when
       ``max_concurrency > 1`` (its default is 10), to split large objects into
       parallel ranged GETs. Hive objects are small, so that HEAD only doubled
@@ -171,10 +244,17 @@ def _fsspec_options(protocol: str | None, storage_options: dict | None) -> dict:
       see leaves committed since. Every LIST goes to the server.
     """
     opts = dict(storage_options or {})
+    policy = policy_from_options(opts.pop("moczarr_retry", None))
     if protocol in ("s3", "s3a"):
         opts.setdefault("max_concurrency", 1)
         opts.setdefault("use_listings_cache", False)
-    return opts
+        config = dict(opts.get("config_kwargs") or {})
+        config.setdefault("connect_timeout", CONNECT_TIMEOUT)
+        config.setdefault("read_timeout", READ_TIMEOUT)
+        config.setdefault("retries", {"total_max_attempts": 1})
+        config.setdefault("max_pool_connections", max(10, int(concurrency)))
+        opts["config_kwargs"] = config
+    return opts, policy
 
 
 class Storage:
@@ -204,7 +284,7 @@ class Storage:
         if isinstance(url, Storage):
             return url
         url = os.fspath(url)
-        return cls(make_store(url, storage_options), "", location=url.rstrip("/"), concurrency=concurrency)
+        return cls(make_store(url, storage_options, concurrency), "", location=url.rstrip("/"), concurrency=concurrency)
 
     def child(self, sub: str) -> "Storage":
         """The same handle rooted at ``{root}/{sub}`` (a product inside a multi-product root)."""
@@ -214,7 +294,8 @@ class Storage:
         )
 
     def key(self, rel: str) -> str:
-        rel = rel.strip("/")
+        """The store key of ``rel``; raises :class:`~moczarr.errors.KeyContainmentError` for a key leaving the root."""
+        rel = relative_key(rel, self.location)
         return f"{self.root}/{rel}" if self.root and rel else (self.root or rel)
 
     def describe(self, rel: str = "") -> str:
@@ -243,7 +324,7 @@ class Storage:
 
         async def go():
             sem = asyncio.Semaphore(self.concurrency)
-            return await asyncio.gather(*(self._get(r, sem) for r in rels))
+            return await gather_or_cancel([self._get(r, sem) for r in rels])
 
         return list(sync(go()))
 
@@ -274,7 +355,7 @@ class Storage:
 
         async def go():
             sem = asyncio.Semaphore(self.concurrency)
-            return await asyncio.gather(*(one(r, sem) for r in rels))
+            return await gather_or_cancel([one(r, sem) for r in rels])
 
         return list(sync(go()))
 
@@ -286,6 +367,22 @@ class Storage:
 
     def __repr__(self) -> str:
         return f"Storage({self.location!r})"
+
+
+async def gather_or_cancel(coros: list) -> list:
+    """``asyncio.gather`` whose first failure cancels the rest of the batch before it is raised.
+
+    Reads still waiting for the semaphore are never sent, so an error that ends
+    an open costs no further requests (plain ``gather`` lets them all run).
+    """
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def parse_json(payload: bytes | None, where: str) -> Any:

@@ -12,12 +12,11 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import ids
-from .errors import CoverageFallbackWarning, VersionPointerError
+from . import ids, keys
+from .errors import CoverageFallbackWarning
 from .storage import Storage
 
 STAMP_KEY = "morton_hive_commit"
-_VERSION_RE = re.compile(r"^run-[^/\\]+$")
 
 
 def stamp_of(zarr_json: dict | None) -> dict | None:
@@ -57,17 +56,13 @@ def read_commits(store_root, leaves: Sequence[str], *, storage_options: dict | N
 def version_of(stamp: dict | None, where: str = "") -> str | None:
     """The validated ``current`` version name of a root stamp (None for legacy leaves).
 
-    Raises :class:`VersionPointerError` unless ``current`` is absent, null, or
-    a string forming exactly one path component that begins ``run-``.
+    Raises :class:`~moczarr.errors.VersionPointerError` unless ``current`` is
+    absent, null, or a string forming exactly one path component that begins
+    ``run-`` (:func:`moczarr.keys.version_name`).
     """
     if not stamp or stamp.get("current") is None:
         return None
-    current = stamp["current"]
-    if not isinstance(current, str) or not _VERSION_RE.match(current) or current in (".", ".."):
-        raise VersionPointerError(
-            f"{where}: stamp 'current' is {current!r}; a version pointer must be one path component beginning 'run-'"
-        )
-    return current
+    return keys.version_name(stamp["current"], where)
 
 
 def leaf_data_prefix(leaf: str, stamp: dict | None, *, where: str | None = None) -> str:
