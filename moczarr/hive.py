@@ -28,6 +28,7 @@ from .errors import (
     StampError,
     UncommittedError,
 )
+from .integrity import check_cells_extent, stamp_clock, stamp_int
 from .manifest import Manifest, check_window, read_manifest
 from .storage import DEFAULT_CONCURRENCY, Storage
 from .store import LeafRef, leaf_data_prefix, read_roots, stamp_of, walk_leaves, windows_present
@@ -264,6 +265,7 @@ def leaves_dataset(
     """The Dataset of admitted leaves: domain arithmetic, then lazy assembly."""
     group = str(manifest.cell_order)
     schema = read_schema(storage, f"{schema_leaf.prefix}/{group}", stamped_array_names(schema_leaf.stamp, group))
+    check_cells_extent(schema.arrays, lambda a: a.cells_axis, manifest.cells_per_leaf, storage.describe(f"{schema_leaf.prefix}/{group}"))
     words = ids.to_words([lf.ref.decimal for lf in leaves]) if leaves else np.empty(0, np.uint64)
     domain = domain_of(words, manifest.shard_order, manifest.cell_order, cover)
     first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
@@ -285,16 +287,19 @@ def stamped_array_names(stamp: dict, group: str) -> list[str] | None:
 
 
 def leaf_summary(leaves: list[Leaf]) -> dict:
-    """What the admitted leaves' stamps say, summarized for ``attrs``."""
-    stamps = [lf.stamp for lf in leaves]
-    written = sorted(s["written_at"] for s in stamps if isinstance(s.get("written_at"), str))
-    ranges = [s["time_range"] for s in stamps if isinstance(s.get("time_range"), list) and len(s["time_range"]) == 2]
+    """What the admitted leaves' stamps say, summarized for ``attrs``.
+
+    Raises :class:`StampError` naming the leaf for a mistyped stamp field.
+    """
+    clocks = [stamp_clock(lf.stamp, lf.ref.path) for lf in leaves]
+    written = sorted(w for w, _ in clocks if w is not None)
+    ranges = [r for _, r in clocks if r is not None]
     out = {
         "n_leaves": len(leaves),
         "leaves": [lf.ref.decimal for lf in leaves],
         "n_versioned": sum(1 for lf in leaves if lf.prefix != lf.ref.path),
-        "cells_with_data": int(sum(int(s.get("cells_with_data") or 0) for s in stamps)),
-        "granule_count": int(sum(int(s.get("granule_count") or 0) for s in stamps)),
+        "cells_with_data": sum(stamp_int(lf.stamp, "cells_with_data", lf.ref.path) for lf in leaves),
+        "granule_count": sum(stamp_int(lf.stamp, "granule_count", lf.ref.path) for lf in leaves),
     }
     if written:
         out["written_at"] = [written[0], written[-1]]

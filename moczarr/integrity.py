@@ -94,6 +94,22 @@ def stamp_int(stamp: dict, name: str, where: str) -> int:
     return value
 
 
+def stamp_clock(stamp: dict, where: str) -> tuple[str | None, list[str] | None]:
+    """``(written_at, time_range)`` of a stamp, each None when absent.
+
+    Raises :class:`StampError` for a ``written_at`` that is not a string or a
+    ``time_range`` that is not an ordered pair of strings.
+    """
+    written = stamp.get("written_at")
+    if written is not None and not isinstance(written, str):
+        raise StampError(f"{where}: stamp field 'written_at' is {written!r}, not an ISO-8601 string")
+    span = stamp.get("time_range")
+    if span is not None:
+        if not (isinstance(span, list) and len(span) == 2 and all(isinstance(t, str) for t in span)) or span[0] > span[1]:
+            raise StampError(f"{where}: stamp field 'time_range' is {span!r}, not an ordered pair of ISO-8601 strings")
+    return written, span
+
+
 def chunk_keys(array, index: tuple, limit: int = 4) -> list[str]:
     """Up to ``limit`` chunk keys a selection of ``array`` touches (error messages only)."""
     try:
@@ -169,5 +185,6 @@ __all__ = [
     "chunk_keys",
     "parse_array_metadata",
     "read_chunks",
+    "stamp_clock",
     "stamp_int",
 ]

@@ -110,6 +110,9 @@ def parse_manifest(obj: Any, where: str) -> Manifest:
         dataset = {}
     if not isinstance(dataset, dict):
         raise ManifestError(f"{where}: field 'dataset' must be an object, got {dataset!r}")
+    for name, kinds in (("short_name", (str,)), ("version", (str, int, float))):
+        if dataset.get(name) is not None and (isinstance(dataset[name], bool) or not isinstance(dataset[name], kinds)):
+            raise ManifestError(f"{where}: field 'dataset.{name}' must be a string, got {dataset[name]!r}")
     cell_order = _int_field(obj, "cell_order", where)
     shard_order = _int_field(obj, "shard_order", where)
     if cell_order > 27:
@@ -149,6 +152,9 @@ def parse_manifest(obj: Any, where: str) -> Manifest:
 
 
 def _check_windows(temporal: dict, where: str) -> None:
+    schedule = temporal.get("schedule", "none")
+    if not isinstance(schedule, str):
+        raise ManifestError(f"{where}: field 'temporal.schedule' must be a schedule name, got {schedule!r}")
     windows = temporal.get("windows")
     if windows is None:
         return

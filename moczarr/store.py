@@ -42,6 +42,35 @@ def read_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None]:
     return storage.get_many_json([f"{p}/zarr.json" for p in paths])
 
 
+def read_cache_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None]:
+    """:func:`read_roots` for derived (cache) objects: an unparsable document is dropped, not raised.
+
+    Each document that cannot be parsed is reported with an
+    :class:`~moczarr.errors.ObjectDroppedWarning` naming it and read as None
+    (like a missing object), so one damaged cache object never takes the
+    open down (FORMAT.md §4.1: caches are never load-bearing).
+    """
+    from .errors import ObjectDroppedWarning, StampError
+    from .storage import parse_json
+
+    out = []
+    for path, payload in zip(paths, storage.get_many([f"{p}/zarr.json" for p in paths])):
+        try:
+            doc = parse_json(payload, storage.describe(f"{path}/zarr.json"))
+        except StampError as exc:
+            warnings.warn(f"{exc}; derived object dropped", ObjectDroppedWarning, stacklevel=4)
+            doc = None
+        if doc is not None and not isinstance(doc, dict):
+            warnings.warn(
+                f"{storage.describe(path + '/zarr.json')}: not a JSON object; derived object dropped",
+                ObjectDroppedWarning,
+                stacklevel=4,
+            )
+            doc = None
+        out.append(doc)
+    return out
+
+
 def read_commits(store_root, leaves: Sequence[str], *, storage_options: dict | None = None, concurrency: int = 32) -> dict[str, dict | None]:
     """Stamps of many leaves (stable leaf paths relative to the store root) in one batched read.
 
