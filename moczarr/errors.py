@@ -101,6 +101,10 @@ class StorageThrottledError(StorageError):
     """The object store kept throttling (``SlowDown``, 503) past the retry budget."""
 
 
+class ArgumentError(MoczarrError, ValueError):
+    """An opener argument of the wrong type or value (``products=``, ``index_kind=``, a path, options)."""
+
+
 class MoczarrWarning(UserWarning):
     """Base class of every warning moczarr emits."""
 
