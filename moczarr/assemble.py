@@ -21,7 +21,7 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from . import ids, keys
-from .errors import ArrayContractError, PrecisionWarning, SchemaError, StampError
+from .errors import ArgumentError, ArrayContractError, PrecisionWarning, SchemaError, StampError
 from .integrity import check_declared_arrays, parse_array_metadata, read_chunks
 from .ranges import MortonRanges
 from .storage import Storage
@@ -236,7 +236,7 @@ def morton_coords(domain: MortonRanges, index_kind: str) -> xr.Coordinates:
 
         index = PandasIndex(pd.Index(domain.words(), dtype=np.uint64, name=COORD), CELLS, coord_dtype=np.dtype(np.uint64))
         return xr.Coordinates.from_xindex(index)
-    raise ValueError(f"index_kind must be 'moc' or 'pandas', got {index_kind!r}")
+    raise ArgumentError(f"index_kind must be 'moc' or 'pandas', got {index_kind!r}")
 
 
 def build_dataset(
@@ -255,7 +255,7 @@ def build_dataset(
     coverage arithmetic guarantees it; a mismatch raises ``ValueError``).
     """
     if fabricate_cell_ids not in ("auto", True, False):
-        raise ValueError(f"fabricate_cell_ids must be 'auto', True or False, got {fabricate_cell_ids!r}")
+        raise ArgumentError(f"fabricate_cell_ids must be 'auto', True or False, got {fabricate_cell_ids!r}")
     n_rows = sum(p.n_rows for p in parts)
     if n_rows != len(domain):
         raise ValueError(f"row domain holds {len(domain)} cells but the objects give {n_rows}")

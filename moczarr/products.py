@@ -91,7 +91,7 @@ def open_store(
     """
     import xarray as xr
 
-    from .errors import NotAHiveStoreError, WindowError
+    from .errors import ArgumentError, NotAHiveStoreError, WindowError
     from .ids import ALL_TOKEN
     from .manifest import parse_manifest
 
@@ -106,17 +106,19 @@ def open_store(
     if root_doc is not None:
         manifest = parse_manifest(root_doc, storage.describe())
         if products is not None:
-            raise ValueError(f"{storage.describe()} is a bare store: there are no products to filter with products=")
+            raise ArgumentError(f"{storage.describe()} is a bare store: there are no products to filter with products=")
         name = _bare_node_name(manifest)
         store_attrs = {"store_root": storage.location, "products": [], "bare": True, "node": name}
         targets = [(name, storage, manifest)]
     else:
         if not roster:
             raise NotAHiveStoreError(f"{storage.describe()} holds neither a morton-hive manifest nor products")
-        wanted = roster if products is None else ([products] if isinstance(products, str) else list(products))
+        wanted = roster if products is None else ([products] if isinstance(products, str) else products)
+        if not isinstance(wanted, (list, tuple)) or not all(isinstance(p, str) for p in wanted):
+            raise ArgumentError(f"products= must be a product name or a list of names, got {products!r}")
         missing = [p for p in wanted if p not in roster]
         if missing:
-            raise ValueError(f"{storage.describe()}: no product named {missing}; products: {', '.join(roster)}")
+            raise ArgumentError(f"{storage.describe()}: no product named {missing}; products: {', '.join(roster)}")
         store_attrs = {"store_root": storage.location, "products": roster}
         targets = []
         for p in wanted:

@@ -230,7 +230,7 @@ def open_overview_order(
 
 def _level(manifest: Manifest, cell_order: int) -> Level:
     table = {lv.cell_order: lv for lv in pyramid_levels(manifest)}
-    if cell_order not in table:
+    if isinstance(cell_order, bool) or not isinstance(cell_order, int) or cell_order not in table:
         raise PyramidError(
             f"{manifest.location}: cell order {cell_order} is not a level of this store; levels: "
             + ", ".join(f"{lv.cell_order} ({lv.artifact})" for lv in table.values())
@@ -547,7 +547,7 @@ def pyramid_tree(storage, manifest, levels=None, aoi=None, window=None, all_time
         raise WindowError(f"{manifest.location}: the pyramid declaration carries no all-time folds (all_time is false)")
     table = pyramid_levels(manifest)
     if levels is not None:
-        wanted = {int(x) for x in ([levels] if isinstance(levels, int) else levels)}
+        wanted = check_levels(levels, manifest.location)
         unknown = wanted - {lv.cell_order for lv in table}
         if unknown:
             raise PyramidError(
@@ -569,6 +569,19 @@ def pyramid_tree(storage, manifest, levels=None, aoi=None, window=None, all_time
         if ds is not None:
             children[f"o{lv.cell_order}"] = xr.DataTree(ds)
     return xr.DataTree(xr.Dataset(attrs=root_attrs), children=children)
+
+
+def check_levels(levels, where: str) -> set[int]:
+    """The cell orders a ``levels=`` argument names; raises :class:`~moczarr.errors.ArgumentError` otherwise."""
+    from .errors import ArgumentError
+
+    items = [levels] if isinstance(levels, int) else levels
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise ArgumentError(f"{where}: levels= must be a cell order or a list of them, got {levels!r}")
+    items = list(items)
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in items):
+        raise ArgumentError(f"{where}: levels= must hold integer cell orders, got {levels!r}")
+    return set(items)
 
 
 def _jsonable(decl: dict | None) -> dict | None:

@@ -283,7 +283,7 @@ class Storage:
         """One handle for ``url``; every read of the open call goes through it."""
         if isinstance(url, Storage):
             return url
-        url = os.fspath(url)
+        url, concurrency = check_open_arguments(url, storage_options, concurrency)
         return cls(make_store(url, storage_options, concurrency), "", location=url.rstrip("/"), concurrency=concurrency)
 
     def child(self, sub: str) -> "Storage":
@@ -367,6 +367,25 @@ class Storage:
 
     def __repr__(self) -> str:
         return f"Storage({self.location!r})"
+
+
+def check_open_arguments(url, storage_options, concurrency) -> tuple[str, int]:
+    """``(url, concurrency)`` validated; raises :class:`~moczarr.errors.ArgumentError` naming the bad one."""
+    from .errors import ArgumentError
+
+    try:
+        url = os.fspath(url)
+    except TypeError:
+        raise ArgumentError(f"store_root must be a path or URL string, got {url!r}") from None
+    if isinstance(url, bytes):
+        url = os.fsdecode(url)
+    if not url or "\x00" in url:
+        raise ArgumentError(f"store_root {url!r} is empty or holds a NUL byte")
+    if storage_options is not None and not isinstance(storage_options, dict):
+        raise ArgumentError(f"storage_options must be a dict, got {storage_options!r}")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ArgumentError(f"concurrency must be a positive integer, got {concurrency!r}")
+    return url, concurrency
 
 
 async def gather_or_cancel(coros: list) -> list:
