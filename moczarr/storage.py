@@ -303,15 +303,9 @@ class Storage:
         return f"{self.location}/{rel}" if rel else self.location
 
     # -- reads ---------------------------------------------------------------------------------
-    async def _get(self, rel: str, sem: asyncio.Semaphore | None = None) -> bytes | None:
-        async def go():
-            buf = await self.store.get(self.key(rel), default_buffer_prototype())
-            return None if buf is None else buf.to_bytes()
-
-        if sem is None:
-            return await go()
-        async with sem:
-            return await go()
+    async def _get(self, rel: str) -> bytes | None:
+        buf = await self.store.get(self.key(rel), default_buffer_prototype())
+        return None if buf is None else buf.to_bytes()
 
     def get_bytes(self, rel: str) -> bytes | None:
         """The object's bytes, or None when it does not exist."""
@@ -322,11 +316,7 @@ class Storage:
         if not rels:
             return []
 
-        async def go():
-            sem = asyncio.Semaphore(self.concurrency)
-            return await gather_or_cancel([self._get(r, sem) for r in rels])
-
-        return list(sync(go()))
+        return list(sync(bounded_batch([lambda r=r: self._get(r) for r in rels], self.concurrency)))
 
     def get_json(self, rel: str) -> Any:
         """Parsed JSON of an object, None when missing. Raises :class:`StampError` when unparsable."""
@@ -349,15 +339,10 @@ class Storage:
         if not rels:
             return []
 
-        async def one(rel, sem):
-            async with sem:
-                return sorted([name async for name in self.store.list_dir(self.key(rel))])
+        async def one(rel):
+            return sorted([name async for name in self.store.list_dir(self.key(rel))])
 
-        async def go():
-            sem = asyncio.Semaphore(self.concurrency)
-            return await gather_or_cancel([one(r, sem) for r in rels])
-
-        return list(sync(go()))
+        return list(sync(bounded_batch([lambda r=r: one(r) for r in rels], self.concurrency)))
 
     def array(self, rel: str, metadata: dict) -> zarr.Array:
         """A zarr array at ``rel`` built from already-read metadata: no request is made."""
@@ -388,13 +373,27 @@ def check_open_arguments(url, storage_options, concurrency) -> tuple[str, int]:
     return url, concurrency
 
 
-async def gather_or_cancel(coros: list) -> list:
-    """``asyncio.gather`` whose first failure cancels the rest of the batch before it is raised.
+async def bounded_batch(calls: list, concurrency: int) -> list:
+    """Await every ``call()`` (at most ``concurrency`` at once) in order; the first failure ends the batch.
 
-    Reads still waiting for the semaphore are never sent, so an error that ends
-    an open costs no further requests (plain ``gather`` lets them all run).
+    The failure is raised once the calls in flight are cancelled; calls still
+    waiting for a slot are never started, so an error that ends an open costs
+    no further requests (plain ``gather`` would send them all).
     """
-    tasks = [asyncio.ensure_future(c) for c in coros]
+    sem = asyncio.Semaphore(concurrency)
+    failed = asyncio.Event()
+
+    async def one(call):
+        async with sem:
+            if failed.is_set():
+                raise asyncio.CancelledError
+            try:
+                return await call()
+            except BaseException:
+                failed.set()  # before the slot is released: no waiter starts after a failure
+                raise
+
+    tasks = [asyncio.ensure_future(one(c)) for c in calls]
     try:
         return await asyncio.gather(*tasks)
     except BaseException:
