@@ -13,6 +13,15 @@ The one-line opens::
 from .coverage import aoi_mask, read_coverage_bitmap
 from .errors import (
     AOIError,
+    ArgumentError,
+    ChunkError,
+    KeyContainmentError,
+    MissingLeafWarning,
+    SchemaError,
+    StorageError,
+    StoragePermissionError,
+    StorageThrottledError,
+    StorageTimeoutError,
     ArrayContractError,
     CoverageError,
     CoverageFallbackWarning,
@@ -57,6 +66,15 @@ from .store import leaf_data_prefix, read_commits
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgumentError",
+    "ChunkError",
+    "KeyContainmentError",
+    "MissingLeafWarning",
+    "SchemaError",
+    "StorageError",
+    "StoragePermissionError",
+    "StorageThrottledError",
+    "StorageTimeoutError",
     "compose",
     "IndexKindMismatchError",
     "MortonMocIndex",

@@ -117,6 +117,10 @@ class DebrisWarning(MoczarrWarning):
     """A leaf that claims committed data (a stamped version pointer) has none; it was skipped."""
 
 
+class MissingLeafWarning(MoczarrWarning):
+    """The root coverage MOC names a shard of an unwindowed store whose leaf is missing entirely; it was left out."""
+
+
 class EmptySelectionWarning(MoczarrWarning):
     """The AOI or window selected no leaf; the result is schema-correct with zero rows."""
 

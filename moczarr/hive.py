@@ -23,12 +23,13 @@ from .errors import (
     CoverageFallbackWarning,
     DebrisWarning,
     EmptySelectionWarning,
+    MissingLeafWarning,
     NoCoverageError,
     StaleCoverageError,
     StampError,
     UncommittedError,
 )
-from .integrity import check_cells_extent, stamp_clock, stamp_int
+from .integrity import check_cells_extent, check_leaf_stamp, stamp_clock, stamp_int
 from .manifest import Manifest, check_window, read_manifest
 from .storage import DEFAULT_CONCURRENCY, Storage
 from .store import LeafRef, leaf_data_prefix, read_roots, stamp_of, walk_leaves, windows_present
@@ -119,7 +120,7 @@ def open_source(
     window = check_window(manifest, window, lambda: _labels(storage, manifest, shards))
     cover = aoi_words(aoi) if aoi is not None else None
     candidates = candidate_leaves(storage, manifest, shards, window, cover)
-    leaves, corrupted = admit_leaves(storage, manifest, candidates, cover)
+    leaves, corrupted = admit_leaves(storage, manifest, candidates, cover, named_by_moc=shards is not None)
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
     attrs.update(extra_attrs or {})
     if not leaves:
@@ -172,21 +173,33 @@ def _meets(words: np.ndarray, cover: np.ndarray) -> np.ndarray:
 
 
 def admit_leaves(
-    storage: Storage, manifest: Manifest, candidates: list[LeafRef], cover: np.ndarray | None
+    storage: Storage, manifest: Manifest, candidates: list[LeafRef], cover: np.ndarray | None, *, named_by_moc: bool = False
 ) -> tuple[list[Leaf], set[str]]:
     """Read the candidates' stamps (one batch) and keep the committed leaves worth opening.
 
     Unstamped prefixes are debris and skipped silently. A stamped box that
     misses the AOI is rejected. A version pointer is followed; a pointer whose
     version group is gone (and whose version is unstamped) is skipped with a
-    :class:`DebrisWarning`. Returns the leaves and the paths of corrupted ones.
+    :class:`DebrisWarning`. A shard the root MOC names (``named_by_moc``) of
+    an unwindowed store whose leaf is missing entirely (no ``zarr.json``) is
+    left out with a :class:`MissingLeafWarning`. Returns the leaves and the
+    paths of corrupted ones.
     """
     docs = read_roots(storage, [c.path for c in candidates])
     admitted: list[Leaf] = []
+    missing = [ref.path for ref, doc in zip(candidates, docs) if doc is None]
+    if named_by_moc and missing and not manifest.windowed:
+        warnings.warn(
+            f"{storage.describe()}: the root coverage.moc names {len(missing)} shard(s) with no leaf at all "
+            f"(e.g. {missing[0]}): removed out of band, or a stale MOC; left out",
+            MissingLeafWarning,
+            stacklevel=4,
+        )
     for ref, doc in zip(candidates, docs):
         stamp = stamp_of(doc)
         if stamp is None:
             continue
+        check_leaf_stamp(stamp, storage.describe(ref.path))
         if cover is not None:
             box = box_words(stamp)
             if box is not None and not _meets(box, cover).any():

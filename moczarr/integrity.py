@@ -94,6 +94,18 @@ def stamp_int(stamp: dict, name: str, where: str) -> int:
     return value
 
 
+def check_leaf_stamp(stamp: dict, where: str) -> dict:
+    """A leaf's commit stamp, refused when it declares a spec this reader does not know.
+
+    Raises :class:`StampError` for a ``spec`` other than ``morton-hive/1`` or
+    ``/2`` (a stamp of another format revision cannot be half-trusted).
+    """
+    spec = stamp.get("spec")
+    if spec is not None and spec not in ("morton-hive/1", "morton-hive/2"):
+        raise StampError(f"{where}: stamp spec {spec!r} is not one this reader knows (morton-hive/1, morton-hive/2)")
+    return stamp
+
+
 def stamp_clock(stamp: dict, where: str) -> tuple[str | None, list[str] | None]:
     """``(written_at, time_range)`` of a stamp, each None when absent.
 
@@ -182,6 +194,7 @@ def read_chunks(storage, path: str, metadata: dict, index: tuple | None, *, orth
 __all__ = [
     "check_cells_extent",
     "check_declared_arrays",
+    "check_leaf_stamp",
     "chunk_keys",
     "parse_array_metadata",
     "read_chunks",

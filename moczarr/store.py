@@ -36,10 +36,16 @@ def read_stamp(storage: Storage, path: str) -> dict | None:
 def read_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None]:
     """The root ``zarr.json`` documents of many objects in one batched, concurrent read.
 
-    None for a missing object. Raises :class:`StampError` for a present but
-    unparsable document.
+    None for a missing object. Raises :class:`StampError` for a present
+    document that cannot be parsed or is not a JSON object.
     """
-    return storage.get_many_json([f"{p}/zarr.json" for p in paths])
+    from .errors import StampError
+
+    docs = storage.get_many_json([f"{p}/zarr.json" for p in paths])
+    for path, doc in zip(paths, docs):
+        if doc is not None and not isinstance(doc, dict):
+            raise StampError(f"{storage.describe(path + '/zarr.json')}: a {type(doc).__name__}, not a zarr.json object")
+    return docs
 
 
 def read_cache_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None]:
