@@ -99,7 +99,7 @@ def read_schema(storage: Storage, group: str, array_names: list[str] | None = No
     """
     where = storage.describe(group)
     doc = storage.get_json(f"{group}/zarr.json")
-    if not isinstance(doc, dict) or doc.get("node_type") != "group":
+    if not isinstance(doc, dict) or doc.get("node_type") != "group" or doc.get("zarr_format") != 3:
         raise StampError(f"{where}: missing or not a zarr v3 group (malformed object)")
     declared = array_names is not None
     if array_names is None:
