@@ -184,6 +184,10 @@ def read_coverage_bitmap(
 
 
 def _resolve_leaf(leaf: str, manifest) -> tuple[str, str | None, str]:
+    if not isinstance(leaf, str) or "\x00" in leaf:
+        from .errors import ArgumentError
+
+        raise ArgumentError(f"leaf must be a leaf id or leaf path string, got {leaf!r}")
     name = os.path.basename(leaf.rstrip("/"))
     parsed = ids.parse_leaf_name(name if name.endswith(".zarr") else f"{name}.zarr")
     if parsed is None:

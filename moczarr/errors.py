@@ -89,6 +89,10 @@ class StorageError(MoczarrError, OSError):
     """The object store failed to serve an object (after the retry budget); names the object."""
 
 
+class StoreNotFoundError(StorageError, FileNotFoundError):
+    """The store root itself does not exist (a local folder that is not there)."""
+
+
 class StorageTimeoutError(StorageError, TimeoutError):
     """An object did not arrive within the read timeout (a stalled or unreachable server)."""
 
@@ -103,6 +107,10 @@ class StorageThrottledError(StorageError):
 
 class ArgumentError(MoczarrError, ValueError):
     """An opener argument of the wrong type or value (``products=``, ``index_kind=``, a path, options)."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An opener argument of the wrong type (also a ``TypeError``)."""
 
 
 class MoczarrWarning(UserWarning):

@@ -30,6 +30,7 @@ from .errors import (
     StoragePermissionError,
     StorageThrottledError,
     StorageTimeoutError,
+    StoreNotFoundError,
 )
 
 
@@ -168,8 +169,9 @@ async def read_with_retries(call, policy: RetryPolicy, where: str):
             return await asyncio.wait_for(call(), timeout=max(remaining, 0.001))
         except MoczarrError:
             raise
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            # the zarr store answers a missing object as None: this is the root itself missing
+            raise StoreNotFoundError(f"{where}: the store root does not exist ({exc})") from exc
         except Exception as exc:  # every storage library's failure ends here, typed
             elapsed = time.monotonic() - start
             delay = min(policy.backoff * 2 ** (tries - 1), policy.max_backoff)

@@ -41,10 +41,12 @@ from dask.base import tokenize
 
 from moczarr.errors import (
     ArgumentError,
+    ArgumentTypeError,
     ChunkError,
     MoczarrError,
     ObjectDroppedWarning,
     PyramidError,
+    StorageError,
     UnsupportedVersionError,
 )
 from moczarr.storage import Storage
@@ -149,8 +151,10 @@ class _Location:
             return zarr.open_array(store=self.store, path=name, mode="r", zarr_format=None)
         except (FileNotFoundError, zarr.errors.NodeNotFoundError):
             return None
-        except OSError:  # permissions, network: not a statement about the content
+        except MoczarrError:  # a typed storage failure: not a statement about the content
             raise
+        except OSError as exc:  # permissions, a name the filesystem refuses
+            raise StorageError(f"{self.url(name)}: cannot be read ({type(exc).__name__}: {exc})") from exc
         except Exception as exc:  # a group, unreadable metadata, ...
             raise PyramidError(f"{self.url(name)} is not a readable zarr array: {exc}") from exc
 
@@ -274,7 +278,7 @@ class MorainePyramid:
 
     def _check_level(self, level: int) -> int:
         if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, np.integer)):
-            raise TypeError(f"level must be an int, got {level!r}")
+            raise ArgumentTypeError(f"level must be an int, got {level!r}")
         level = int(level)
         if level < 0:
             level += self.n_levels
