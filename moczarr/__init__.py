@@ -14,6 +14,9 @@ from .coverage import aoi_mask, read_coverage_bitmap
 from .errors import (
     AOIError,
     ArgumentError,
+    StoreNotFoundError,
+    SelectionError,
+    ArgumentTypeError,
     ChunkError,
     KeyContainmentError,
     MissingLeafWarning,
@@ -67,6 +70,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError",
+    "StoreNotFoundError",
+    "SelectionError",
+    "ArgumentTypeError",
     "ChunkError",
     "KeyContainmentError",
     "MissingLeafWarning",

@@ -113,6 +113,10 @@ class ArgumentTypeError(ArgumentError, TypeError):
     """An opener argument of the wrong type (also a ``TypeError``)."""
 
 
+class SelectionError(MoczarrError, KeyError):
+    """A field or cell asked for by name is not in the level (also a ``KeyError``)."""
+
+
 class MoczarrWarning(UserWarning):
     """Base class of every warning moczarr emits."""
 
