@@ -48,7 +48,7 @@ class RetryPolicy:
     max_backoff: float = 2.0
 
     @classmethod
-    def local(cls) -> "RetryPolicy":
+    def local(cls) -> RetryPolicy:
         """Local files: one try, no deadline (a local error is never transient)."""
         return cls(attempts=1, deadline=0.0)
 
@@ -144,8 +144,7 @@ def storage_error(exc: BaseException, where: str, tries: int, elapsed: float) ->
     kind, what = _TYPES[classify(exc)]
     detail = str(exc) or type(exc).__name__
     budget = f" after {tries} tr{'y' if tries == 1 else 'ies'} in {elapsed:.1f} s" if tries > 1 or elapsed >= 1 else ""
-    err = kind(f"{where}: read {what}{budget} ({type(exc).__name__}: {detail})")
-    return err
+    return kind(f"{where}: read {what}{budget} ({type(exc).__name__}: {detail})")
 
 
 def retryable(exc: BaseException) -> bool:

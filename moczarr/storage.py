@@ -124,6 +124,9 @@ class CountingStore(WrapperStore):
         super().__init__(store)
         self.policy = policy or RetryPolicy.local()
 
+    def _with_store(self, store: Store) -> "CountingStore":
+        return type(self)(store, self.policy)  # zarr's clones (with_read_only) keep the policy
+
     def address(self, key: str) -> str:
         """The user-facing address of a store key (``s3://bucket/...`` or a local path)."""
         return describe_key(self._store, key)

@@ -95,7 +95,7 @@ class FaultProxy:
         return None
 
     # -- lifecycle ----------------------------------------------------------------------------------
-    def start(self) -> "FaultProxy":
+    def start(self) -> FaultProxy:
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -124,7 +124,7 @@ class FaultProxy:
             self._server.server_close()
             self._server = None
 
-    def __enter__(self) -> "FaultProxy":
+    def __enter__(self) -> FaultProxy:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -30,7 +30,13 @@ from moczarr.errors import (
     StorageTimeoutError,
 )
 from moczarr.retry import RetryPolicy
-from moczarr.storage import CONNECT_TIMEOUT, DEFAULT_CONCURRENCY, READ_TIMEOUT, Storage, fsspec_options
+from moczarr.storage import (
+    CONNECT_TIMEOUT,
+    DEFAULT_CONCURRENCY,
+    READ_TIMEOUT,
+    Storage,
+    fsspec_options,
+)
 
 from .conftest import fixture_path
 from .faultproxy import FaultProxy

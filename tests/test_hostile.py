@@ -131,9 +131,8 @@ def test_grammars_accept_real_names(good, validator):
 @pytest.mark.parametrize("rel", ["../outside", "a/../../b", "a//b", "a/./b", "a\x00", "a\\..\\b"])
 def test_the_storage_layer_refuses_keys_leaving_the_root(tmp_path, rel):
     storage = Storage.open(tmp_path)
-    with watch() as log:
-        with pytest.raises(KeyContainmentError, match=str(tmp_path)):
-            storage.get_bytes(rel)
+    with watch() as log, pytest.raises(KeyContainmentError, match=str(tmp_path)):
+        storage.get_bytes(rel)
     assert not log
 
 
@@ -146,9 +145,8 @@ def test_bitmap_sidecar_outside_the_leaf(store, tmp_path):
     hostile = escape(depth, "outside/coverage.moc")
     bird = canary(root, f"{rel_leaf}/{hostile}")
     set_attrs(leaf / "zarr.json", lambda a: a["morton_hive_commit"]["coverage"].update(sidecar=hostile, encoding="bitmap"))
-    with watch() as log:
-        with pytest.raises(KeyContainmentError, match="sidecar name"):
-            moczarr.read_coverage_bitmap(root, rel_leaf)
+    with watch() as log, pytest.raises(KeyContainmentError, match="sidecar name"):
+        moczarr.read_coverage_bitmap(root, rel_leaf)
     assert_contained(log, root, tmp_path)
     assert str(bird) not in log
 
@@ -160,9 +158,8 @@ def test_version_pointer_outside_the_leaf(store, tmp_path, current):
     root = store("zagg/versioned/store")
     leaf = first_stamp(root)
     set_attrs(leaf / "zarr.json", lambda a: a["morton_hive_commit"].update(current=current))
-    with watch() as log:
-        with pytest.raises(VersionPointerError):
-            moczarr.open_hive(root)
+    with watch() as log, pytest.raises(VersionPointerError):
+        moczarr.open_hive(root)
     assert_contained(log, root, tmp_path)
 
 
@@ -221,9 +218,8 @@ def test_content_hashes_name_outside_the_group(store, tmp_path):
     root = store("zagg/single_8/store")
     leaf = first_stamp(root)
     set_attrs(leaf / "zarr.json", lambda a: a["morton_hive_commit"]["content_hashes"]["arrays"].update({"8/..": "0" * 64}))
-    with watch() as log:
-        with pytest.raises(KeyContainmentError, match=r"'\.\.'"):
-            moczarr.open_hive(root)
+    with watch() as log, pytest.raises(KeyContainmentError, match=r"'\.\.'"):
+        moczarr.open_hive(root)
     assert_contained(log, root, tmp_path)
 
 
@@ -232,9 +228,8 @@ def test_hostile_product_names_are_not_opened(store, tmp_path):
     root = store("multiproduct_hive")
     (tmp_path / "outside").mkdir()
     write_json(tmp_path / "outside" / "morton_hive.json", load_json(root / "atl06" / "morton_hive.json"))
-    with watch() as log:
-        with pytest.raises(ArgumentError, match="no product"):
-            moczarr.open_store(root, products=["../outside"])
+    with watch() as log, pytest.raises(ArgumentError, match="no product"):
+        moczarr.open_store(root, products=["../outside"])
     assert_contained(log, root, tmp_path)
 
 
