@@ -110,9 +110,9 @@ def parse_manifest(obj: Any, where: str) -> Manifest:
         dataset = {}
     if not isinstance(dataset, dict):
         raise ManifestError(f"{where}: field 'dataset' must be an object, got {dataset!r}")
-    for name, kinds in (("short_name", (str,)), ("version", (str, int, float))):
+    for name, kinds, what in (("short_name", (str,), "a string"), ("version", (str, int, float), "a string or number")):
         if dataset.get(name) is not None and (isinstance(dataset[name], bool) or not isinstance(dataset[name], kinds)):
-            raise ManifestError(f"{where}: field 'dataset.{name}' must be a string, got {dataset[name]!r}")
+            raise ManifestError(f"{where}: field 'dataset.{name}' must be {what}, got {dataset[name]!r}")
     cell_order = _int_field(obj, "cell_order", where)
     shard_order = _int_field(obj, "shard_order", where)
     if cell_order > 27:
