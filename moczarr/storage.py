@@ -33,7 +33,7 @@ from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, StorePath, WrapperStore
 
 from .errors import MoczarrError, StampError
-from .keys import relative_key
+from .keys import product_name, relative_key
 from .retry import RetryPolicy, policy_from_options, read_with_retries
 
 DEFAULT_CONCURRENCY = 32
@@ -290,8 +290,11 @@ class Storage:
         return cls(make_store(url, storage_options, concurrency), "", location=url.rstrip("/"), concurrency=concurrency)
 
     def child(self, sub: str) -> "Storage":
-        """The same handle rooted at ``{root}/{sub}`` (a product inside a multi-product root)."""
-        sub = sub.strip("/")
+        """The same handle rooted at ``{root}/{sub}`` (a product inside a multi-product root).
+
+        Raises :class:`~moczarr.errors.KeyContainmentError` unless ``sub`` is a product name.
+        """
+        sub = product_name(sub, self.location)
         return Storage(
             self.store, self.key(sub), location=f"{self.location}/{sub}", concurrency=self.concurrency
         )
