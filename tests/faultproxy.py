@@ -10,6 +10,8 @@ fault, a given number of times or forever:
 - ``reset``: close the connection without an answer (a TCP reset);
 - ``truncate``: forward, but send only the first half of the body under the
   full ``Content-Length``, then close;
+- ``corrupt``: forward with every byte of the body flipped (same length, so
+  only a checksum can tell);
 - ``stall``: hold the request ``seconds`` before answering (or until the
   proxy stops);
 - ``latency``: wait ``seconds``, then forward.
@@ -161,6 +163,8 @@ class FaultProxy:
                 h.wfile.write(payload)
             return
         status, headers, data = self._forward(h, body)
+        if kind == "corrupt":
+            data = bytes(b ^ 0xFF for b in data)
         h.send_response(status)
         for name, value in headers:
             if name.lower() not in _HOP and name.lower() != "content-length":

@@ -147,10 +147,11 @@ def test_the_client_gets_the_bounds(proxy):
         ("/c/", {"kind": "reset", "times": 3}),
         ("/c/", {"kind": "truncate", "times": 3}),
         ("/c/", {"kind": "status", "status": 503, "code": "SlowDown", "times": 3}),
+        ("/c/", {"kind": "corrupt", "times": 3}),
         ("", {"kind": "latency", "seconds": 0.01}),
     ],
     ids=["manifest-500", "moc-slowdown", "stamps-500", "stamps-reset", "chunks-reset", "chunks-truncated",
-         "chunks-slowdown", "latency"],
+         "chunks-slowdown", "chunks-checksum", "latency"],
 )
 def test_transient_faults_give_the_golden_answer(proxy, golden, match, fault):
     proxy.add(match, **fault)
@@ -229,6 +230,13 @@ def test_persistent_chunk_500_raises_at_compute_naming_the_chunk(proxy):
     proxy.add("/c/", kind="status", status=500, code="InternalError")
     with pytest.raises(StorageError, match=r"/c/\d"):
         ds.load()
+
+
+def test_persistently_corrupt_bodies_fail_the_checksum_typed(proxy):
+    ds = open_remote(proxy)
+    proxy.add("/count/c/", kind="corrupt")
+    with pytest.raises(StorageError, match=r"count/c/0.*Checksum|Checksum.*count/c/0"):
+        ds["count"].values  # never the flipped bytes decoded as data
 
 
 # -- the other readers ---------------------------------------------------------------------------------
