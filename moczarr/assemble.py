@@ -19,8 +19,16 @@ import xarray as xr
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-from . import ids
-from .errors import ArrayContractError, PrecisionWarning, StampError, warn
+from . import ids, keys
+from .errors import (
+    ArgumentError,
+    ArrayContractError,
+    PrecisionWarning,
+    SchemaError,
+    StampError,
+    warn,
+)
+from .integrity import check_declared_arrays, parse_array_metadata, read_chunks
 from .ranges import MortonRanges
 from .storage import Storage
 
@@ -51,7 +59,10 @@ class ArraySchema:
         dt = self.metadata["data_type"]
         if dt in ("variable_length_bytes", "bytes", "string", "variable_length_utf8"):
             return np.dtype(object)
-        return np.dtype(dt if isinstance(dt, str) else "O")
+        try:
+            return np.dtype(dt if isinstance(dt, str) else "O")
+        except TypeError as exc:
+            raise SchemaError(f"array {self.name!r}: data_type {dt!r} has no numpy dtype") from exc
 
     @property
     def cells_axis(self) -> int | None:
@@ -84,23 +95,36 @@ def read_schema(storage: Storage, group: str, array_names: list[str] | None = No
     """Group and array metadata of one data group (1 GET + one per array, concurrent).
 
     ``array_names`` skips the LIST when the caller knows them (a stamp's
-    ``content_hashes``, a provenance block). Raises :class:`StampError` when the
-    group is missing or is not a zarr v3 group.
+    ``content_hashes``, a provenance block); each name is checked as one path
+    component first (:func:`moczarr.keys.array_name`). Raises
+    :class:`StampError` when the group is missing or is not a zarr v3 group,
+    :class:`~moczarr.errors.SchemaError` when an array the caller declares or
+    the listing shows has missing or unusable metadata (a variable never
+    vanishes silently), and :class:`~moczarr.errors.KeyContainmentError` for a
+    name that is not a node name.
     """
+    where = storage.describe(group)
     doc = storage.get_json(f"{group}/zarr.json")
-    if not isinstance(doc, dict) or doc.get("node_type") != "group":
-        raise StampError(f"{storage.describe(group)}: missing or not a zarr v3 group (malformed object)")
+    if not isinstance(doc, dict) or doc.get("node_type") != "group" or doc.get("zarr_format") != 3:
+        raise StampError(f"{where}: missing or not a zarr v3 group (malformed object)")
+    declared = array_names is not None
     if array_names is None:
         array_names = [n for n in storage.list_dir(group) if n != "zarr.json"]
+    array_names = [keys.array_name(n, where) for n in array_names]
     docs = storage.get_many_json([f"{group}/{n}/zarr.json" for n in array_names])
+    present = {n: d for n, d in zip(array_names, docs) if d is not None}
+    check_declared_arrays(array_names, present, where, "the stamp or provenance block" if declared else "the listing")
     arrays = {}
     for name, meta in sorted(zip(array_names, docs)):
-        if not isinstance(meta, dict) or meta.get("node_type") != "array":
-            continue
+        parse_array_metadata(meta, storage.describe(f"{group}/{name}"))
         check_array_contract(meta, storage.describe(f"{group}/{name}"))
         dims = meta.get("dimension_names") or [f"{name}_dim_{i}" for i in range(len(meta["shape"]))]
         arrays[name] = ArraySchema(name, meta, tuple(dims))
-    return Schema(doc.get("attributes") or {}, arrays)
+        _ = arrays[name].dtype  # an unusable data_type raises here, at open, not in a task
+    attrs = doc.get("attributes") or {}
+    if not isinstance(attrs, dict):
+        raise SchemaError(f"{where}: group attributes are {type(attrs).__name__}, not a mapping")
+    return Schema(attrs, arrays)
 
 
 def check_array_contract(meta: dict, where: str) -> None:
@@ -134,16 +158,15 @@ class _ReadBlock:
         self.storage, self.path, self.metadata, self.sel, self.axis = storage, path, metadata, sel, axis
 
     def __call__(self):
-        arr = self.storage.array(self.path, self.metadata)
         if self.sel is None:
-            return arr[...]
+            return read_chunks(self.storage, self.path, self.metadata, None)
         index = [slice(None)] * len(self.metadata["shape"])
         lo, hi = int(self.sel[0]), int(self.sel[-1]) + 1
         if hi - lo == self.sel.size:  # contiguous run: a plain slice reads only its chunks
             index[self.axis] = slice(lo, hi)
-            return arr[tuple(index)]
+            return read_chunks(self.storage, self.path, self.metadata, tuple(index))
         index[self.axis] = self.sel
-        return arr.get_orthogonal_selection(tuple(index))
+        return read_chunks(self.storage, self.path, self.metadata, tuple(index), orthogonal=True)
 
 
 def lazy_cells_array(storage: Storage, schema: ArraySchema, parts: list[Part]) -> da.Array:
@@ -226,7 +249,7 @@ def morton_coords(domain: MortonRanges, index_kind: str) -> xr.Coordinates:
 
         index = PandasIndex(pd.Index(domain.words(), dtype=np.uint64, name=COORD), CELLS, coord_dtype=np.dtype(np.uint64))
         return xr.Coordinates.from_xindex(index)
-    raise ValueError(f"index_kind must be 'moc' or 'pandas', got {index_kind!r}")
+    raise ArgumentError(f"index_kind must be 'moc' or 'pandas', got {index_kind!r}")
 
 
 def build_dataset(
@@ -245,7 +268,7 @@ def build_dataset(
     coverage arithmetic guarantees it; a mismatch raises ``ValueError``).
     """
     if fabricate_cell_ids not in ("auto", True, False):
-        raise ValueError(f"fabricate_cell_ids must be 'auto', True or False, got {fabricate_cell_ids!r}")
+        raise ArgumentError(f"fabricate_cell_ids must be 'auto', True or False, got {fabricate_cell_ids!r}")
     n_rows = sum(p.n_rows for p in parts)
     if n_rows != len(domain):
         raise ValueError(f"row domain holds {len(domain)} cells but the objects give {n_rows}")

@@ -43,12 +43,16 @@ class StampError(MoczarrError, ValueError):
     """A commit stamp or ``zarr.json`` is present but cannot be parsed or trusted."""
 
 
-class VersionPointerError(StampError):
+class KeyContainmentError(MoczarrError, ValueError):
+    """A key read from store content (a name, a pointer, a location) is not one path component of its grammar.
+
+    Composing a key from it could address something outside the object it
+    belongs to (or outside the store), so it is refused before any read.
+    """
+
+
+class VersionPointerError(StampError, KeyContainmentError):
     """A stamp's ``current`` is not one path component beginning ``run-``."""
-
-
-class ProductError(MoczarrError, ValueError):
-    """A ``products=`` argument the store root cannot take (a bare store, or a name it does not hold)."""
 
 
 class NoCoverageError(MoczarrError, LookupError):
@@ -83,6 +87,50 @@ class UnsupportedVersionError(MoczarrError, ValueError):
     """An object declares a format version newer than this reader supports."""
 
 
+class SchemaError(StampError):
+    """A data group's metadata contradicts what its stamp declares, or an array's metadata cannot be used."""
+
+
+class ChunkError(MoczarrError, ValueError):
+    """A data chunk is present but cannot be decoded (empty, truncated, corrupt, wrong size)."""
+
+
+class StorageError(MoczarrError, OSError):
+    """The object store failed to serve an object (after the retry budget); names the object."""
+
+
+class StoreNotFoundError(StorageError, FileNotFoundError):
+    """The store root itself does not exist (a local folder that is not there)."""
+
+
+class StorageTimeoutError(StorageError, TimeoutError):
+    """An object did not arrive within the read timeout (a stalled or unreachable server)."""
+
+
+class StoragePermissionError(StorageError, PermissionError):
+    """The object store refused access to an object (403, missing credentials)."""
+
+
+class StorageThrottledError(StorageError):
+    """The object store kept throttling (``SlowDown``, 503) past the retry budget."""
+
+
+class ArgumentError(MoczarrError, ValueError):
+    """An opener argument of the wrong type or value (``products=``, ``index_kind=``, a path, options)."""
+
+
+class ProductError(ArgumentError):
+    """A ``products=`` argument the store root cannot take (a bare store, or a name it does not hold)."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An opener argument of the wrong type (also a ``TypeError``)."""
+
+
+class SelectionError(MoczarrError, KeyError):
+    """A field or cell asked for by name is not in the level (also a ``KeyError``)."""
+
+
 class MoczarrWarning(UserWarning):
     """Base class of every warning moczarr emits."""
 
@@ -93,6 +141,10 @@ class CoverageFallbackWarning(MoczarrWarning):
 
 class DebrisWarning(MoczarrWarning):
     """A leaf that claims committed data (a stamped version pointer) has none; it was skipped."""
+
+
+class MissingLeafWarning(MoczarrWarning):
+    """The root coverage MOC names a shard of an unwindowed store whose leaf is missing entirely; it was left out."""
 
 
 class EmptySelectionWarning(MoczarrWarning):

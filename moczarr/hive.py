@@ -16,7 +16,7 @@ import mortie
 import numpy as np
 import xarray as xr
 
-from . import ids
+from . import ids, keys
 from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
 from .coverage import (
     ROOT_MOC_NAME,
@@ -27,10 +27,12 @@ from .coverage import (
     stamp_coverage,
 )
 from .errors import (
+    ArgumentError,
     CoverageError,
     CoverageFallbackWarning,
     DebrisWarning,
     EmptySelectionWarning,
+    MissingLeafWarning,
     NoCoverageError,
     StaleCoverageError,
     StampError,
@@ -38,6 +40,7 @@ from .errors import (
     WindowError,
     warn,
 )
+from .integrity import check_cells_extent, check_leaf_stamp, stamp_clock, stamp_int
 from .manifest import Manifest, check_window
 from .places import aoi_cover, as_place
 from .roster import read_manifest
@@ -164,7 +167,7 @@ def open_source(
     window = check_window(manifest, window, lambda: _labels(storage, manifest, shards))
     cover = aoi_cover(aoi, manifest.cell_order)
     candidates = candidate_leaves(storage, manifest, shards, window, cover)
-    leaves, corrupted = admit_leaves(storage, manifest, candidates, cover)
+    leaves, corrupted = admit_leaves(storage, manifest, candidates, cover, named_by_moc=shards is not None)
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
     attrs.update(extra_attrs or {})
     if not leaves:
@@ -213,21 +216,31 @@ def candidate_leaves(
 
 
 def admit_leaves(
-    storage: Storage, manifest: Manifest, candidates: list[LeafRef], cover: np.ndarray | None
+    storage: Storage, manifest: Manifest, candidates: list[LeafRef], cover: np.ndarray | None, *, named_by_moc: bool = False
 ) -> tuple[list[Leaf], set[str]]:
     """Read the candidates' stamps (one batch) and keep the committed leaves worth opening.
 
     Unstamped prefixes are debris and skipped silently. A stamped box that
     misses the AOI is rejected. A version pointer is followed; a pointer whose
     version group is gone (and whose version is unstamped) is skipped with a
-    :class:`DebrisWarning`. Returns the leaves and the paths of corrupted ones.
+    :class:`DebrisWarning`. A shard the root MOC names (``named_by_moc``) of
+    an unwindowed store whose leaf is missing entirely (no ``zarr.json``) is
+    left out with a :class:`MissingLeafWarning`. Returns the leaves and the
+    paths of corrupted ones.
     """
     docs = read_roots(storage, [c.path for c in candidates])
     admitted: list[Leaf] = []
+    missing = [ref.path for ref, doc in zip(candidates, docs) if doc is None]
+    if named_by_moc and missing and not manifest.windowed:
+        warn(
+            f"{storage.describe()}: the root coverage.moc names {len(missing)} shard(s) with no leaf at all "
+            f"(e.g. {missing[0]}): removed out of band, or a stale MOC; left out",
+            MissingLeafWarning)
     for ref, doc in zip(candidates, docs):
         stamp = stamp_of(doc)
         if stamp is None:
             continue
+        check_leaf_stamp(stamp, storage.describe(ref.path))
         if cover is not None:
             box = box_words(stamp)
             if box is not None and not meets(box, cover).any():
@@ -304,6 +317,7 @@ def leaves_dataset(
     """The Dataset of admitted leaves: domain arithmetic, then lazy assembly."""
     group = str(manifest.cell_order)
     schema = read_schema(storage, f"{schema_leaf.prefix}/{group}", stamped_array_names(schema_leaf.stamp, group))
+    check_cells_extent(schema.arrays, lambda a: a.cells_axis, manifest.cells_per_leaf, storage.describe(f"{schema_leaf.prefix}/{group}"))
     words = ids.to_words([lf.ref.decimal for lf in leaves]) if leaves else np.empty(0, np.uint64)
     domain = domain_of(words, manifest.shard_order, manifest.cell_order, cover)
     first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
@@ -316,16 +330,19 @@ def leaves_dataset(
 
 
 def leaf_summary(leaves: list[Leaf]) -> dict:
-    """What the admitted leaves' stamps say, summarized for ``attrs``."""
-    stamps = [lf.stamp for lf in leaves]
-    written = sorted(s["written_at"] for s in stamps if isinstance(s.get("written_at"), str))
-    ranges = [s["time_range"] for s in stamps if isinstance(s.get("time_range"), list) and len(s["time_range"]) == 2]
+    """What the admitted leaves' stamps say, summarized for ``attrs``.
+
+    Raises :class:`StampError` naming the leaf for a mistyped stamp field.
+    """
+    clocks = [stamp_clock(lf.stamp, lf.ref.path) for lf in leaves]
+    written = sorted(w for w, _ in clocks if w is not None)
+    ranges = [r for _, r in clocks if r is not None]
     out = {
         "n_leaves": len(leaves),
         "leaves": [lf.ref.decimal for lf in leaves],
         "n_versioned": sum(1 for lf in leaves if lf.prefix != lf.ref.path),
-        "cells_with_data": int(sum(int(s.get("cells_with_data") or 0) for s in stamps)),
-        "granule_count": int(sum(int(s.get("granule_count") or 0) for s in stamps)),
+        "cells_with_data": sum(stamp_int(lf.stamp, "cells_with_data", lf.ref.path) for lf in leaves),
+        "granule_count": sum(stamp_int(lf.stamp, "granule_count", lf.ref.path) for lf in leaves),
     }
     if written:
         out["written_at"] = [written[0], written[-1]]
@@ -421,7 +438,7 @@ def read_coverage_bitmap(
     if cov.get("encoding") != "bitmap":
         return None
     prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
-    sidecar = cov.get("sidecar") or "coverage.moc"
+    sidecar = keys.sidecar_name(cov.get("sidecar") or "coverage.moc", f"{storage.describe(path)}: stamp coverage")
     payload = storage.get_bytes(f"{prefix}/{sidecar}")
     if payload is None:
         return None
@@ -433,8 +450,10 @@ def read_coverage_bitmap(
 def resolve_leaf(leaf: str, manifest: Manifest) -> tuple[str, str | None, str]:
     """``(decimal, window, stable leaf path)`` of a leaf named by id, ``id_window`` or path."""
     if not isinstance(leaf, (str, os.PathLike)):
-        raise CoverageError(f"leaf={leaf!r} must be a str: a decimal id ('4331421'), id_window, or a leaf path")
+        raise ArgumentError(f"leaf={leaf!r} must be a str: a decimal id ('4331421'), id_window, or a leaf path")
     leaf = os.fspath(leaf)
+    if "\x00" in leaf:
+        raise ArgumentError(f"leaf={leaf!r} holds a NUL byte: not a leaf id or path")
     name = os.path.basename(leaf.rstrip("/"))
     parsed = ids.parse_leaf_name(name if name.endswith(".zarr") else f"{name}.zarr")
     if parsed is None:

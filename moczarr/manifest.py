@@ -112,6 +112,9 @@ def parse_manifest(obj: Any, where: str) -> Manifest:
         dataset = {}
     if not isinstance(dataset, dict):
         raise ManifestError(f"{where}: field 'dataset' must be an object, got {dataset!r}")
+    for name, kinds, what in (("short_name", (str,), "a string"), ("version", (str, int, float), "a string or number")):
+        if dataset.get(name) is not None and (isinstance(dataset[name], bool) or not isinstance(dataset[name], kinds)):
+            raise ManifestError(f"{where}: field 'dataset.{name}' must be {what}, got {dataset[name]!r}")
     cell_order = _int_field(obj, "cell_order", where)
     shard_order = _int_field(obj, "shard_order", where)
     if cell_order > 27:
@@ -151,6 +154,9 @@ def parse_manifest(obj: Any, where: str) -> Manifest:
 
 
 def _check_windows(temporal: dict, where: str) -> None:
+    schedule = temporal.get("schedule", "none")
+    if not isinstance(schedule, str):
+        raise ManifestError(f"{where}: field 'temporal.schedule' must be a schedule name, got {schedule!r}")
     windows = temporal.get("windows")
     if windows is None:
         return

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from . import ids
+from . import ids, keys
 from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
 from .declaration import (
     COLUMN_SPECS,
@@ -26,20 +26,24 @@ from .declaration import (
     pyramid_levels,
 )
 from .errors import (
+    ArrayContractError,
     EmptySelectionWarning,
+    KeyContainmentError,
     LevelOmittedWarning,
     ObjectDroppedWarning,
     PyramidError,
+    StampError,
     WindowError,
     warn,
 )
 from .hive import candidate_leaves, list_windows, open_source, root_shards
 from .ids import ALL_TOKEN
+from .integrity import check_cells_extent
 from .manifest import Manifest, check_window
 from .places import aoi_cover, as_place
 from .roster import read_manifest
 from .storage import DEFAULT_CONCURRENCY, Storage
-from .store import read_roots, stamp_of
+from .store import read_cache_roots, stamp_of
 from .times import TimeRange, check_time_store, over_windows, window_or_time
 
 
@@ -134,7 +138,7 @@ def check_levels(levels, argument: str = "levels") -> set[int] | None:
 
 def _level(manifest: Manifest, cell_order: int) -> Level:
     table = {lv.cell_order: lv for lv in pyramid_levels(manifest)}
-    if cell_order not in table:
+    if isinstance(cell_order, bool) or not isinstance(cell_order, int) or cell_order not in table:
         raise PyramidError(
             f"{manifest.location}: cell order {cell_order} is not a level of this store; levels: "
             + ", ".join(f"{lv.cell_order} ({lv.artifact})" for lv in table.values())
@@ -237,7 +241,9 @@ def open_level_in(
         "zagg_objects": [o.entry for o in objects],
         "zagg_level": level_attrs,
     }
-    ds = _objects_dataset(storage, level, objects, cover, index_kind, attrs, schema_objects[0])
+    ds = readable_level(storage, level, objects, schema_objects, cover, index_kind, attrs)
+    if ds is None:
+        return _omit(f"{manifest.location}: no {level.artifact} object at cell order {cell_order} is readable; level omitted")
     if cover is not None and ds.sizes["cells"] == 0:
         warn(
             f"{manifest.location}: the AOI selects no cell of {level.artifact} level o{cell_order}; "
@@ -274,7 +280,7 @@ def overview_objects(
     storage: Storage, manifest: Manifest, level: Level, shards: np.ndarray, stem: str, *, lenient: bool = False
 ) -> list[DerivedObject]:
     cands = overview_candidates(manifest, shards, level.node_order, stem)
-    docs = read_roots(storage, [p for _, p in cands])
+    docs = read_cache_roots(storage, [p for _, p in cands])
     out = []
     window = None if stem == ALL_TOKEN and not manifest.windowed else stem
     for (node, path), doc in zip(cands, docs):
@@ -304,8 +310,11 @@ def overview_objects(
             raise PyramidError(
                 f"{where}: overview declares cell_order {block['cell_order']!r} but sits at level o{level.cell_order}"
             )
-        fields = block.get("fields")
-        names = tuple(sorted(fields)) + ("morton",) if isinstance(fields, dict) and fields else None
+        try:
+            names = provenance_arrays(block.get("fields"), f"{where}: zagg_overview.fields")
+        except KeyContainmentError as exc:
+            _drop(f"{exc}; overview dropped")
+            continue
         out.append(DerivedObject(node, path, {"node": node, "window": window, "role": "overview", "zagg_overview": block}, names))
     return out
 
@@ -316,7 +325,7 @@ def _column_objects(
     pg = manifest.path_grouping
     paths = [f"{ids.hive_node(d, pg)}/{stem}.pyramid.zarr" for d in shard_decimals]
     out = []
-    for node, path, doc in zip(shard_decimals, paths, read_roots(storage, paths)):
+    for node, path, doc in zip(shard_decimals, paths, read_cache_roots(storage, paths)):
         stamp = stamp_of(doc)
         if stamp is None:
             continue
@@ -334,10 +343,44 @@ def _column_objects(
             )
         if str(level.cell_order) not in (block.get("groups") or {}):
             continue  # the column lacks this resolution: the level under-covers that leaf
-        fields = block.get("fields")
-        names = tuple(sorted(fields)) + ("morton",) if isinstance(fields, dict) and fields else None
+        try:
+            names = provenance_arrays(block.get("fields"), f"{where}: zagg_column.fields")
+        except KeyContainmentError as exc:
+            _drop(f"{exc}; column dropped")
+            continue
         out.append(DerivedObject(node, path, {"node": node, "window": window, "role": "column", "zagg_column": block}, names))
     return out
+
+
+def provenance_arrays(fields, where: str) -> tuple[str, ...] | None:
+    """Array names a provenance ``fields`` block declares (plus ``morton``), or None when it names none.
+
+    Raises :class:`~moczarr.errors.KeyContainmentError` for a field name that
+    is not one zarr node name (it would address a key outside the object).
+    """
+    if not isinstance(fields, dict) or not fields:
+        return None
+    return tuple(sorted(keys.array_name(name, where) for name in fields)) + ("morton",)
+
+
+def readable_level(storage: Storage, level: Level, objects: list, schema_objects: list, cover, index_kind: str, attrs: dict):
+    """The level's Dataset, schema read from the first schema object whose metadata can be used.
+
+    A derived object whose data group or array metadata is unusable (missing,
+    unparsable, contradicting its provenance, a name that is not a node name,
+    an array contract it breaks) is dropped with an
+    :class:`~moczarr.errors.ObjectDroppedWarning` and the next one is tried;
+    None when none is left (the caller omits the level).
+    """
+    objects, candidates = list(objects), list(schema_objects)
+    while candidates:
+        first = candidates.pop(0)
+        try:
+            return _objects_dataset(storage, level, objects, cover, index_kind, {**attrs, "zagg_objects": [o.entry for o in objects]}, first)
+        except (StampError, KeyContainmentError, ArrayContractError) as exc:
+            _drop(f"{exc}; {level.artifact} object dropped")
+            objects = [o for o in objects if o.path != first.path]
+    return None
 
 
 def _drop(message: str) -> None:
@@ -369,6 +412,7 @@ def _objects_dataset(
         bound = _bound_siblings(schema) - set(schema.arrays)
         if bound:
             schema = read_schema(storage, schema_group, sorted(set(names) | bound))
+    check_cells_extent(schema.arrays, lambda a: a.cells_axis, n_cells, storage.describe(schema_group))
     return build_dataset(storage, schema, parts, domain, index_kind=index_kind, attrs=attrs)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ids
-from .errors import RaggedError
+from .errors import RaggedError, SelectionError
 from .places import as_place
 from .pyramid import check_order, open_level
 from .roster import read_manifest
@@ -99,7 +99,8 @@ def read_ragged(store_root, field: str, cells, *, cell_order: int | None = None,
 
     ``cell_order`` picks the level (default: the source order; any level
     :func:`moczarr.pyramid.open_level` can open). Only the leaves or objects
-    holding those cells are read. Raises ``KeyError`` for a field the level
+    holding those cells are read. Raises :class:`~moczarr.errors.SelectionError`
+    (a ``KeyError``) for a field the level
     lacks and for cells outside the level's domain.
     """
     place = as_place(cells, "cells")
@@ -109,7 +110,7 @@ def read_ragged(store_root, field: str, cells, *, cell_order: int | None = None,
     order = cell_order if cell_order is not None else read_manifest(storage).cell_order
     ds = open_level(storage, order, window=window, aoi=place, index_kind="pandas")
     if ds is None or field not in ds:
-        raise KeyError(f"{store_root}: no ragged field {field!r} at cell order {order}")
+        raise SelectionError(f"{store_root}: no ragged field {field!r} at cell order {order}")
     spec = parse_ragged_attrs(ds[field].attrs, field)
     have = ds["morton"].values
     if place.words is None:  # a geometry: every row of the level meeting it
@@ -118,6 +119,6 @@ def read_ragged(store_root, field: str, cells, *, cell_order: int | None = None,
     pos = np.searchsorted(have, words)
     missing = (pos >= have.size) | (have[np.minimum(pos, max(have.size - 1, 0))] != words) if have.size else np.ones(words.size, bool)
     if missing.any():
-        raise KeyError(f"{store_root}: cells {ids.to_decimals(words[missing])} are not in the level's domain")
+        raise SelectionError(f"{store_root}: cells {ids.to_decimals(words[missing])} are not in the level's domain")
     payloads = ds[field].isel(cells=pos).values
     return {int(w): decode_cell(p, spec) for w, p in zip(words, payloads)}

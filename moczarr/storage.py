@@ -32,10 +32,15 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, StorePath, WrapperStore
 
-from .errors import StampError
+from .errors import MoczarrError, StampError, StorageError
+from .keys import product_name, relative_key
 from .locations import is_remote, normalize_location, protocol
+from .retry import RetryPolicy, policy_from_options, read_with_retries
 
 DEFAULT_CONCURRENCY = 32
+#: botocore socket timeouts of every object-store request, in seconds (``config_kwargs`` overrides)
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 10.0
 
 
 class RequestCounter(Counter):
@@ -108,51 +113,121 @@ def _record(op: str, key: str) -> None:
 
 
 class CountingStore(WrapperStore):
-    """A read-only zarr store wrapper that reports each request to the active counters."""
+    """A read-only zarr store wrapper: counts each request, retries transient failures, types the rest.
+
+    Every read runs under ``policy`` (:class:`~moczarr.retry.RetryPolicy`: a
+    bounded number of attempts inside one deadline, transient failures only);
+    a failure that survives it is raised as a
+    :class:`~moczarr.errors.StorageError` naming the object's address.
+    """
+
+    def __init__(self, store: Store, policy: RetryPolicy | None = None):
+        super().__init__(store)
+        self.policy = policy or RetryPolicy.local()
+
+    def _with_store(self, store: Store) -> "CountingStore":
+        return type(self)(store, self.policy)  # zarr's clones (with_read_only) keep the policy
+
+    def address(self, key: str) -> str:
+        """The user-facing address of a store key (``s3://bucket/...`` or a local path)."""
+        return describe_key(self._store, key)
 
     async def get(self, key: str, prototype=None, byte_range: ByteRequest | None = None):
         _record("GET", key)
-        return await self._store.get(key, prototype or default_buffer_prototype(), byte_range)
+        prototype = prototype or default_buffer_prototype()
+        return await read_with_retries(
+            lambda: self._store.get(key, prototype, byte_range), self.policy, self.address(key)
+        )
 
     async def get_partial_values(self, prototype, key_ranges):
         key_ranges = list(key_ranges)
         for key, _ in key_ranges:
             _record("GET", key)
-        return await self._store.get_partial_values(prototype, key_ranges)
+        where = self.address(key_ranges[0][0]) if key_ranges else self.address("")
+        return await read_with_retries(
+            lambda: self._store.get_partial_values(prototype, key_ranges), self.policy, where
+        )
 
     async def exists(self, key: str) -> bool:
         _record("GET", key)
-        return await self._store.exists(key)
+        return await read_with_retries(lambda: self._store.exists(key), self.policy, self.address(key))
+
+    async def _listed(self, listing, prefix: str):
+        async def collect():
+            return [name async for name in listing()]
+
+        for name in await read_with_retries(collect, self.policy, self.address(prefix) + "/ (LIST)"):
+            yield name
 
     def list_dir(self, prefix: str):
         _record("LIST", prefix)
-        return self._store.list_dir(prefix)
+        return self._listed(lambda: self._store.list_dir(prefix), prefix)
 
     def list_prefix(self, prefix: str):
         _record("LIST", prefix)
-        return self._store.list_prefix(prefix)
+        return self._listed(lambda: self._store.list_prefix(prefix), prefix)
 
     def list(self):
         _record("LIST", "")
-        return self._store.list()
+        return self._listed(self._store.list, "")
 
     def __reduce__(self):
-        return (CountingStore, (self._store,))
+        return (CountingStore, (self._store, self.policy))
 
 
-def make_store(url: str | os.PathLike, storage_options: dict | None = None) -> Store:
-    """A read-only zarr store for a local path, ``file://`` URL or fsspec URL (``s3://...``)."""
+def describe_key(store: Store, key: str) -> str:
+    """``s3://bucket/prefix/key`` for an fsspec store, ``/root/key`` for a local one."""
+    if isinstance(store, FsspecStore):
+        protocol = store.fs.protocol[0] if isinstance(store.fs.protocol, (tuple, list)) else store.fs.protocol
+        base = f"{protocol}://{store.path.strip('/')}"
+    elif isinstance(store, LocalStore):
+        base = str(store.root)
+    else:
+        base = str(getattr(store, "path", "") or store)
+    return f"{base.rstrip('/')}/{key}" if key else base
+
+
+def make_store(
+    url: str | os.PathLike, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY
+) -> Store:
+    """A read-only zarr store for a local path, ``file://`` URL or fsspec URL (``s3://...``).
+
+    Object-store reads are bounded (:func:`fsspec_options`, :mod:`moczarr.retry`);
+    the ``moczarr_retry`` key of ``storage_options`` tunes the retry budget.
+    """
     url = os.fspath(url)
     if not is_remote(url):
-        base: Store = LocalStore(normalize_location(url), read_only=True)
-    else:
-        base = FsspecStore.from_url(url, storage_options=_fsspec_options(protocol(url), storage_options), read_only=True)
-    return CountingStore(base)
+        return CountingStore(LocalStore(normalize_location(url), read_only=True), RetryPolicy.local())
+    scheme = protocol(url)
+    options, policy = fsspec_options(scheme, storage_options, concurrency)
+    try:
+        base = FsspecStore.from_url(url, storage_options=options, read_only=True)
+        if scheme in ("s3", "s3a"):
+            base.fs.retries = 1  # one try per call: moczarr's policy is the only retry loop
+    except MoczarrError:
+        raise
+    except Exception as exc:  # an unknown protocol, a missing s3fs, a bad option
+        raise StorageError(f"{url}: cannot open the object store ({type(exc).__name__}: {exc})") from exc
+    return CountingStore(base, policy)
 
 
-def _fsspec_options(protocol: str | None, storage_options: dict | None) -> dict:
-    """The caller's ``storage_options`` plus the defaults S3 needs (the caller's values win).
+def fsspec_options(
+    protocol: str | None, storage_options: dict | None, concurrency: int = DEFAULT_CONCURRENCY
+) -> tuple[dict, RetryPolicy]:
+    """The fsspec options of an open (the caller's values win) and the retry policy it reads under.
 
+    S3 (``s3://``, ``s3a://``) gets bounded requests set once here:
+
+    - ``config_kwargs``: ``connect_timeout`` :data:`CONNECT_TIMEOUT`,
+      ``read_timeout`` :data:`READ_TIMEOUT`, ``retries={"total_max_attempts": 1}``
+      and ``max_pool_connections = concurrency``. botocore makes one attempt:
+      the retries are moczarr's (below), so they are counted once, not
+      multiplied through botocore's and s3fs's nested loops.
+    - s3fs's own retry loop (its ``retries`` attribute, not a constructor
+      option) is set to one try on the filesystem for the same reason.
+    - ``moczarr_retry`` (popped, never passed to fsspec): the
+      :class:`~moczarr.retry.RetryPolicy` fields (``attempts``, ``deadline``,
+      ``backoff``, ``max_backoff``) for every read of the open.
     - ``max_concurrency=1``: s3fs sizes every whole-object read with a HEAD when
       ``max_concurrency > 1`` (its default is 10), to split large objects into
       parallel ranged GETs. Hive objects are small, so that HEAD only doubled
@@ -163,10 +238,17 @@ def _fsspec_options(protocol: str | None, storage_options: dict | None) -> dict:
       see leaves committed since. Every LIST goes to the server.
     """
     opts = dict(storage_options or {})
+    policy = policy_from_options(opts.pop("moczarr_retry", None))
     if protocol in ("s3", "s3a"):
         opts.setdefault("max_concurrency", 1)
         opts.setdefault("use_listings_cache", False)
-    return opts
+        config = dict(opts.get("config_kwargs") or {})
+        config.setdefault("connect_timeout", CONNECT_TIMEOUT)
+        config.setdefault("read_timeout", READ_TIMEOUT)
+        config.setdefault("retries", {"total_max_attempts": 1})
+        config.setdefault("max_pool_connections", max(10, int(concurrency)))
+        opts["config_kwargs"] = config
+    return opts, policy
 
 
 class Storage:
@@ -197,18 +279,22 @@ class Storage:
         """One handle for ``url``; every read of the open call goes through it."""
         if isinstance(url, Storage):
             return url
-        url = os.fspath(url)
-        return cls(make_store(url, storage_options), "", location=url.rstrip("/"), concurrency=concurrency)
+        url, concurrency = check_open_arguments(url, storage_options, concurrency)
+        return cls(make_store(url, storage_options, concurrency), "", location=url.rstrip("/"), concurrency=concurrency)
 
     def child(self, sub: str) -> "Storage":
-        """The same handle rooted at ``{root}/{sub}`` (a product inside a multi-product root)."""
-        sub = sub.strip("/")
+        """The same handle rooted at ``{root}/{sub}`` (a product inside a multi-product root).
+
+        Raises :class:`~moczarr.errors.KeyContainmentError` unless ``sub`` is a product name.
+        """
+        sub = product_name(sub, self.location)
         child = Storage(self.store, self.key(sub), location=f"{self.location}/{sub}", concurrency=self.concurrency)
         child.sizes = self.sizes
         return child
 
     def key(self, rel: str) -> str:
-        rel = rel.strip("/")
+        """The store key of ``rel``; raises :class:`~moczarr.errors.KeyContainmentError` for a key leaving the root."""
+        rel = relative_key(rel, self.location)
         return f"{self.root}/{rel}" if self.root and rel else (self.root or rel)
 
     def describe(self, rel: str = "") -> str:
@@ -216,20 +302,14 @@ class Storage:
         return f"{self.location}/{rel}" if rel else self.location
 
     # -- reads ---------------------------------------------------------------------------------
-    async def _get(self, rel: str, sem: asyncio.Semaphore | None = None) -> bytes | None:
-        async def go():
-            key = self.key(rel)
-            buf = await self.store.get(key, default_buffer_prototype())
-            if buf is None:
-                return None
-            payload = buf.to_bytes()
-            self.sizes[key] = len(payload)
-            return payload
-
-        if sem is None:
-            return await go()
-        async with sem:
-            return await go()
+    async def _get(self, rel: str) -> bytes | None:
+        key = self.key(rel)
+        buf = await self.store.get(key, default_buffer_prototype())
+        if buf is None:
+            return None
+        payload = buf.to_bytes()
+        self.sizes[key] = len(payload)
+        return payload
 
     def get_bytes(self, rel: str) -> bytes | None:
         """The object's bytes, or None when it does not exist."""
@@ -240,11 +320,7 @@ class Storage:
         if not rels:
             return []
 
-        async def go():
-            sem = asyncio.Semaphore(self.concurrency)
-            return await asyncio.gather(*(self._get(r, sem) for r in rels))
-
-        return list(sync(go()))
+        return list(sync(bounded_batch([lambda r=r: self._get(r) for r in rels], self.concurrency)))
 
     def get_json(self, rel: str) -> Any:
         """Parsed JSON of an object, None when missing. Raises :class:`StampError` when unparsable."""
@@ -267,15 +343,10 @@ class Storage:
         if not rels:
             return []
 
-        async def one(rel, sem):
-            async with sem:
-                return sorted([name async for name in self.store.list_dir(self.key(rel))])
+        async def one(rel):
+            return sorted([name async for name in self.store.list_dir(self.key(rel))])
 
-        async def go():
-            sem = asyncio.Semaphore(self.concurrency)
-            return await asyncio.gather(*(one(r, sem) for r in rels))
-
-        return list(sync(go()))
+        return list(sync(bounded_batch([lambda r=r: one(r) for r in rels], self.concurrency)))
 
     def array(self, rel: str, metadata: dict) -> zarr.Array:
         """A zarr array at ``rel`` built from already-read metadata: no request is made."""
@@ -285,6 +356,55 @@ class Storage:
 
     def __repr__(self) -> str:
         return f"Storage({self.location!r})"
+
+
+def check_open_arguments(url, storage_options, concurrency) -> tuple[str, int]:
+    """``(url, concurrency)`` validated; raises :class:`~moczarr.errors.ArgumentError` naming the bad one."""
+    from .errors import ArgumentError
+
+    try:
+        url = os.fspath(url)
+    except TypeError:
+        raise ArgumentError(f"store_root must be a path or URL string, got {url!r}") from None
+    if isinstance(url, bytes):
+        url = os.fsdecode(url)
+    if not url or "\x00" in url:
+        raise ArgumentError(f"store_root {url!r} is empty or holds a NUL byte")
+    if storage_options is not None and not isinstance(storage_options, dict):
+        raise ArgumentError(f"storage_options must be a dict, got {storage_options!r}")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ArgumentError(f"concurrency must be a positive integer, got {concurrency!r}")
+    return url, concurrency
+
+
+async def bounded_batch(calls: list, concurrency: int) -> list:
+    """Await every ``call()`` (at most ``concurrency`` at once) in order; the first failure ends the batch.
+
+    The failure is raised once the calls in flight are cancelled; calls still
+    waiting for a slot are never started, so an error that ends an open costs
+    no further requests (plain ``gather`` would send them all).
+    """
+    sem = asyncio.Semaphore(concurrency)
+    failed = asyncio.Event()
+
+    async def one(call):
+        async with sem:
+            if failed.is_set():
+                raise asyncio.CancelledError
+            try:
+                return await call()
+            except BaseException:
+                failed.set()  # before the slot is released: no waiter starts after a failure
+                raise
+
+    tasks = [asyncio.ensure_future(one(c)) for c in calls]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def parse_json(payload: bytes | None, where: str) -> Any:

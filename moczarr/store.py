@@ -11,12 +11,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import ids
-from .errors import CoverageFallbackWarning, VersionPointerError, warn
+from . import ids, keys
+from .errors import CoverageFallbackWarning, warn
 from .storage import Storage
 
 STAMP_KEY = "morton_hive_commit"
-_VERSION_RE = re.compile(r"^run-[^/\\]+$")
 
 
 def stamp_of(zarr_json: dict | None) -> dict | None:
@@ -45,10 +44,43 @@ def read_stamp(storage: Storage, path: str) -> dict | None:
 def read_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None]:
     """The root ``zarr.json`` documents of many objects in one batched, concurrent read.
 
-    None for a missing object. Raises :class:`StampError` for a present but
-    unparsable document.
+    None for a missing object. Raises :class:`StampError` for a present
+    document that cannot be parsed or is not a JSON object.
     """
-    return storage.get_many_json([f"{p}/zarr.json" for p in paths])
+    from .errors import StampError
+
+    docs = storage.get_many_json([f"{p}/zarr.json" for p in paths])
+    for path, doc in zip(paths, docs):
+        if doc is not None and not isinstance(doc, dict):
+            raise StampError(f"{storage.describe(path + '/zarr.json')}: a {type(doc).__name__}, not a zarr.json object")
+    return docs
+
+
+def read_cache_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None]:
+    """:func:`read_roots` for derived (cache) objects: an unparsable document is dropped, not raised.
+
+    Each document that cannot be parsed is reported with an
+    :class:`~moczarr.errors.ObjectDroppedWarning` naming it and read as None
+    (like a missing object), so one damaged cache object never takes the
+    open down (FORMAT.md §4.1: caches are never load-bearing).
+    """
+    from .errors import ObjectDroppedWarning, StampError
+    from .storage import parse_json
+
+    out = []
+    for path, payload in zip(paths, storage.get_many([f"{p}/zarr.json" for p in paths])):
+        try:
+            doc = parse_json(payload, storage.describe(f"{path}/zarr.json"))
+        except StampError as exc:
+            warn(f"{exc}; derived object dropped", ObjectDroppedWarning)
+            doc = None
+        if doc is not None and not isinstance(doc, dict):
+            warn(
+                f"{storage.describe(path + '/zarr.json')}: not a JSON object; derived object dropped",
+                ObjectDroppedWarning)
+            doc = None
+        out.append(doc)
+    return out
 
 
 def read_commits(store_root, leaves: Sequence[str], *, storage_options: dict | None = None, concurrency: int = 32) -> dict[str, dict | None]:
@@ -65,17 +97,13 @@ def read_commits(store_root, leaves: Sequence[str], *, storage_options: dict | N
 def version_of(stamp: dict | None, where: str = "") -> str | None:
     """The validated ``current`` version name of a root stamp (None for legacy leaves).
 
-    Raises :class:`VersionPointerError` unless ``current`` is absent, null, or
-    a string forming exactly one path component that begins ``run-``.
+    Raises :class:`~moczarr.errors.VersionPointerError` unless ``current`` is
+    absent, null, or a string forming exactly one path component that begins
+    ``run-`` (:func:`moczarr.keys.version_name`).
     """
     if not stamp or stamp.get("current") is None:
         return None
-    current = stamp["current"]
-    if not isinstance(current, str) or not _VERSION_RE.match(current) or current in (".", ".."):
-        raise VersionPointerError(
-            f"{where}: stamp 'current' is {current!r}; a version pointer must be one path component beginning 'run-'"
-        )
-    return current
+    return keys.version_name(stamp["current"], where)
 
 
 def leaf_data_prefix(leaf: str, stamp: dict | None, *, where: str | None = None) -> str:

@@ -78,7 +78,9 @@ def open_store(
     else:
         if not roster:
             raise NotAHiveStoreError(f"{storage.describe()} holds neither a morton-hive manifest nor products")
-        wanted = roster if products is None else ([products] if isinstance(products, str) else list(products))
+        wanted = roster if products is None else ([products] if isinstance(products, str) else products)
+        if not isinstance(wanted, (list, tuple)) or not all(isinstance(p, str) for p in wanted):
+            raise ProductError(f"products= must be a product name or a list of names, got {products!r}")
         missing = [p for p in wanted if p not in roster]
         if missing:
             raise ProductError(f"{storage.describe()}: no product named {missing}; products: {', '.join(roster)}")

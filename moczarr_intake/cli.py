@@ -155,6 +155,31 @@ def _demo(out: Path, *, kept: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``moczarr-catalog`` entry point: every failure is one ``error:`` line on stderr, never a traceback.
+
+    Exit status 0 on success, 2 for a :class:`~moczarr.errors.MoczarrError`
+    (bad input, damaged store, failing object store), 1 for any other
+    failure, 130 when interrupted; argparse's usage errors keep its own 2.
+    """
+    try:
+        return run(argv)
+    except MoczarrError as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the promise is "never a traceback": name the failure instead
+        print(f"error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def run(argv: list[str] | None = None) -> int:
+    """:func:`main` without the error wrapper (exceptions propagate)."""
     parser = argparse.ArgumentParser(prog="moczarr-catalog", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="write STAC and Intake catalogs for one or more stores")
@@ -172,20 +197,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.cmd == "verify":
         return verify_cli.run(args)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            if args.cmd == "build":
-                written = build(args.roots, args.out, storage_options=_storage_options(args), thumbnails=args.thumbnails)
-                print(f"wrote {written['intake']}, {written['intake_v2']}, {written['stac']}"
-                      + (f", {written['geoparquet']}" if written["geoparquet"] else ""))
-            elif args.cmd == "show":
-                print(show(args.root, _storage_options(args)))
-            else:
-                print(demo(args.out))
-    except MoczarrError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        if args.cmd == "build":
+            written = build(args.roots, args.out, storage_options=_storage_options(args), thumbnails=args.thumbnails)
+            print(f"wrote {written['intake']}, {written['intake_v2']}, {written['stac']}"
+                  + (f", {written['geoparquet']}" if written["geoparquet"] else ""))
+        elif args.cmd == "show":
+            print(show(args.root, _storage_options(args)))
+        else:
+            print(demo(args.out))
     return 0
 
 

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import dask.array as da
-import fsspec
 import numpy as np
 import xarray as xr
 import zarr
@@ -39,15 +38,20 @@ import zarr.errors
 from dask.base import tokenize
 
 from moczarr.errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ChunkError,
+    MoczarrError,
     MoraineLevelError,
     NotAMorainePyramidError,
     ObjectDroppedWarning,
     PyramidError,
+    StorageError,
     UnsupportedVersionError,
     warn,
 )
 from moczarr.locations import is_remote, join_location, normalize_location
-from moczarr.storage import make_store
+from moczarr.storage import Storage
 
 __all__ = [
     "SUPPORTED_VERSION",
@@ -98,21 +102,29 @@ class _Location:
     or an fsspec URL plus its storage options."""
 
     def __init__(self, path: Any, storage_options: dict | None = None):
+        try:
+            raw = os.fsdecode(os.fspath(path))
+        except (TypeError, ValueError) as exc:
+            raise ArgumentError(f"path must be a local path or an fsspec URL, got {path!r}") from exc
+        if storage_options is not None and not isinstance(storage_options, dict):
+            raise ArgumentError(f"storage_options must be a dict, got {storage_options!r}")
         self.storage_options = dict(storage_options or {})
-        self.local = not is_remote(os.fsdecode(os.fspath(path)))
-        self.root = normalize_location(path)
+        self.local = not is_remote(raw)
+        self.root = normalize_location(raw)
         self.path = self.root
-        self._store = None
-        self._fs = None
-        self._fs_root = None
+        self._storage = None
 
     # zarr -----------------------------------------------------------------------
     @property
+    def storage(self) -> Storage:
+        """moczarr's bounded, typed store handle (timeouts, retry budget, errors naming the object)."""
+        if self._storage is None:
+            self._storage = Storage.open(self.root, None if self.local else self.storage_options)
+        return self._storage
+
+    @property
     def store(self):
-        """The read-only zarr store of the pyramid folder (made by the hive reader's storage layer)."""
-        if self._store is None:
-            self._store = make_store(self.root, None if self.local else self.storage_options)
-        return self._store
+        return self.storage.store
 
     def url(self, name: str) -> str:
         return join_location(self.root, name)
@@ -123,8 +135,10 @@ class _Location:
             return zarr.open_array(store=self.store, path=name, mode="r", zarr_format=None)
         except (FileNotFoundError, zarr.errors.NodeNotFoundError):
             return None
-        except OSError:  # permissions, network: not a statement about the content
+        except MoczarrError:  # a typed storage failure: not a statement about the content
             raise
+        except OSError as exc:  # permissions, a name the filesystem refuses
+            raise StorageError(f"{self.url(name)}: cannot be read ({type(exc).__name__}: {exc})") from exc
         except Exception as exc:  # a group, unreadable metadata, ...
             raise PyramidError(f"{self.url(name)} is not a readable zarr array: {exc}") from exc
 
@@ -136,15 +150,8 @@ class _Location:
 
     # plain files ----------------------------------------------------------------
     def read_bytes(self, name: str) -> bytes | None:
-        try:
-            if self.local:
-                with open(os.path.join(self.root, name), "rb") as f:
-                    return f.read()
-            if self._fs is None:
-                self._fs, self._fs_root = fsspec.core.url_to_fs(self.root, **self.storage_options)
-            return self._fs.cat_file(f"{self._fs_root.rstrip('/')}/{name}")
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
+        """The bytes of a plain object, None when it is absent."""
+        return self.storage.get_bytes(name)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -249,7 +256,7 @@ class MorainePyramid:
 
     def _check_level(self, level: int) -> int:
         if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, np.integer)):
-            raise TypeError(f"level must be an int, got {level!r}")
+            raise ArgumentTypeError(f"level must be an int, got {level!r}")
         level = int(level)
         if level < 0:
             level += self.n_levels
@@ -362,7 +369,13 @@ def _read_bounds(loc: _Location) -> tuple[float, float, float, float] | None:
         or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)
     ):
         raise PyramidError(f"{loc.url('bounds.toml')}: bounds must be 4 numbers [x0, y0, xm, ym], got {b!r}")
-    return tuple(float(v) for v in b)
+    bounds = tuple(float(v) for v in b)
+    if not all(math.isfinite(v) for v in bounds) or bounds[2] < bounds[0] or bounds[3] < bounds[1]:
+        raise PyramidError(
+            f"{loc.url('bounds.toml')}: bounds {list(b)} must be finite with xm >= x0 and ym >= y0 "
+            "(the grid's lower-left and upper-right cell centres)"
+        )
+    return bounds
 
 
 def _resolution(loc: _Location, bounds, shape0) -> float | None:
@@ -377,7 +390,6 @@ def _resolution(loc: _Location, bounds, shape0) -> float | None:
                 f"{loc.path}: bounds {list(bounds)} and the {nlines} x {width} grid give "
                 f"different cell sizes in x ({rx}) and y ({ry})"
             )
-        return rx
     res = rx if rx is not None else ry
     if res is not None and not res > 0:
         raise PyramidError(f"{loc.path}: bounds {list(bounds)} give a non-positive cell size {res}")
@@ -385,10 +397,14 @@ def _resolution(loc: _Location, bounds, shape0) -> float | None:
 
 
 def _read_channel_stats(loc: _Location, channels: tuple[int, ...], complex_data: bool) -> dict | None:
-    arr = loc.try_open("stats.zarr")
+    where = loc.url("stats.zarr")
+    try:
+        arr = loc.try_open("stats.zarr")
+    except PyramidError as exc:  # unreadable metadata: a derived object, left out
+        warn(f"{where} left out: {exc}", ObjectDroppedWarning)
+        return None
     if arr is None:
         return None
-    where = loc.url("stats.zarr")
     columns = arr.attrs.get("columns")
     problem = None
     if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
@@ -398,7 +414,17 @@ def _read_channel_stats(loc: _Location, channels: tuple[int, ...], complex_data:
     if problem:
         warn(f"{where} left out: {problem}", ObjectDroppedWarning)
         return None
-    values = np.asarray(arr[...], dtype=np.float64)
+    try:
+        values = np.asarray(arr[...], dtype=np.float64)
+    except MoczarrError as exc:
+        if not isinstance(exc, ChunkError):
+            raise
+        values = None
+    except Exception:  # a damaged chunk of a derived object
+        values = None
+    if values is None or values.shape != tuple(arr.shape):
+        warn(f"{where} left out: its values cannot be read as float64", ObjectDroppedWarning)
+        return None
     out = {}
     for k, col in enumerate(columns):
         name = col
@@ -499,10 +525,12 @@ def _info(loc: _Location) -> tuple[MorainePyramid, list]:
 
 def is_moraine_pyramid(path, storage_options: dict | None = None) -> bool:
     """True when ``path`` holds a moraine pyramid: ``0.zarr`` with the marker, or unmarked with
-    ``1.zarr`` half the size of ``0.zarr``. Reads at most two array metadata documents and never
-    raises (a marked pyramid of an unsupported version still counts as one)."""
+    ``1.zarr`` half the size of ``0.zarr``. Reads at most two array metadata documents (a marked
+    pyramid of an unsupported version still counts as one). Content that is no pyramid answers
+    False; a storage failure is not an answer and raises its
+    :class:`~moczarr.errors.StorageError` (a 500 on the marker must not read as "not a pyramid")."""
+    loc = _Location(path, storage_options)
     try:
-        loc = _Location(path, storage_options)
         a0 = loc.try_open("0.zarr")
         if a0 is None:
             return False
@@ -510,7 +538,7 @@ def is_moraine_pyramid(path, storage_options: dict | None = None) -> bool:
             return True
         a1 = loc.try_open("1.zarr")
         return a1 is not None and _is_half(tuple(a0.shape), tuple(a1.shape))
-    except Exception:
+    except PyramidError:
         return False
 
 
@@ -519,9 +547,28 @@ def read_moraine_info(path, storage_options: dict | None = None) -> MorainePyram
     return _info(_Location(path, storage_options))[0]
 
 
+class _GuardedArray:
+    """A zarr array whose reads raise :class:`~moczarr.errors.ChunkError` naming it when a chunk cannot be decoded."""
+
+    def __init__(self, arr, where: str):
+        self.arr, self.where = arr, where
+        self.shape, self.dtype, self.ndim = arr.shape, arr.dtype, arr.ndim
+
+    def __getitem__(self, key):
+        try:
+            return self.arr[key]
+        except MoczarrError:
+            raise
+        except Exception as exc:  # numcodecs / zarr codec / buffer errors of a damaged chunk
+            raise ChunkError(f"{self.where}: a chunk of {key!r} cannot be decoded: {type(exc).__name__}: {exc}") from exc
+
+
 def _lazy(loc: _Location, name: str, arr) -> da.Array:
     token = tokenize(loc.url(name), tuple(arr.shape), str(arr.dtype), tuple(arr.chunks))
-    return da.from_zarr(arr, chunks=arr.chunks, name=f"moraine-{name.removesuffix('.zarr')}-{token}")
+    return da.from_array(
+        _GuardedArray(arr, loc.url(name)), chunks=arr.chunks, name=f"moraine-{name.removesuffix('.zarr')}-{token}",
+        asarray=False, fancy=False, inline_array=True,
+    )
 
 
 def _grid_coords(info: MorainePyramid, level: int, shape: tuple[int, ...]) -> dict:

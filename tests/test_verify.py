@@ -546,7 +546,8 @@ def test_unparsable_overview_stamp(zagg):
     store, _ = zagg("pyramid")
     (overview(store, "11111") / "zarr.json").write_text("{torn")
     report = verify_store(store)
-    assert problems(report) == [("overview-unreadable", "error", "1/1/1/1/1/all.zarr/zarr.json")]
+    # the openers drop an uninterpretable cache object (the seed), so the verifier reports what they drop
+    assert problems(report) == [("overview-dropped", "warning", "1/1/1/1/1/all.zarr/zarr.json")]
 
 
 def test_moraine_stats_zarr_that_does_not_match(copy_fixture):

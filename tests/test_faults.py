@@ -1,0 +1,271 @@
+"""Object-store faults: moto's real S3 server behind a fault-injecting proxy (both on 127.0.0.1).
+
+Every open here either equals the local open of the same store or raises a
+typed :class:`~moczarr.errors.StorageError` naming the object, within its
+time bound; never a partial Dataset. Transient faults (5xx, ``SlowDown``,
+resets, truncated bodies, latency) are retried inside the budget; fatal ones
+(403) fail at once; a stalled object fails within the deadline; an error that
+ends an open cancels the rest of its batch.
+
+Each test sets a small retry policy through ``storage_options`` so that it
+runs in seconds; the defaults themselves are checked on the options the
+storage layer builds.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import moczarr
+import moczarr_moraine
+from moczarr.errors import (
+    StorageError,
+    StoragePermissionError,
+    StorageThrottledError,
+    StorageTimeoutError,
+)
+from moczarr.retry import RetryPolicy
+from moczarr.storage import (
+    CONNECT_TIMEOUT,
+    DEFAULT_CONCURRENCY,
+    READ_TIMEOUT,
+    Storage,
+    fsspec_options,
+)
+
+from .conftest import fixture_path
+from .faultproxy import FaultProxy
+from .s3server import S3Server
+
+BUCKET = "moczarr-faults"
+HIVE = "zagg/single_8/store"
+MORAINE = "moraine/ras_mean_v1"
+LEAF_STAMP = ".zarr/zarr.json"  # a leaf's root zarr.json: the stamps the open batches
+#: fast retries for the tests: 4 tries within 8 s, 20 ms backoff
+FAST = {"attempts": 4, "deadline": 8.0, "backoff": 0.02, "max_backoff": 0.1}
+
+
+def store_path(name: str):
+    """The one place this file finds its stores (the lead may switch it to generated stores)."""
+    return fixture_path(name)
+
+
+@pytest.fixture(scope="module")
+def servers():
+    local = {name: store_path(name) for name in (HIVE, MORAINE)}
+    with S3Server() as s3, FaultProxy(s3.endpoint_url, max_stall=20.0) as proxy:
+        s3.create_bucket(BUCKET, public=True)
+        for name, path in local.items():
+            s3.upload_tree(path, BUCKET, name)
+        yield s3, proxy
+
+
+@pytest.fixture
+def proxy(servers):
+    _, proxy = servers
+    proxy.clear()
+    yield proxy
+    proxy.clear()
+
+
+def options(proxy: FaultProxy, *, retry: dict | None = None, **config) -> dict:
+    opts = {"anon": True, "client_kwargs": {"endpoint_url": proxy.endpoint_url, "region_name": "us-east-1"}}
+    opts["moczarr_retry"] = dict(FAST if retry is None else retry)
+    if config:
+        opts["config_kwargs"] = config
+    return opts
+
+
+@pytest.fixture(scope="module")
+def golden():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", moczarr.MoczarrWarning)
+        return moczarr.open_hive(store_path(HIVE)).load()
+
+
+def open_remote(proxy, **kwargs) -> xr.Dataset:
+    concurrency = kwargs.pop("concurrency", DEFAULT_CONCURRENCY)
+    return moczarr.open_hive(f"s3://{BUCKET}/{HIVE}", storage_options=options(proxy, **kwargs), concurrency=concurrency)
+
+
+def assert_golden(ds: xr.Dataset, golden: xr.Dataset) -> None:
+    loaded = ds.load()
+    np.testing.assert_array_equal(loaded["morton"].values, golden["morton"].values)
+    xr.testing.assert_identical(loaded.drop_attrs(), golden.drop_attrs())
+
+
+# -- the defaults -------------------------------------------------------------------------------------
+def test_default_options_bound_every_request():
+    opts, policy = fsspec_options("s3", {"anon": True}, concurrency=48)
+    config = opts["config_kwargs"]
+    assert config["connect_timeout"] == CONNECT_TIMEOUT == 5.0
+    assert config["read_timeout"] == READ_TIMEOUT == 10.0
+    assert config["retries"] == {"total_max_attempts": 1}  # botocore makes one attempt: moczarr retries
+    assert config["max_pool_connections"] == 48  # the pool is sized to the concurrency
+    assert policy == RetryPolicy() and policy.attempts == 4 and policy.deadline == 30.0
+    assert "moczarr_retry" not in opts and opts["anon"] is True
+
+
+def test_caller_options_win():
+    opts, policy = fsspec_options(
+        "s3", {"config_kwargs": {"read_timeout": 2, "max_pool_connections": 4}, "moczarr_retry": {"attempts": 2, "deadline": 5}}
+    )
+    assert opts["config_kwargs"]["read_timeout"] == 2 and opts["config_kwargs"]["max_pool_connections"] == 4
+    assert opts["config_kwargs"]["connect_timeout"] == CONNECT_TIMEOUT
+    assert policy.attempts == 2 and policy.deadline == 5
+
+
+@pytest.mark.parametrize("bad", [{"attempts": 0}, {"deadline": -1}, {"tries": 3}, "fast"])
+def test_bad_retry_options_raise_typed(bad):
+    with pytest.raises(StorageError, match="moczarr_retry"):
+        fsspec_options("s3", {"moczarr_retry": bad})
+
+
+def test_the_client_gets_the_bounds(proxy):
+    storage = Storage.open(f"s3://{BUCKET}/{HIVE}", options(proxy), concurrency=24)
+    assert storage.get_bytes("morton_hive.json") is not None
+    fs = storage.store._store.fs
+    config = fs.s3.meta.config
+    assert (config.connect_timeout, config.read_timeout) == (CONNECT_TIMEOUT, READ_TIMEOUT)
+    assert config.max_pool_connections == 24
+    assert fs.retries == 1  # s3fs's own loop is off: one budget, counted once
+
+
+# -- transient faults are retried: equal results -------------------------------------------------------
+@pytest.mark.parametrize(
+    "match,fault",
+    [
+        ("morton_hive.json", {"kind": "status", "status": 500, "code": "InternalError", "times": 2}),
+        ("coverage.moc", {"kind": "status", "status": 503, "code": "SlowDown", "times": 2}),
+        (LEAF_STAMP, {"kind": "status", "status": 500, "code": "InternalError", "times": 3}),
+        (LEAF_STAMP, {"kind": "reset", "times": 2}),
+        ("/c/", {"kind": "reset", "times": 3}),
+        ("/c/", {"kind": "truncate", "times": 3}),
+        ("/c/", {"kind": "status", "status": 503, "code": "SlowDown", "times": 3}),
+        ("/c/", {"kind": "corrupt", "times": 3}),
+        ("", {"kind": "latency", "seconds": 0.01}),
+    ],
+    ids=["manifest-500", "moc-slowdown", "stamps-500", "stamps-reset", "chunks-reset", "chunks-truncated",
+         "chunks-slowdown", "chunks-checksum", "latency"],
+)
+def test_transient_faults_give_the_golden_answer(proxy, golden, match, fault):
+    proxy.add(match, **fault)
+    t0 = time.monotonic()
+    assert_golden(open_remote(proxy), golden)
+    assert time.monotonic() - t0 < 20
+    if fault["kind"] != "latency":
+        assert proxy.rules[0].hits == fault["times"]  # the faults were served, and survived
+
+
+# -- persistent faults: a typed error naming the object, within the bound --------------------------------
+def test_persistent_500_raises_storage_error_naming_the_key(proxy):
+    proxy.add("morton_hive.json", kind="status", status=500, code="InternalError")
+    t0 = time.monotonic()
+    with pytest.raises(StorageError, match=r"s3://moczarr-faults/zagg/single_8/store/morton_hive.json") as info:
+        open_remote(proxy)
+    assert time.monotonic() - t0 < FAST["deadline"]
+    assert "4 tries" in str(info.value) and isinstance(info.value.__cause__, OSError)
+    assert proxy.count("morton_hive.json") == FAST["attempts"]
+
+
+def test_persistent_slowdown_is_throttled(proxy):
+    proxy.add(LEAF_STAMP, kind="status", status=503, code="SlowDown")
+    with pytest.raises(StorageThrottledError, match=r"\.zarr/zarr\.json"):
+        open_remote(proxy)
+
+
+def test_access_denied_fails_at_once_and_cancels_the_batch(proxy):
+    proxy.add(LEAF_STAMP, kind="status", status=403, code="AccessDenied")
+    with pytest.raises(StoragePermissionError, match=r"access denied.*\.zarr/zarr\.json|\.zarr/zarr\.json.*access denied"):
+        open_remote(proxy, concurrency=1)
+    time.sleep(0.2)  # anything still in flight would have arrived by now
+    assert proxy.count(LEAF_STAMP) == 1  # no retry of a 403, and the other 7 stamps were never sent
+
+
+def test_a_fatal_error_cancels_what_is_queued(proxy):
+    proxy.add(LEAF_STAMP, kind="status", status=403, code="AccessDenied")
+    with pytest.raises(StoragePermissionError):
+        open_remote(proxy, concurrency=2)
+    time.sleep(0.2)
+    assert proxy.count(LEAF_STAMP) <= 2  # at most what was in flight, of 8 candidates
+
+
+def test_a_stalled_object_times_out_within_the_deadline(proxy):
+    proxy.add(LEAF_STAMP, kind="stall", seconds=20)
+    retry = {"attempts": 3, "deadline": 3.0, "backoff": 0.05}
+    t0 = time.monotonic()
+    with pytest.raises(StorageTimeoutError, match=r"\.zarr/zarr\.json.*timed out|timed out") as info:
+        open_remote(proxy, retry=retry, read_timeout=1, connect_timeout=1)
+    elapsed = time.monotonic() - t0
+    assert elapsed < retry["deadline"] + 1.5, elapsed
+    assert ".zarr/zarr.json" in str(info.value)
+
+
+def test_a_chunk_stalled_once_is_retried(proxy, golden):
+    ds = open_remote(proxy, retry={"attempts": 2, "deadline": 4.0, "backoff": 0.05}, read_timeout=1)
+    proxy.add("/c/", kind="stall", seconds=20, times=1)
+    t0 = time.monotonic()
+    assert_golden(ds, golden)
+    assert proxy.rules[0].hits == 1 and time.monotonic() - t0 < 4.0
+
+
+def test_a_stalled_chunk_fails_the_compute_not_a_partial_dataset(proxy, golden):
+    ds = open_remote(proxy, retry={"attempts": 2, "deadline": 2.0, "backoff": 0.05}, read_timeout=1)
+    proxy.add("/c/", kind="stall", seconds=20)
+    t0 = time.monotonic()
+    with pytest.raises(StorageTimeoutError, match="/c/"):
+        ds.load()
+    assert time.monotonic() - t0 < 6.0
+    proxy.clear()
+    assert_golden(ds, golden)  # the same lazy Dataset computes whole once the store answers
+
+
+def test_persistent_chunk_500_raises_at_compute_naming_the_chunk(proxy):
+    ds = open_remote(proxy)
+    proxy.add("/c/", kind="status", status=500, code="InternalError")
+    with pytest.raises(StorageError, match=r"/c/\d"):
+        ds.load()
+
+
+def test_persistently_corrupt_bodies_fail_the_checksum_typed(proxy):
+    ds = open_remote(proxy)
+    proxy.add("/count/c/", kind="corrupt")
+    with pytest.raises(StorageError, match=r"count/c/0.*Checksum|Checksum.*count/c/0"):
+        ds["count"].values  # never the flipped bytes decoded as data
+
+
+# -- the other readers ---------------------------------------------------------------------------------
+def test_moraine_marker_500_is_not_an_answer(proxy):
+    url = f"s3://{BUCKET}/{MORAINE}"
+    assert moczarr_moraine.is_moraine_pyramid(url, storage_options=options(proxy)) is True
+    proxy.add("0.zarr/zarr.json", kind="status", status=500, code="InternalError")
+    with pytest.raises(StorageError, match="0.zarr"):
+        moczarr_moraine.is_moraine_pyramid(url, storage_options=options(proxy))
+
+
+def test_moraine_level_retries_resets(proxy):
+    url = f"s3://{BUCKET}/{MORAINE}"
+    local = moczarr_moraine.open_moraine_level(store_path(MORAINE), 1).load()
+    proxy.add("1.zarr/", kind="reset", times=2)
+    remote = moczarr_moraine.open_moraine_level(url, 1, storage_options=options(proxy)).load()
+    xr.testing.assert_identical(remote, local)
+
+
+def test_cli_prints_one_error_line_for_a_persistent_500(proxy, capsys):
+    from moczarr_intake.cli import main
+
+    proxy.add("morton_hive.json", kind="status", status=500, code="InternalError")
+    proxy.add("0.zarr", kind="status", status=500, code="InternalError")
+    t0 = time.monotonic()
+    code = main(["show", f"s3://{BUCKET}/{HIVE}", "--anon", "--endpoint-url", proxy.endpoint_url])
+    err = capsys.readouterr().err
+    assert code != 0
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err and "zagg/single_8/store" in err
+    assert time.monotonic() - t0 < RetryPolicy().deadline
