@@ -95,7 +95,8 @@ def build(
     inside ``out`` relative, URLs as given, others under ``href_base`` (joined
     with their path relative to ``stores_root``, default the roots' common
     parent) or, without it, absolute paths of this machine (reported in
-    ``"notes"``). Everything is written to a temporary sibling of ``out`` and
+    ``"notes"``). ``catalog_url``: the URL ``out`` will be published at (the
+    STAC root then carries an absolute self link, RELATIVE_PUBLISHED). Everything is written to a temporary sibling of ``out`` and
     moved in at the end, so a failed build leaves ``out`` as it was.
 
     The result holds ``"notes"``: one line per degraded product (naming why),
@@ -135,7 +136,8 @@ def build(
             warnings.simplefilter("ignore", MoczarrWarning)
             catalog = build_stac(
                 summaries=summaries, moraine=moraine, out_dir=out / "stac", storage_options=storage_options,
-                thumbnails=thumbnails, progress=progress, policy=policy, catalog_url=catalog_url,
+                thumbnails=thumbnails, progress=progress, policy=policy,
+                catalog_url=catalog_url.rstrip("/") + "/stac" if catalog_url else None,
                 license=license, license_url=license_url, dest_dir=tmp / "stac",
             )
         hrefs = _stac_hrefs(catalog, entries, out, catalog_url)
@@ -260,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--thumbnails", action="store_true", help="attach quicklook PNGs of each level's data")
     b.add_argument("--href-base", default=None, metavar="URL", help="where the stores will be published: hrefs become URL/<path relative to --stores-root>")
     b.add_argument("--stores-root", default=None, metavar="DIR", help="the folder --href-base stands for (default: the common parent of the roots)")
-    b.add_argument("--catalog-url", default=None, metavar="URL", help="where the STAC catalog will be published (RELATIVE_PUBLISHED: absolute self link on the root)")
+    b.add_argument("--catalog-url", default=None, metavar="URL", help="the URL --out will be published at (STAC RELATIVE_PUBLISHED: absolute self link on the root)")
     b.add_argument("--license", default=None, help="license (SPDX id or URL) of products whose manifest records none")
     b.add_argument("--strict", action="store_true", help="fail (exit 1, nothing written) when any product had to be degraded")
     s = sub.add_parser("show", help="print a store's roster, levels and extents")

@@ -350,11 +350,13 @@ def test_item_times(built):
             if window != "all":
                 start, end = window_interval(window, p.schedule, p.manifest.raw.get("temporal"))
                 assert (item.common_metadata.start_datetime, item.common_metadata.end_datetime) == (start, end)
-        else:  # no time is recorded for these unwindowed fixtures: the generation time, and it says so
-            assert item.datetime == pystac.utils.str_to_datetime(p.manifest.raw["generated_at"])
-            assert props["moczarr:datetime_source"] == "generated_at"
-            assert "generation time" in props["description"]
+        else:  # no observation time is recorded for these unwindowed fixtures: a stated placeholder
+            assert item.datetime == stac.build.PLACEHOLDER_TIME
+            assert props["moczarr:datetime_source"] == "placeholder"
+            assert "placeholder" in props["description"] and "not a time of data" in props["description"]
             assert "start_datetime" not in props
+        # the generation time is the creation time, never the observation time
+        assert item.common_metadata.created == pystac.utils.str_to_datetime(p.manifest.raw["generated_at"])
     windowed = built.disk.get_child("windowed-store-atl06")
     intervals = windowed.extent.temporal.intervals
     assert [pystac.utils.datetime_to_str(t) for t in intervals[0]] == ["2019-01-01T00:00:00Z", "2022-01-01T00:00:00Z"]
@@ -414,8 +416,11 @@ def test_catalog_reads_nothing_beyond_the_summary(tmp_path):
     with count_requests() as summary_only:
         quiet(summarize_store, root)
     with count_requests() as building:
-        quiet(build_stac, root, tmp_path, thumbnails=True)
+        quiet(build_stac, root, tmp_path)
     assert building == summary_only
+    with count_requests() as drawing:  # quicklooks show data, so they read it
+        quiet(build_stac, root, tmp_path / "with-thumbnails", thumbnails=True)
+    assert drawing[("GET", "chunk:data")] > 0 and summary_only[("GET", "chunk:data")] == 0
 
 
 def test_single_store_ids_and_in_memory_catalog():

@@ -82,7 +82,9 @@ def _rings(geoms) -> list[np.ndarray]:
 def draw_level_thumbnail(
     store_root, cell_order: int, path, *, window=None, all_time=False, storage_options=None, size: int = 256
 ) -> str | None:
-    """Draw one level's first dense numeric variable on its cells; returns what was drawn, or None.
+    """Draw one level's first dense float variable (else first dense numeric one) on its cells.
+
+    Returns what was drawn (variable, units, order), or None.
 
     None (nothing written) when the level does not open, has no dense numeric
     variable, no cell, or more than :data:`MAX_CELLS` cells.
@@ -95,10 +97,8 @@ def draw_level_thumbnail(
             return None
     if ds is None or ds.sizes.get("cells", 0) == 0 or ds.sizes["cells"] > MAX_CELLS:
         return None
-    name = next(
-        (n for n, v in ds.data_vars.items() if v.dims == ("cells",) and v.dtype.kind in "iuf" and "ragged" not in v.attrs),
-        None,
-    )
+    dense = [n for n, v in ds.data_vars.items() if v.dims == ("cells",) and v.dtype.kind in "iuf" and "ragged" not in v.attrs]
+    name = next((n for n in dense if ds[n].dtype.kind == "f"), dense[0] if dense else None)  # measured values first
     if name is None:
         return None
     values = np.asarray(ds[name].values, dtype=float)
