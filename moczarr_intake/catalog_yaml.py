@@ -170,7 +170,7 @@ def v2_catalog(
                 readers[f"{e.name}_o{lv.cell_order}{suffix}"] = _v2_level_entry(e, key, lv, window, all_time)
         tree_key = f"tree_{e.name}"
         data[tree_key] = {
-            "datatype": "moczarr_intake.readers:MortonHive",
+            "datatype": "moczarr_intake.readers:MortonHiveTree",
             "kwargs": {"url": policy.yaml_location(e.store.root, V2_DIR), "storage_options": storage_options or None},
             "metadata": {"store": e.store.root.rstrip("/").rsplit("/", 1)[-1]},
             "user_parameters": {},

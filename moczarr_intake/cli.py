@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             written = build(
                 args.roots, args.out, storage_options=_storage_options(args), thumbnails=args.thumbnails,
                 href_base=args.href_base, stores_root=args.stores_root, catalog_url=args.catalog_url,
-                license=licence, license_url=licence_url, strict=args.strict,
+                license=licence, license_url=licence_url, strict=args.strict, progress=sys.stderr.isatty(),
             )
             for note in written["notes"]:
                 print(note, file=sys.stderr)

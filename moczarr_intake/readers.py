@@ -36,6 +36,18 @@ class MortonHive(FileData):
     contains = {r"morton_hive\.json$"}
 
 
+class MortonHiveTree(MortonHive):
+    """A store root to be read whole, as a DataTree (:class:`MortonStoreReader`).
+
+    Never guessed from a location or a media type (no pattern of its own), so
+    intake's discovery hands a :class:`MortonHive` to exactly one reader
+    (:class:`MortonLevelReader`); ``version: 2`` tree entries name this type.
+    """
+
+    mimetypes = ""
+    contains = set()
+
+
 def _asset_hints(data) -> dict:
     hints = (data.metadata or {}).get("xarray:open_kwargs") if isinstance(getattr(data, "metadata", None), dict) else None
     return {k: v for k, v in (hints or {}).items() if k in ("cell_order", "window", "all_time")}
@@ -76,7 +88,7 @@ class MortonStoreReader(BaseReader):
     """A store's products and resolutions as an ``xarray.DataTree`` (:func:`moczarr.open_store`)."""
 
     output_instance = "xarray:DataTree"
-    implements = {MortonHive}
+    implements = {MortonHiveTree}
     imports = {"moczarr", "xarray"}
     func = "moczarr:open_store"
     url_arg = "store_root"

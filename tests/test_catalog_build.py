@@ -178,11 +178,13 @@ def test_the_xarray_engine(colliding, tmp_path):
     register_engine()
     a, b = colliding
     _same(xr.open_dataset(a, engine="moczarr"), moczarr.open_level(a))
-    _same(xr.open_dataset(str(b / "atl06"), engine="moczarr", zoom=6), moczarr.open_level(b / "atl06", 6))
-    _same(xr.open_dataset(str(b / "atl06"), engine="moczarr", level=6), moczarr.open_level(b / "atl06", 6))
+    sample = write_sample_store(tmp_path / "sample") / "elevation"
+    _same(xr.open_dataset(str(sample), engine="moczarr", zoom=6), moczarr.open_level(sample, 6))
+    _same(xr.open_dataset(sample, engine="moczarr", level=4), moczarr.open_level(sample, 4))
     _same(xr.open_datatree(b, engine="moczarr", window="2019"), moczarr.open_store(b, window="2019"))
+    (tmp_path / "nothing").mkdir()
     backend = MoczarrBackendEntrypoint()
-    assert backend.guess_can_open(str(a)) and backend.guess_can_open(b) and not backend.guess_can_open(str(tmp_path))
+    assert backend.guess_can_open(str(a)) and backend.guess_can_open(b) and not backend.guess_can_open(str(a.parent.parent / "nothing"))
     assert not backend.guess_can_open("https://example.org/store")
     _same(xr.open_dataset(a), moczarr.open_level(a))  # recognised without engine=
     with pytest.raises(TypeError, match="conflicting cell orders"):
