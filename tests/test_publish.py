@@ -252,7 +252,16 @@ def test_thumbnails_show_values(published):
         local = published.out / "stac" / Path(item.get_self_href()[len(published.url + "/site/cat/stac/"):]).parent / "thumbnail.png"
         pixels = np.asarray(Image.open(local).convert("RGBA"))
         opaque = pixels[pixels[..., 3] > 0][:, :3]
-        assert len(np.unique(opaque, axis=0)) > 1, f"{item.id}: a quicklook of one colour shows no value"
+        assert len(opaque), f"{item.id}: an empty quicklook"
+        if "moraine:kind" in item.properties:  # a moraine level as an image: the fixtures' levels vary
+            assert len(np.unique(opaque, axis=0)) > 10, item.id
+            drawn += 1
+            continue
+        variable = item.assets["thumbnail"].title.removeprefix("quicklook: ").split()[0]
+        values = np.asarray(_direct(published, item)[variable].values, dtype=float)
+        distinct = len(np.unique(values[np.isfinite(values)]))
+        if distinct > 1:  # the picture shows the values, not an outline
+            assert len(np.unique(opaque, axis=0)) > 1, f"{item.id}: {distinct} values drawn in one colour"
         drawn += 1
     assert drawn >= 20
 

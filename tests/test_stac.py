@@ -543,6 +543,31 @@ def test_s3_root_gets_the_storage_extension(s3_server, tmp_path):
     xr.testing.assert_identical(remote, quiet(open_level, str(fixture_path("zagg/column/store")), 7).load())
 
 
+def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_server, tmp_path):
+    """``--anon --endpoint-url``: the storage options reach v1 and v2 entries and the Items' xarray hints."""
+    import intake
+
+    from moczarr_intake.cli import main
+
+    from .engines import register_engine
+
+    register_engine()
+    endpoint = s3_server.endpoint_url
+    root = "s3://moczarr-public/zagg/column/store"
+    assert main(["build", root, "--out", str(tmp_path), "--anon", "--endpoint-url", endpoint]) == 0
+    local = quiet(open_level, str(fixture_path("zagg/column/store")), 7).load()
+    for name in ("catalog.yaml", "catalog_v2.yaml"):
+        cat = intake.open_catalog(str(tmp_path / name))
+        entry = "atl06" if name == "catalog.yaml" else "atl06_o7"
+        got = cat[entry](order=7).read() if name == "catalog.yaml" else cat[entry].read()
+        xr.testing.assert_identical(quiet(lambda: got.load()), local)
+    item = pystac.read_file(str(tmp_path / "stac" / "atl06" / "atl06-o7" / "atl06-o7.json"))
+    asset = item.assets["data"]
+    assert asset.extra_fields["xarray:storage_options"] == {"anon": True, "client_kwargs": {"endpoint_url": endpoint}}
+    opened = quiet(xr.open_dataset, asset.href, **asset.extra_fields["xarray:open_kwargs"], storage_options=asset.extra_fields["xarray:storage_options"])
+    xr.testing.assert_identical(opened.load(), local)
+
+
 def test_credentials_are_never_written(s3_server, tmp_path):
     options = s3_server.storage_options(anon=False)
     quiet(build_stac, "s3://moczarr-private/zagg/column/store", tmp_path, storage_options=options)
