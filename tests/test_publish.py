@@ -2,7 +2,7 @@
 
 One build (module scope) over copies of real stores of every kind: a bare
 store and a multi-product root whose folders are both called ``store`` and
-which both hold a product ``atl06``, a windowed store, a ragged store, the
+which both hold a product ``atl06``, a windowed pyramid with all-time folds, a ragged store, the
 bundled sample, and two moraine pyramids (raster, point cloud). The stores and
 the catalog are served by a real ``http.server`` on 127.0.0.1; the catalog is
 built with ``--href-base`` and ``--catalog-url`` pointing there. Every level
@@ -42,7 +42,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::moczarr.MoczarrWarning")
 STORES = {
     "A/store": "zagg/single_8/store",
     "B/store": "zagg/multi/store",
-    "windowed/store": "zagg/windowed/store",
+    "windowed/store": "zagg/pyramid_temporal/store",  # windows, overview levels, all-time folds
     "ragged/store": "zagg/single_ragged/store",
     "moraine/ras_mean_v1": "moraine/ras_mean_v1",
     "moraine/pc_first_v1": "moraine/pc_first_v1",
@@ -151,7 +151,9 @@ def test_published_links_follow_relative_published(published):
 
 
 def test_every_level_item_opens_over_http_from_its_asset_hints(published):
-    for item in _level_items(published):
+    items = _level_items(published)
+    assert any(i.assets["data"].extra_fields["xarray:open_kwargs"].get("all_time") for i in items)
+    for item in items:
         asset = item.assets["data"]
         assert asset.media_type == MEDIA_TYPE and XARRAY in item.stac_extensions
         kwargs = asset.extra_fields["xarray:open_kwargs"]
@@ -278,3 +280,21 @@ def test_two_roots_of_one_folder_and_product_name_keep_their_stores(published):
     native_b = f"B_store_atl06_o{b.attrs['zagg_level']['cell_order']}"
     _same(v2[native_a].read(), a)
     _same(v2[native_b].read(), b)
+
+
+def test_a_self_contained_catalog_opens_over_http(tmp_path):
+    """The committed catalog folder served as is: relative hrefs resolve against the Item's URL."""
+    register_engine()
+    site = tmp_path / "catalogs"
+    shutil.copytree(REPO / "catalogs", site)
+    server = Server(site)
+    try:
+        url = f"{server.url}/stac/sample/elevation/elevation-o6/elevation-o6.json"
+        expected = moczarr.open_level(site / "sample" / "elevation", 6)
+        _same(open_stac(url), expected)
+        item = pystac.Item.from_file(url)
+        asset = item.assets["data"]
+        assert not asset.href.startswith("http")  # written relative: the folder moves as a whole
+        _same(xr.open_dataset(asset.get_absolute_href(), **asset.extra_fields["xarray:open_kwargs"]), expected)
+    finally:
+        server.stop()
