@@ -178,6 +178,19 @@ def test_open_stac_over_http(published):
     assert points.sizes["point"] == 3000
 
 
+def test_collections_open_over_http(published):
+    catalog = pystac.Catalog.from_file(published.root_url)
+    for collection in catalog.get_all_collections():
+        hint = collection.assets["data"].extra_fields["moczarr:open"]["kwargs"]
+        window = (collection.extra_fields["moczarr:windows"] or [None])[0]
+        tree = open_stac(collection.get_self_href(), **({"window": window} if window else {}))
+        root = _local(published, hint["store_root"])
+        expected = moczarr.open_store(root, hint.get("products"), window=window)
+        assert {n.path for n in tree.subtree} == {n.path for n in expected.subtree}, collection.id
+        for node in expected.subtree:  # equal values (the attrs name the location it was opened from)
+            xr.testing.assert_equal(tree[node.path].to_dataset().load(), node.to_dataset().load())
+
+
 def test_xpystac_opens_the_data_asset(published):
     for item in _level_items(published)[::2]:
         ds = xr.open_dataset(item.assets["data"], engine="stac")
