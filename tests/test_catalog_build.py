@@ -205,3 +205,23 @@ def test_zoom_is_an_alias_in_intake_entries(tmp_path):
         warnings.simplefilter("ignore")
         hinted = MortonHive(url=str(store / "elevation"), metadata={"xarray:open_kwargs": {"engine": "moczarr", "cell_order": 4}})
         _same(MortonLevelReader(hinted).read(), moczarr.open_level(store / "elevation", 4))
+
+
+def test_license_and_providers_come_from_the_manifest(colliding, tmp_path):
+    import pystac
+
+    a, b = colliding
+    manifest = json.loads((a / "morton_hive.json").read_text())
+    manifest["license"] = "https://example.org/terms"
+    manifest["providers"] = [{"name": "NSIDC", "roles": ["host", "licensor"], "url": "https://nsidc.org"}, "zagg"]
+    (a / "morton_hive.json").write_text(json.dumps(manifest))
+    written = build([str(a), str(b)], tmp_path / "cat", progress=False, license="CC-BY-4.0", href_base="https://h/x")
+    catalog = pystac.Catalog.from_file(str(written["stac"]))
+    by_store = {c.extra_fields["moczarr:store"]: c for c in catalog.get_all_collections() if c.extra_fields["moczarr:product"] == "atl06"}
+    mine = by_store["A-store"]
+    assert mine.license == "other"
+    assert [link.href for link in mine.links if link.rel == "license"] == ["https://example.org/terms"]
+    assert [(p.name, p.roles) for p in mine.providers] == [("NSIDC", ["host", "licensor"]), ("zagg", None)]
+    other = by_store["B-store"]
+    assert other.license == "CC-BY-4.0" and not other.providers
+    assert mine.title != other.title and "A-store" in mine.title and "B-store" in other.title
