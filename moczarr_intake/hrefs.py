@@ -96,7 +96,3 @@ class HrefPolicy:
             return address
         return os.path.relpath(address, Path(document_dir).resolve()).replace(os.sep, "/")
 
-
-def catalog_location(root: str, out_dir: Path, template: str) -> str:
-    """A store address as a catalog in ``out_dir`` spells it, without a published base (see :class:`HrefPolicy`)."""
-    return HrefPolicy(out_dir).yaml_location(root, template)
