@@ -11,6 +11,7 @@ The one-line opens::
     level = moczarr.open_level(root, 6)                     # one resolution
 """
 
+from .backend import resolve_cell_order
 from .cells import compose, join_coarse, parent_cells
 from .coverage import aoi_mask
 from .declaration import PyramidDeclaration, pyramid_declaration, pyramid_levels
@@ -158,6 +159,7 @@ __all__ = [
     "read_coverage_bitmap",
     "read_manifest",
     "read_ragged",
+    "resolve_cell_order",
     "source_orders",
     "Finding",
     "VerifyReport",

@@ -1,8 +1,11 @@
 """Intake YAML for stores: the ``version: 1`` driver form and the ``version: 2`` reader form.
 
-Both are written from :class:`~moczarr_intake.summary.StoreSummary` records, so
-writing a catalog reads no data. Local store paths under the catalog's folder
-are written relative to ``{{ CATALOG_DIR }}`` so the catalog folder and the stores in it can move together.
+Both are written from one :class:`~moczarr_intake.entries.CatalogEntries`
+(names unique across every root, as the STAC ids are), with one
+:class:`~moczarr_intake.hrefs.HrefPolicy` for store addresses and the same
+``storage_options``, so an entry of either flavour reads exactly what
+``moczarr.open_level`` / ``open_store`` read on its own root. Writing a
+catalog reads no data.
 """
 
 from __future__ import annotations
@@ -14,8 +17,14 @@ import yaml
 from moczarr.metadata import ProductSummary, StoreSummary
 
 from .drivers import level_parameters
-from .hrefs import catalog_location
+from .entries import CatalogEntries, ProductEntry, catalog_entries
+from .hrefs import HrefPolicy
 from .moraine_catalog import moraine_sources
+
+V1_DIR = "{{ CATALOG_DIR }}"
+V2_DIR = "{CATALOG_DIR}"
+#: user-parameter classes of intake 2 (``version: 2`` documents name them)
+SIMPLE_PARAMETER = "intake.readers.user_parameters:SimpleUserParameter"
 
 
 def _param_dict(product: ProductSummary) -> dict:
@@ -28,103 +37,173 @@ def _param_dict(product: ProductSummary) -> dict:
     return out
 
 
-def _unique(name: str, taken) -> str:
-    """``name``, or ``name_2``, ``name_3`` ... when an entry of that name (or its tree entry) exists."""
-    candidate, n = name, 1
-    while candidate in taken or f"{candidate}_tree" in taken:
-        n += 1
-        candidate = f"{name}_{n}"
-    return candidate
+def _entries(summaries, moraine) -> CatalogEntries:
+    return summaries if isinstance(summaries, CatalogEntries) else catalog_entries(list(summaries), list(moraine))
 
 
-def entry_name(summary: StoreSummary, product: ProductSummary, prefix: bool) -> str:
-    base = product.name
-    if prefix:
-        base = f"{Path(summary.root.rstrip('/')).name}_{base}"
-    return base.replace("-", "_").replace(".", "_")
+def _title(product: ProductSummary) -> str:
+    return product.dataset.get("short_name") or product.name
 
 
-def v1_catalog(summaries: list[StoreSummary], out_dir: Path, *, stac_hrefs: dict | None = None, storage_options=None, moraine=()) -> dict:
-    """The ``version: 1`` YAML document: per product a level source and a tree source."""
+def v1_catalog(
+    summaries: list[StoreSummary] | CatalogEntries,
+    out_dir: Path,
+    *,
+    stac_hrefs: dict | None = None,
+    storage_options=None,
+    moraine=(),
+    policy: HrefPolicy | None = None,
+) -> dict:
+    """The ``version: 1`` YAML document: per product a level source and a tree source, per pyramid its sources.
+
+    ``summaries``: store summaries (or entries already named by :func:`catalog_entries`,
+    which then also carry the pyramids); ``stac_hrefs`` maps product roots and
+    pyramid paths to the written STAC documents.
+    """
+    entries = _entries(summaries, moraine)
+    policy = policy or HrefPolicy(out_dir)
     stac_hrefs = stac_hrefs or {}
     sources = {}
-    prefix = len(summaries) > 1
-    for summary in summaries:
-        for product in summary.products:
-            name = _unique(entry_name(summary, product, prefix), sources)
-            root = catalog_location(product.root, out_dir, "{{ CATALOG_DIR }}")
-            metadata = product.metadata()
-            metadata["store_root"] = root
-            href = stac_hrefs.get(product.root)
-            if href:
-                metadata["stac_href"] = href
-            args = {"store_root": root, "order": "{{ order }}", "aoi": "{{ aoi }}"}
-            if product.windowed:
-                args["window"] = "{{ window }}"
-            if storage_options:
-                args["storage_options"] = storage_options
-            title = product.dataset.get("short_name") or product.name
-            sources[name] = {
-                "description": f"{title} v{product.dataset.get('version')} ({product.spec}); cell orders {product.orders}",
-                "driver": "morton_level",
-                "args": args,
-                "parameters": _param_dict(product),
-                "metadata": metadata,
-            }
-            tree_args = {"store_root": catalog_location(summary.root, out_dir, "{{ CATALOG_DIR }}")}
-            if summary.layout == "multi":
-                tree_args["products"] = [product.name]
-            tree_params = {}
-            if product.windowed:
-                tree_args["window"] = "{{ window }}"
-                tree_params["window"] = _param_dict(product)["window"]
-            if storage_options:
-                tree_args["storage_options"] = storage_options
-            sources[f"{name}_tree"] = {
-                "description": f"{title}: every stored order as a DataTree",
-                "driver": "morton_store",
-                "args": tree_args,
-                **({"parameters": tree_params} if tree_params else {}),
-                "metadata": {"product": product.name, "store_root": tree_args["store_root"]},
-            }
-    for info in moraine:
-        for name, entry in moraine_sources(info, out_dir, stac_hrefs, storage_options=storage_options).items():
-            sources[_unique(name, sources)] = entry
+    for e in entries.products:
+        product = e.product
+        root = policy.yaml_location(product.root, V1_DIR)
+        metadata = product.metadata()
+        metadata["store_root"] = root
+        metadata["stac_collection"] = e.collection_id
+        href = stac_hrefs.get(product.root)
+        if href:
+            metadata["stac_href"] = href
+        args = {"store_root": root, "order": "{{ order }}", "aoi": "{{ aoi }}"}
+        if product.windowed:
+            args["window"] = "{{ window }}"
+        if storage_options:
+            args["storage_options"] = storage_options
+        sources[e.name] = {
+            "description": f"{_title(product)} v{product.dataset.get('version')} ({product.spec}), "
+            f"product {product.name} of {e.collection_id}; cell orders {product.orders}",
+            "driver": "morton_level",
+            "args": args,
+            "parameters": _param_dict(product),
+            "metadata": metadata,
+        }
+        tree_args: dict = {"store_root": policy.yaml_location(e.store.root, V1_DIR)}
+        if e.multi:
+            tree_args["products"] = [product.name]
+        tree_params = {}
+        if product.windowed:
+            tree_args["window"] = "{{ window }}"
+            tree_params["window"] = _param_dict(product)["window"]
+        if storage_options:
+            tree_args["storage_options"] = storage_options
+        sources[f"{e.name}_tree"] = {
+            "description": f"{_title(product)} ({e.collection_id}): every stored order as a DataTree",
+            "driver": "morton_store",
+            "args": tree_args,
+            **({"parameters": tree_params} if tree_params else {}),
+            "metadata": {"product": product.name, "store_root": tree_args["store_root"]},
+        }
+    for m in entries.moraine:
+        sources.update(
+            moraine_sources(m.info, out_dir, stac_hrefs, storage_options=storage_options, name=m.name, policy=policy)
+        )
     return {"metadata": {"version": 1, "generator": "moczarr-catalog"}, "sources": sources}
 
 
-def v2_catalog(summaries: list[StoreSummary], out_dir: Path) -> dict:
-    """The ``version: 2`` YAML document (intake readers): one entry per product and level."""
-    data, entries = {}, {}
-    prefix = len(summaries) > 1
-    for summary in summaries:
-        for product in summary.products:
-            name = entry_name(summary, product, prefix)
-            key = f"store_{name}"
-            data[key] = {
-                "datatype": "moczarr_intake.readers:MortonHive",
-                "kwargs": {"url": catalog_location(product.root, out_dir, "{CATALOG_DIR}"), "storage_options": None},
-                "metadata": {"product": product.name},
+def _v2_level_entry(e: ProductEntry, key: str, lv, window: str | None, all_time: bool) -> dict:
+    kwargs: dict = {"args": [f"{{data({key})}}"], "cell_order": lv.cell_order, "aoi": "{aoi}"}
+    if window:
+        kwargs["window"] = window
+    if all_time:
+        kwargs["all_time"] = True
+    return {
+        "kwargs": kwargs,
+        "metadata": {
+            "product": e.product.name,
+            "stac_collection": e.collection_id,
+            "cell_order": lv.cell_order,
+            "artifact": lv.artifact,
+            "window": window or ("all" if all_time else None),
+            "variables": list(lv.variables),
+        },
+        "output_instance": "xarray:Dataset",
+        "reader": "moczarr_intake.readers:MortonLevelReader",
+        "user_parameters": {
+            "aoi": {"cls": SIMPLE_PARAMETER, "dtype": "list", "default": [], "description": "area of interest: morton ids (decimal strings); [] = everything"}
+        },
+    }
+
+
+def v2_catalog(
+    summaries: list[StoreSummary] | CatalogEntries,
+    out_dir: Path,
+    *,
+    storage_options=None,
+    policy: HrefPolicy | None = None,
+) -> dict:
+    """The ``version: 2`` YAML document (intake readers).
+
+    Per product a data entry ``store_{name}`` (a :class:`MortonHive` with the
+    build's ``storage_options``), a level entry ``{name}_o{r}`` per level (and
+    ``_{window}`` per window; ``_all`` for declared all-time folds) with an ``aoi``
+    user parameter, and ``{name}_tree`` (the product's DataTree, per window on
+    windowed products). Every entry has an alias, so ``list(cat)`` lists them.
+    """
+    entries = _entries(summaries, ())
+    policy = policy or HrefPolicy(out_dir)
+    data, readers = {}, {}
+    for e in entries.products:
+        product = e.product
+        key = f"store_{e.name}"
+        data[key] = {
+            "datatype": "moczarr_intake.readers:MortonHive",
+            "kwargs": {"url": policy.yaml_location(product.root, V2_DIR), "storage_options": storage_options or None},
+            "metadata": {"product": product.name, "stac_collection": e.collection_id},
+            "user_parameters": {},
+        }
+        decl = product.declaration
+        for lv in product.levels:
+            targets = [(w, False) for w in product.windows] if product.windowed else [(None, False)]
+            if product.windowed and lv.artifact == "overview" and decl and decl.all_time:
+                targets.append((None, True))
+            for window, all_time in targets:
+                suffix = f"_{window}" if window else ("_all" if all_time else "")
+                readers[f"{e.name}_o{lv.cell_order}{suffix}"] = _v2_level_entry(e, key, lv, window, all_time)
+        tree_key = f"tree_{e.name}"
+        data[tree_key] = {
+            "datatype": "moczarr_intake.readers:MortonHiveTree",
+            "kwargs": {"url": policy.yaml_location(e.store.root, V2_DIR), "storage_options": storage_options or None},
+            "metadata": {"store": e.store.root.rstrip("/").rsplit("/", 1)[-1]},
+            "user_parameters": {},
+        }
+        for window in product.windows if product.windowed else [None]:
+            kwargs: dict = {"args": [f"{{data({tree_key})}}"]}
+            if e.multi:
+                kwargs["products"] = [product.name]
+            if window:
+                kwargs["window"] = window
+            readers[f"{e.name}_tree" + (f"_{window}" if window else "")] = {
+                "kwargs": kwargs,
+                "metadata": {"product": product.name, "stac_collection": e.collection_id, "window": window},
+                "output_instance": "xarray:DataTree",
+                "reader": "moczarr_intake.readers:MortonStoreReader",
                 "user_parameters": {},
             }
-            for lv in product.levels:
-                windows = product.windows or [None]
-                for window in windows:
-                    ename = f"{name}_o{lv.cell_order}" + (f"_{window}" if window else "")
-                    kwargs = {"args": [f"{{data({key})}}"], "cell_order": lv.cell_order}
-                    if window:
-                        kwargs["window"] = window
-                    entries[ename] = {
-                        "kwargs": kwargs,
-                        "metadata": {"product": product.name, "artifact": lv.artifact, "variables": lv.variables},
-                        "output_instance": "xarray:Dataset",
-                        "reader": "moczarr_intake.readers:MortonLevelReader",
-                        "user_parameters": {},
-                    }
-    return {"aliases": {}, "data": data, "entries": entries, "metadata": {"generator": "moczarr-catalog"}, "user_parameters": {}, "version": 2}
+    return {
+        "aliases": {name: name for name in readers},
+        "data": data,
+        "entries": readers,
+        "metadata": {"generator": "moczarr-catalog"},
+        "user_parameters": {},
+        "version": 2,
+    }
 
 
 def write_yaml(doc: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
+
+    class _NoAliases(yaml.SafeDumper):
+        def ignore_aliases(self, data):
+            return True
+
+    path.write_text(yaml.dump(doc, Dumper=_NoAliases, sort_keys=False, default_flow_style=False))
     return path

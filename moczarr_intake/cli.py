@@ -1,6 +1,7 @@
 """``moczarr-catalog``: build STAC + Intake catalogs for stores, show a store, run the demo.
 
-    moczarr-catalog build ROOT... --out DIR [--thumbnails] [--anon] [--endpoint-url URL]
+    moczarr-catalog build ROOT... --out DIR [--thumbnails] [--href-base URL [--stores-root DIR]]
+                          [--catalog-url URL] [--license ID|URL] [--strict] [--anon] [--endpoint-url URL]
     moczarr-catalog show ROOT
     moczarr-catalog demo [--out DIR]
     moczarr-catalog verify ROOT... [--deep] [--json]
@@ -9,12 +10,16 @@
 writes ``DIR/stac/catalog.json`` (static STAC) and ``DIR/catalog.yaml``
 (Intake, version 1 drivers) plus ``DIR/catalog_v2.yaml`` (Intake readers), and
 the STAC Items as stac-geoparquet ``DIR/stac/items.parquet`` (what ``rustac serve`` loads).
+Each degraded product and each reader warning is one line on stderr; a
+failure is one ``error:`` line and a non-zero exit (``--strict``: exit 1 on
+any degrade). ``DIR`` is only changed when the build succeeds.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -22,11 +27,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from moczarr import MoczarrError
+from moczarr import MoczarrError, MoczarrWarning
 from moczarr.metadata import (
     StoreSummary,
     is_remote,
-    join_location,
     normalize_location,
     summarize_store,
 )
@@ -35,7 +39,9 @@ from moczarr_samples import write_sample_store
 
 from . import verify_cli
 from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
-from .stac import build_stac, stac_hrefs
+from .entries import catalog_entries
+from .hrefs import HrefPolicy
+from .stac import build_stac
 
 
 def _storage_options(args) -> dict | None:
@@ -54,37 +60,134 @@ def classify(root: str, storage_options: dict | None = None) -> str:
     return "morton-hive"
 
 
-def build(roots: list[str], out: Path, *, storage_options=None, thumbnails=False, progress=True) -> dict:
-    """Summarize every root, write STAC and Intake YAML under ``out``; returns the written paths.
+class DegradedBuildError(Exception):
+    """A ``--strict`` build met a product it had to degrade."""
 
-    Stores inside ``out`` are referenced relatively (``{{ CATALOG_DIR }}`` in YAML,
-    relative hrefs in STAC), so such a folder moves as a whole.
+
+def degrade_reasons(summary: StoreSummary, product) -> list[str]:
+    """Why a product's catalog entry is less than the store would give (empty: not degraded)."""
+    reasons = []
+    if not product.coverage_usable:
+        reasons.append("no usable root coverage.moc: bbox, geometry and cell extent unknown")
+    elif not product.shards:
+        reasons.append("the root coverage.moc is empty: no footprint")
+    if not product.variables:
+        reasons.append("no committed leaf schema could be read: no variables listed")
+    if product.windowed and not product.windows:
+        reasons.append("windowed product with no window found")
+    return reasons
+
+
+def build(
+    roots: list[str],
+    out: Path,
+    *,
+    storage_options=None,
+    thumbnails=False,
+    progress=True,
+    href_base: str | None = None,
+    stores_root: str | None = None,
+    catalog_url: str | None = None,
+    license: str | None = None,
+    license_url: str | None = None,
+    strict: bool = False,
+) -> dict:
+    """Summarize every root, write STAC and both Intake YAML flavours under ``out``; returns what was written.
+
+    Store addresses follow :class:`~moczarr_intake.hrefs.HrefPolicy`: stores
+    inside ``out`` relative, URLs as given, others under ``href_base`` (joined
+    with their path relative to ``stores_root``, default the roots' common
+    parent) or, without it, absolute paths of this machine (reported in
+    ``"notes"``). ``catalog_url``: the URL ``out`` will be published at (the
+    STAC root then carries an absolute self link, RELATIVE_PUBLISHED). Everything is written to a temporary sibling of ``out`` and
+    moved in at the end, so a failed build leaves ``out`` as it was.
+
+    The result holds ``"notes"``: one line per degraded product (naming why),
+    per distinct reader warning, and one about machine-local hrefs. With
+    ``strict=True`` any degrade raises :class:`DegradedBuildError` before anything is written.
     """
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(out).resolve()
+    notes: list[str] = []
     summaries: list[StoreSummary] = []
     moraine = []
-    bar = tqdm([normalize_location(r) for r in roots], desc="stores", unit="store", disable=not progress, file=sys.stderr)
-    for root in bar:
-        bar.set_postfix_str(Path(root).name)
-        if classify(root, storage_options) == "moraine":
-            moraine.append(read_moraine_info(root, storage_options=storage_options))
-        else:
-            summaries.append(summarize_store(root, storage_options))
-    catalog = build_stac(
-        summaries=summaries, moraine=moraine, out_dir=out / "stac", storage_options=storage_options,
-        thumbnails=thumbnails, progress=progress, relative_to=out,
-    )
-    hrefs = {}
-    for root, href in stac_hrefs(catalog).items():
-        if href:  # a root recorded relative to its document (relative_to) is resolved back first
-            key = root if is_remote(root) or os.path.isabs(root) else join_location(href, "..", root)
-            hrefs[key] = "{{ CATALOG_DIR }}/" + os.path.relpath(href, out)
-    v1 = write_yaml(v1_catalog(summaries, out, stac_hrefs=hrefs, storage_options=storage_options, moraine=moraine), out / "catalog.yaml")
-    v2 = write_yaml(v2_catalog(summaries, out), out / "catalog_v2.yaml")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MoczarrWarning)
+        bar = tqdm([str(r) for r in roots], desc="stores", unit="store", disable=not progress, file=sys.stderr)
+        for root in bar:
+            bar.set_postfix_str(str(root).rstrip("/").rsplit("/", 1)[-1])
+            location = root if is_remote(root) else normalize_location(root)
+            if classify(location, storage_options) == "moraine":
+                moraine.append(read_moraine_info(location, storage_options=storage_options))
+            else:
+                summaries.append(summarize_store(location, storage_options))
+    entries = catalog_entries(summaries, moraine)
+    for e in entries.products:
+        for reason in degrade_reasons(e.store, e.product):
+            notes.append(f"degraded: {e.collection_id}: {reason}")
+    seen = set()
+    for w in caught:
+        if issubclass(w.category, MoczarrWarning) and str(w.message) not in seen:
+            seen.add(str(w.message))
+            notes.append(f"warning: {w.category.__name__}: {w.message}")
+    if strict and notes:
+        raise DegradedBuildError(f"--strict: {len(notes)} problem(s): " + "; ".join(notes))
+    policy = HrefPolicy.for_roots([s.root for s in summaries] + [m.path for m in moraine], out, href_base, stores_root)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MoczarrWarning)
+            catalog = build_stac(
+                summaries=summaries, moraine=moraine, out_dir=out / "stac", storage_options=storage_options,
+                thumbnails=thumbnails, progress=progress, policy=policy,
+                catalog_url=catalog_url.rstrip("/") + "/stac" if catalog_url else None,
+                license=license, license_url=license_url, dest_dir=tmp / "stac",
+            )
+        hrefs = _stac_hrefs(catalog, entries, out, catalog_url)
+        write_yaml(v1_catalog(entries, out, stac_hrefs=hrefs, storage_options=storage_options, policy=policy), tmp / "catalog.yaml")
+        write_yaml(v2_catalog(entries, out, storage_options=storage_options, policy=policy), tmp / "catalog_v2.yaml")
+        _move_in(tmp, out, ["stac", "catalog.yaml", "catalog_v2.yaml"])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if policy.machine_paths:
+        notes.append(
+            f"warning: {len(policy.machine_paths)} store address(es) written as paths of this machine "
+            f"(e.g. {policy.machine_paths[0]}): pass --href-base URL (and --stores-root DIR) for a publishable catalog"
+        )
     parquet = out / "stac" / "items.parquet"  # absent when no Item has a geometry
-    return {"intake": v1, "intake_v2": v2, "stac": out / "stac" / "catalog.json", "summaries": summaries, "moraine": moraine,
-            "geoparquet": parquet if parquet.exists() else None}
+    return {
+        "intake": out / "catalog.yaml", "intake_v2": out / "catalog_v2.yaml", "stac": out / "stac" / "catalog.json",
+        "summaries": summaries, "moraine": moraine, "notes": notes, "entries": entries,
+        "geoparquet": parquet if parquet.exists() else None,
+    }
+
+
+def _stac_hrefs(catalog, entries, out: Path, catalog_url: str | None) -> dict[str, str]:
+    """``{product root or pyramid path: the STAC document as a YAML entry spells it}``."""
+    docs = {c.id: c.get_self_href() for c in catalog.get_all_collections()}
+    docs.update({i.id: i.get_self_href() for i in catalog.get_items()})
+
+    def spell(href: str) -> str:
+        return href if catalog_url else "{{ CATALOG_DIR }}/" + os.path.relpath(href, out).replace(os.sep, "/")
+
+    hrefs = {e.product.root: spell(docs[e.collection_id]) for e in entries.products if e.collection_id in docs}
+    hrefs.update({m.info.path: spell(docs[m.item_id]) for m in entries.moraine if m.item_id in docs})
+    return hrefs
+
+
+def _move_in(tmp: Path, out: Path, names: list[str]) -> None:
+    """Replace ``out/name`` by ``tmp/name`` for each name (a folder is swapped whole, then the old one removed)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        src, dst = tmp / name, out / name
+        old = tmp / f"{name}.old"
+        if dst.exists():
+            os.replace(dst, old)
+        os.replace(src, dst)
+        if old.is_dir():
+            shutil.rmtree(old)
+        elif old.exists():
+            old.unlink()
 
 
 def show(root: str, storage_options=None) -> str:
@@ -157,12 +260,17 @@ def _demo(out: Path, *, kept: bool) -> str:
 def main(argv: list[str] | None = None) -> int:
     """The ``moczarr-catalog`` entry point: every failure is one ``error:`` line on stderr, never a traceback.
 
-    Exit status 0 on success, 2 for a :class:`~moczarr.errors.MoczarrError`
-    (bad input, damaged store, failing object store), 1 for any other
-    failure, 130 when interrupted; argparse's usage errors keep its own 2.
+    Exit status 0 on success, 1 when a ``--strict`` build met a degraded
+    product, 2 for any other failure (a :class:`~moczarr.errors.MoczarrError`:
+    bad input, damaged store, failing object store; or anything else, named by
+    its type), 130 when interrupted; argparse's usage errors keep its own 2.
+    The ``verify`` command's own statuses (0 clean, 1 errors found) pass through.
     """
     try:
         return run(argv)
+    except DegradedBuildError as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except MoczarrError as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -171,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except Exception as exc:  # the promise is "never a traceback": name the failure instead
         print(f"error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
-        return 1
+        return 2
 
 
 def _one_line(exc: BaseException) -> str:
@@ -185,7 +293,12 @@ def run(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build", help="write STAC and Intake catalogs for one or more stores")
     b.add_argument("roots", nargs="+")
     b.add_argument("--out", required=True, type=Path)
-    b.add_argument("--thumbnails", action="store_true", help="attach coverage quicklook PNGs")
+    b.add_argument("--thumbnails", action="store_true", help="attach quicklook PNGs of each level's data")
+    b.add_argument("--href-base", default=None, metavar="URL", help="where the stores will be published: hrefs become URL/<path relative to --stores-root>")
+    b.add_argument("--stores-root", default=None, metavar="DIR", help="the folder --href-base stands for (default: the common parent of the roots)")
+    b.add_argument("--catalog-url", default=None, metavar="URL", help="the URL --out will be published at (STAC RELATIVE_PUBLISHED: absolute self link on the root)")
+    b.add_argument("--license", default=None, help="license (SPDX id or URL) of products whose manifest records none")
+    b.add_argument("--strict", action="store_true", help="fail (exit 1, nothing written) when any product had to be degraded")
     s = sub.add_parser("show", help="print a store's roster, levels and extents")
     s.add_argument("root")
     d = sub.add_parser("demo", help="write the sample store, build and open its catalogs")
@@ -197,16 +310,26 @@ def run(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.cmd == "verify":
         return verify_cli.run(args)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        if args.cmd == "build":
-            written = build(args.roots, args.out, storage_options=_storage_options(args), thumbnails=args.thumbnails)
-            print(f"wrote {written['intake']}, {written['intake_v2']}, {written['stac']}"
-                  + (f", {written['geoparquet']}" if written["geoparquet"] else ""))
-        elif args.cmd == "show":
+    if args.cmd == "build":
+        licence, licence_url = (None, args.license) if args.license and "://" in args.license else (args.license, None)
+        written = build(
+            args.roots, args.out, storage_options=_storage_options(args), thumbnails=args.thumbnails,
+            href_base=args.href_base, stores_root=args.stores_root, catalog_url=args.catalog_url,
+            license=licence, license_url=licence_url, strict=args.strict, progress=sys.stderr.isatty(),
+        )
+        for note in written["notes"]:
+            print(note, file=sys.stderr)
+        print(f"wrote {written['intake']}, {written['intake_v2']}, {written['stac']}"
+              + (f", {written['geoparquet']}" if written["geoparquet"] else ""))
+    elif args.cmd == "show":
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", MoczarrWarning)
             print(show(args.root, _storage_options(args)))
-        else:
-            print(demo(args.out))
+        for w in caught:
+            if issubclass(w.category, MoczarrWarning):
+                print(f"warning: {w.category.__name__}: {w.message}", file=sys.stderr)
+    else:
+        print(demo(args.out))
     return 0
 
 

@@ -12,32 +12,16 @@ reads no data.
 
 from __future__ import annotations
 
-import ast
-from typing import Any
-
 import xarray as xr
 from intake.catalog.base import Catalog
 from intake.catalog.local import LocalCatalogEntry, UserParameter
 from intake.source.base import DataSource, Schema
 
 import moczarr
+from moczarr import resolve_cell_order
 from moczarr.metadata import ProductSummary, summarize_store
 
-
-def parse_aoi(aoi: Any):
-    """``aoi`` as a reader accepts it: None for empty; a list of ids from a list or a comma-separated string."""
-    if aoi is None or (hasattr(aoi, "__len__") and len(aoi) == 0):
-        return None
-    if isinstance(aoi, str):
-        text = aoi.strip()
-        if text.startswith("["):
-            return parse_aoi(ast.literal_eval(text))
-        return [part.strip().strip("'\"") for part in text.split(",") if part.strip()]
-    return list(aoi) if isinstance(aoi, (list, tuple)) else aoi
-
-
-def _none_if_blank(value):
-    return None if value in (None, "", "None", "none") else value
+from .params import none_if_blank, parse_aoi
 
 
 class LazyXarraySource(DataSource):
@@ -92,10 +76,16 @@ class MortonLevelSource(LazyXarraySource):
         all_time: bool = False,
         storage_options: dict | None = None,
         metadata: dict | None = None,
+        *,
+        cell_order: int | None = None,
+        zoom: int | None = None,
+        level: int | None = None,
     ):
         self.store_root = store_root
-        self.order = None if _none_if_blank(order) is None else int(order)
-        self.window = _none_if_blank(window)
+        # the aliases, when given, override the entry's templated ``order`` parameter
+        alias = resolve_cell_order(none_if_blank(cell_order), zoom=none_if_blank(zoom), level=none_if_blank(level))
+        self.order = alias if alias is not None else resolve_cell_order(none_if_blank(order))
+        self.window = none_if_blank(window)
         self.aoi = parse_aoi(aoi)
         self.all_time = bool(all_time)
         super().__init__(storage_options=storage_options, metadata=metadata)
@@ -126,7 +116,7 @@ class MortonStoreSource(LazyXarraySource):
     ):
         self.store_root = store_root
         self.products = [products] if isinstance(products, str) and products else (list(products) if products else None)
-        self.window = _none_if_blank(window)
+        self.window = none_if_blank(window)
         self.aoi = parse_aoi(aoi)
         super().__init__(storage_options=storage_options, metadata=metadata)
 

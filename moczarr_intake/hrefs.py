@@ -1,25 +1,98 @@
-"""How a catalog document spells the address of a store it points at."""
+"""How a catalog document spells the address of a store it points at.
+
+One policy (:class:`HrefPolicy`) for STAC and both YAML flavours:
+
+- a root given as a URL (``s3://``, ``https://``...) stays as given;
+- a local store inside the catalog folder is written relative to the document
+  (``{{ CATALOG_DIR }}/...`` in YAML, a relative href in STAC), so the folder
+  moves as a whole;
+- with ``href_base``, any other local store becomes ``href_base`` joined with
+  its path relative to ``stores_root`` (default: the common parent of the
+  roots): where the stores will be published;
+- otherwise the absolute local path is written, and :attr:`HrefPolicy.machine_paths`
+  records it, so the builder can say which flag fixes it.
+"""
 
 from __future__ import annotations
 
 import os
+import posixpath
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from moczarr.metadata import is_remote, normalize_location
 
+#: how a located address is to be written
+INSIDE, URL, MACHINE = "inside", "url", "machine"
 
-def catalog_location(root: str, out_dir: Path, template: str) -> str:
-    """A store address as a catalog in ``out_dir`` should spell it.
 
-    URLs stay as given; a local store inside ``out_dir`` becomes ``template``
-    (e.g. ``{{ CATALOG_DIR }}``) plus its relative path, so the folder moves as
-    a whole; any other local store stays an absolute path.
+def common_parent(roots: list[str]) -> str | None:
+    """The deepest folder holding every local root (None when there is none)."""
+    local = [normalize_location(r) for r in roots if not is_remote(r)]
+    if not local:
+        return None
+    parent = os.path.commonpath(local)
+    return parent if len(local) > 1 or parent not in local else os.path.dirname(parent)
+
+
+@dataclass
+class HrefPolicy:
+    """Where a catalog written to ``out_dir`` says each store lives (see the module docstring).
+
+    Raises :class:`ValueError` (from :meth:`locate`) for a local store outside
+    ``stores_root`` when ``href_base`` is given: it would have no published address.
     """
-    if is_remote(root):
-        return normalize_location(root)
-    given = normalize_location(root)
-    path, base = Path(given).resolve(), Path(out_dir).resolve()
-    if not path.is_relative_to(base):
-        return given
-    rel = os.path.relpath(path, base)
-    return template + ("" if rel == "." else "/" + rel.replace(os.sep, "/"))
+
+    out_dir: Path | None = None
+    href_base: str | None = None
+    stores_root: str | None = None
+    machine_paths: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.out_dir is not None:
+            self.out_dir = Path(self.out_dir).resolve()
+        if self.href_base is not None:
+            self.href_base = self.href_base.rstrip("/")
+        if self.stores_root is not None:
+            self.stores_root = normalize_location(self.stores_root)
+
+    @classmethod
+    def for_roots(cls, roots: list[str], out_dir=None, href_base: str | None = None, stores_root: str | None = None) -> HrefPolicy:
+        """The policy of a build over ``roots`` (``stores_root`` defaults to their common parent)."""
+        if href_base is not None and stores_root is None:
+            stores_root = common_parent(roots)
+        return cls(out_dir, href_base, stores_root)
+
+    def locate(self, location: str) -> tuple[str, str]:
+        """``(kind, address)``: ``kind`` is ``"url"`` (address is a URL), ``"inside"`` (an absolute
+        path inside ``out_dir``) or ``"machine"`` (an absolute path of this machine)."""
+        if is_remote(location):
+            return URL, normalize_location(location)
+        path = normalize_location(location)
+        if self.out_dir is not None and Path(path).resolve().is_relative_to(self.out_dir):
+            return INSIDE, str(Path(path).resolve())
+        if self.href_base is not None:
+            base = self.stores_root
+            if base is None or not Path(path).is_relative_to(base):
+                raise ValueError(f"{path} is not under the stores root {base}: it has no address below {self.href_base}")
+            rel = Path(path).relative_to(base).as_posix()
+            return URL, self.href_base if rel == "." else posixpath.join(self.href_base, rel)
+        if path not in self.machine_paths:
+            self.machine_paths.append(path)
+        return MACHINE, path
+
+    def yaml_location(self, location: str, template: str = "{{ CATALOG_DIR }}") -> str:
+        """The address a YAML document in ``out_dir`` writes (``template`` stands for its folder)."""
+        kind, address = self.locate(location)
+        if kind != INSIDE:
+            return address
+        rel = os.path.relpath(address, self.out_dir)
+        return template + ("" if rel == "." else "/" + rel.replace(os.sep, "/"))
+
+    def stac_href(self, location: str, document_dir: str | os.PathLike | None) -> str:
+        """The href a STAC document in ``document_dir`` writes (relative for stores inside ``out_dir``)."""
+        kind, address = self.locate(location)
+        if kind != INSIDE or document_dir is None:
+            return address
+        return os.path.relpath(address, Path(document_dir).resolve()).replace(os.sep, "/")
+

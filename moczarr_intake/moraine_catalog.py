@@ -17,7 +17,6 @@ writing entries or Items reads no data chunk. See ``docs/moraine.md`` ("Catalogs
 
 from __future__ import annotations
 
-import keyword
 import os
 import re
 from pathlib import Path
@@ -35,7 +34,8 @@ from moczarr_moraine import (
 )
 
 from .drivers import LazyXarraySource
-from .hrefs import catalog_location
+from .hrefs import HrefPolicy
+from .naming import identifier
 from .stac.moraine import (
     PROJECTION_EXT,
     RASTER_EXT,
@@ -122,17 +122,8 @@ class MorainePointsSource(LazyXarraySource):
 
 
 def moraine_entry_name(info: MorainePyramid) -> str:
-    """The catalog entry name of a pyramid: its folder name made a safe identifier."""
-    name = re.sub(r"\W+", "_", pyramid_name(info)).strip("_") or "moraine"
-    if name[0].isdigit():
-        name = f"moraine_{name}"
-    if keyword.iskeyword(name):
-        name += "_"
-    return name
-
-
-def _catalog_location(path: str, out_dir: Path) -> str:
-    return catalog_location(path, Path(out_dir), "{{ CATALOG_DIR }}")
+    """The catalog entry name of a lone pyramid: its folder name made a safe identifier."""
+    return identifier(pyramid_name(info), "moraine_")
 
 
 def _entry_metadata(info: MorainePyramid, location: str, stac_href: str | None) -> dict:
@@ -155,16 +146,23 @@ def _stac_href(info: MorainePyramid, stac_hrefs: dict | None) -> str | None:
 
 
 def moraine_sources(
-    info: MorainePyramid, out_dir: Path, stac_hrefs: dict | None = None, *, storage_options: dict | None = None
+    info: MorainePyramid,
+    out_dir: Path,
+    stac_hrefs: dict | None = None,
+    *,
+    storage_options: dict | None = None,
+    name: str | None = None,
+    policy: HrefPolicy | None = None,
 ) -> dict[str, dict]:
     """The ``version: 1`` YAML ``sources`` entries of one pyramid.
 
     ``{name}`` (driver ``moraine_level``, parameter ``level``: int, ``0..L``, default 0) and, for
     point clouds, ``{name}_points`` (driver ``moraine_points``). ``name`` is the folder name made a
-    safe identifier. Paths inside ``out_dir`` are written relative to ``{{ CATALOG_DIR }}``, other
-    local paths absolute, URLs unchanged. ``stac_hrefs`` maps pyramid paths to STAC hrefs."""
-    name = moraine_entry_name(info)
-    location = _catalog_location(info.path, out_dir)
+    safe identifier (or ``name``, as :func:`moczarr_intake.entries.catalog_entries` gives it). The
+    path is spelled by ``policy`` (default: relative to ``{{ CATALOG_DIR }}`` inside ``out_dir``,
+    other local paths absolute, URLs unchanged). ``stac_hrefs`` maps pyramid paths to STAC hrefs."""
+    name = name or moraine_entry_name(info)
+    location = (policy or HrefPolicy(Path(out_dir))).yaml_location(info.path)
     metadata = _entry_metadata(info, location, _stac_href(info, stac_hrefs))
     top = info.n_levels - 1
     args: dict[str, Any] = {"path": location, "level": "{{ level }}"}

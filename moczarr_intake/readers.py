@@ -6,7 +6,7 @@ find them::
 
     import intake
     data = moczarr_intake.readers.MortonHive(url="path/to/store")
-    ds = intake.reader_from_call ... or MortonLevelReader(data).read(cell_order=6)
+    ds = MortonLevelReader(data).read(cell_order=6)     # or zoom=6
 """
 
 from __future__ import annotations
@@ -15,15 +15,48 @@ from intake.readers.datatypes import FileData
 from intake.readers.readers import BaseReader
 
 import moczarr
+from moczarr import resolve_cell_order
+
+from .params import parse_aoi
 
 
 class MortonHive(FileData):
-    """A morton-hive store (a bare store or one product of a multi-product root)."""
+    """A morton-hive store (a bare store or one product of a multi-product root).
+
+    Recognised by a ``morton_hive.json`` inside, or by the media type
+    ``application/vnd.morton-hive+zarr`` (the ``morton-hive`` asset of a moczarr
+    STAC Item; distinct from ``application/vnd+zarr``, which intake's ``Zarr`` claims).
+    When made from such an asset, its metadata holds the asset's
+    ``xarray:open_kwargs``, which the level reader takes as its defaults.
+    """
 
     filepattern = ""
     structure = {"hierarchy", "array"}
-    mimetypes = r"application/vnd\+zarr.*profile=morton-hive"
+    mimetypes = r"application/vnd\.morton-hive\+zarr"
     contains = {r"morton_hive\.json$"}
+
+
+class MortonHiveTree(MortonHive):
+    """A store root to be read whole, as a DataTree (:class:`MortonStoreReader`).
+
+    Never guessed from a location or a media type (no pattern of its own), so
+    intake's discovery hands a :class:`MortonHive` to exactly one reader
+    (:class:`MortonLevelReader`); ``version: 2`` tree entries name this type.
+    """
+
+    mimetypes = ""
+    contains = set()
+
+
+def _asset_hints(data) -> dict:
+    hints = (data.metadata or {}).get("xarray:open_kwargs") if isinstance(getattr(data, "metadata", None), dict) else None
+    return {k: v for k, v in (hints or {}).items() if k in ("cell_order", "window", "all_time")}
+
+
+def _storage_options(data):
+    opts = data.storage_options
+    hinted = (data.metadata or {}).get("xarray:storage_options") if isinstance(getattr(data, "metadata", None), dict) else None
+    return opts or hinted or None
 
 
 class MortonLevelReader(BaseReader):
@@ -35,19 +68,30 @@ class MortonLevelReader(BaseReader):
     func = "moczarr:open_level"
     url_arg = "store_root"
 
-    def _read(self, data, cell_order=None, window=None, aoi=None, all_time=False, **kw):
-        order = None if cell_order is None else int(cell_order)
-        return moczarr.open_level(data.url, order, window, aoi, all_time, storage_options=data.storage_options, **kw)
+    def _read(self, data, cell_order=None, window=None, aoi=None, all_time=False, *, order=None, zoom=None, level=None, **kw):
+        """:func:`moczarr.open_level`; ``order``/``zoom``/``level`` are aliases of ``cell_order``.
+
+        Arguments not given default to the data's STAC hints (``xarray:open_kwargs``).
+        """
+        hints = _asset_hints(data)
+        r = resolve_cell_order(cell_order, order=order, zoom=zoom, level=level)
+        r = hints.get("cell_order") if r is None else r
+        window = window or hints.get("window")
+        all_time = bool(all_time or hints.get("all_time"))
+        ds = moczarr.open_level(data.url, r, window, parse_aoi(aoi), all_time, storage_options=_storage_options(data), **kw)
+        if ds is None:
+            raise LookupError(f"{data.url}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects")
+        return ds
 
 
 class MortonStoreReader(BaseReader):
     """A store's products and resolutions as an ``xarray.DataTree`` (:func:`moczarr.open_store`)."""
 
     output_instance = "xarray:DataTree"
-    implements = {MortonHive}
+    implements = {MortonHiveTree}
     imports = {"moczarr", "xarray"}
     func = "moczarr:open_store"
     url_arg = "store_root"
 
     def _read(self, data, products=None, aoi=None, window=None, **kw):
-        return moczarr.open_store(data.url, products, aoi, window, storage_options=data.storage_options, **kw)
+        return moczarr.open_store(data.url, products, parse_aoi(aoi), window, storage_options=_storage_options(data), **kw)

@@ -78,3 +78,11 @@ def quiet():
     with warnings.catch_warnings():
         warnings.simplefilter("error", moczarr.MoczarrWarning)
         yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def moczarr_engine():
+    """The ``moczarr`` xarray engine, as pyproject declares it (see tests/engines.py: a no-op when installed)."""
+    from .engines import register_engine
+
+    register_engine()

@@ -239,11 +239,20 @@ def _stats_zarr(path: Path):
     return list(arr.attrs["columns"]), np.asarray(arr[...], dtype=np.float64)
 
 
-def _metadata_mtime(path: Path) -> dt.datetime:
-    doc = path / "0.zarr" / "zarr.json"
-    if not doc.exists():
-        doc = path / "0.zarr" / ".zarray"
-    return dt.datetime.fromtimestamp(int(os.stat(doc).st_mtime), tz=dt.timezone.utc)
+def _copy_with_new_mtimes(path: Path, dest: Path) -> Path:
+    shutil.copytree(path, dest)  # copytree sets new modification times on the metadata documents
+    for p in [dest, *dest.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+        os.utime(p, (1e9, 1e9))
+    return dest
+
+
+def test_item_time_does_not_change_with_a_copy(tmp_path):
+    path = _path("ras_mean_v1")
+    copied = _copy_with_new_mtimes(path, tmp_path / "ras_mean_v1")
+    first, second = moraine_stac_item(read_moraine_info(path)), moraine_stac_item(read_moraine_info(copied))
+    assert first.datetime == second.datetime
+    assert first.properties["moraine:datetime_source"] == second.properties["moraine:datetime_source"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -281,8 +290,9 @@ def test_stac_item_validates_offline(name):
     assert props["moraine:legacy"] is FIXTURES[name]["legacy"]
     assert props["moraine:n_levels"] == n
     # datetime convention: when 0.zarr's metadata was written
-    assert item.datetime == _metadata_mtime(path)
-    assert props["moraine:datetime_source"].startswith("modification time of 0.zarr")
+    # no time is recorded in these pyramids: a stated placeholder, never a file's modification time
+    assert item.datetime == dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    assert props["moraine:datetime_source"].startswith("placeholder")
 
 
 @pytest.mark.parametrize("name", NAMES)

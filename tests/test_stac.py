@@ -350,11 +350,13 @@ def test_item_times(built):
             if window != "all":
                 start, end = window_interval(window, p.schedule, p.manifest.raw.get("temporal"))
                 assert (item.common_metadata.start_datetime, item.common_metadata.end_datetime) == (start, end)
-        else:  # no time is recorded for these unwindowed fixtures: the generation time, and it says so
-            assert item.datetime == pystac.utils.str_to_datetime(p.manifest.raw["generated_at"])
-            assert props["moczarr:datetime_source"] == "generated_at"
-            assert "generation time" in props["description"]
+        else:  # no observation time is recorded for these unwindowed fixtures: a stated placeholder
+            assert item.datetime == stac.build.PLACEHOLDER_TIME
+            assert props["moczarr:datetime_source"] == "placeholder"
+            assert "placeholder" in props["description"] and "not a time of data" in props["description"]
             assert "start_datetime" not in props
+        # the generation time is the creation time, never the observation time
+        assert item.common_metadata.created == pystac.utils.str_to_datetime(p.manifest.raw["generated_at"])
     windowed = built.disk.get_child("windowed-store-atl06")
     intervals = windowed.extent.temporal.intervals
     assert [pystac.utils.datetime_to_str(t) for t in intervals[0]] == ["2019-01-01T00:00:00Z", "2022-01-01T00:00:00Z"]
@@ -414,8 +416,11 @@ def test_catalog_reads_nothing_beyond_the_summary(tmp_path):
     with count_requests() as summary_only:
         quiet(summarize_store, root)
     with count_requests() as building:
-        quiet(build_stac, root, tmp_path, thumbnails=True)
+        quiet(build_stac, root, tmp_path)
     assert building == summary_only
+    with count_requests() as drawing:  # quicklooks show data, so they read it
+        quiet(build_stac, root, tmp_path / "with-thumbnails", thumbnails=True)
+    assert drawing[("GET", "chunk:data")] > 0 and summary_only[("GET", "chunk:data")] == 0
 
 
 def test_single_store_ids_and_in_memory_catalog():
@@ -536,6 +541,31 @@ def test_s3_root_gets_the_storage_extension(s3_server, tmp_path):
     item = pystac.read_file(str(tmp_path / "atl06" / "atl06-o7" / "atl06-o7.json"))
     remote = quiet(open_stac, item, storage_options=options).load()
     xr.testing.assert_identical(remote, quiet(open_level, str(fixture_path("zagg/column/store")), 7).load())
+
+
+def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_server, tmp_path):
+    """``--anon --endpoint-url``: the storage options reach v1 and v2 entries and the Items' xarray hints."""
+    import intake
+
+    from moczarr_intake.cli import main
+
+    from .engines import register_engine
+
+    register_engine()
+    endpoint = s3_server.endpoint_url
+    root = "s3://moczarr-public/zagg/column/store"
+    assert main(["build", root, "--out", str(tmp_path), "--anon", "--endpoint-url", endpoint]) == 0
+    local = quiet(open_level, str(fixture_path("zagg/column/store")), 7).load()
+    for name in ("catalog.yaml", "catalog_v2.yaml"):
+        cat = intake.open_catalog(str(tmp_path / name))
+        entry = "atl06" if name == "catalog.yaml" else "atl06_o7"
+        got = cat[entry](order=7).read() if name == "catalog.yaml" else cat[entry].read()
+        xr.testing.assert_identical(quiet(lambda: got.load()), local)
+    item = pystac.read_file(str(tmp_path / "stac" / "atl06" / "atl06-o7" / "atl06-o7.json"))
+    asset = item.assets["data"]
+    assert asset.extra_fields["xarray:storage_options"] == {"anon": True, "client_kwargs": {"endpoint_url": endpoint}}
+    opened = quiet(xr.open_dataset, asset.href, **asset.extra_fields["xarray:open_kwargs"], storage_options=asset.extra_fields["xarray:storage_options"])
+    xr.testing.assert_identical(opened.load(), local)
 
 
 def test_credentials_are_never_written(s3_server, tmp_path):

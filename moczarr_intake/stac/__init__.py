@@ -11,37 +11,49 @@ from moczarr.metadata import geometry_bbox, window_interval
 
 from .build import (
     DATACUBE,
+    ENGINE,
     FILE,
+    HIVE_MEDIA_TYPE,
     MEDIA_TYPE,
     OPEN_LEVEL,
     OPEN_STORE,
     STORAGE,
     VERSION,
+    XARRAY,
+    apply_href_policy,
     build_stac,
     product_collection,
+    public_storage_options,
     relativize_local_hrefs,
     stac_hrefs,
 )
 from .geoparquet import write_geoparquet
 from .open import open_hint, open_stac
-from .thumbnails import draw_thumbnail
+from .thumbnails import draw_level_thumbnail, draw_moraine_thumbnail, draw_thumbnail
 from .validate import schema_dir, validate_document, validate_offline
 
 __all__ = [
     "DATACUBE",
+    "ENGINE",
     "FILE",
+    "HIVE_MEDIA_TYPE",
     "MEDIA_TYPE",
     "OPEN_LEVEL",
     "OPEN_STORE",
     "STORAGE",
     "VERSION",
+    "XARRAY",
     "MissingSchemaError",
+    "apply_href_policy",
     "build_stac",
+    "draw_level_thumbnail",
+    "draw_moraine_thumbnail",
     "draw_thumbnail",
     "geometry_bbox",
     "open_hint",
     "open_stac",
     "product_collection",
+    "public_storage_options",
     "relativize_local_hrefs",
     "schema_dir",
     "stac_hrefs",

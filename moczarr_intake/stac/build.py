@@ -18,6 +18,7 @@ a catalog makes no request beyond the summaries'. Each Item's and Collection's
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import re
 import sys
@@ -46,28 +47,40 @@ from moczarr.metadata import (
     window_interval,
 )
 
+from ..entries import catalog_entries
+from ..hrefs import HrefPolicy
+from ..naming import root_labels, slug
 from .geoparquet import write_geoparquet
 from .moraine import moraine_stac_item
-from .thumbnails import PNG_TYPE, draw_thumbnail
+from .thumbnails import (
+    PNG_TYPE,
+    draw_level_thumbnail,
+    draw_moraine_thumbnail,
+    draw_thumbnail,
+)
 
-#: media type of the ``data`` asset: the store root of a morton-hive zarr v3 store
-MEDIA_TYPE = "application/vnd+zarr; version=3; profile=morton-hive"
+#: media type of the ``data`` asset (the store root): plain zarr, so xarray-minded clients
+#: (xpystac) dispatch to xarray, which the asset's ``xarray:open_kwargs`` point at the moczarr engine
+MEDIA_TYPE = "application/vnd+zarr"
+#: media type of the ``morton-hive`` asset (same href): the one intake's STAC reader maps to MortonHive
+HIVE_MEDIA_TYPE = "application/vnd.morton-hive+zarr; version=3"
 JSON_TYPE = "application/json"
 
 DATACUBE = "https://stac-extensions.github.io/datacube/v2.2.0/schema.json"
 VERSION = "https://stac-extensions.github.io/version/v1.2.0/schema.json"
 FILE = "https://stac-extensions.github.io/file/v2.1.0/schema.json"
 STORAGE = "https://stac-extensions.github.io/storage/v2.0.0/schema.json"
+XARRAY = "https://stac-extensions.github.io/xarray-assets/v1.0.0/schema.json"
+#: the xarray engine the ``xarray:open_kwargs`` hints name (``moczarr.backend``)
+ENGINE = "moczarr"
+#: ``datetime`` of an Item whose store records no observation time (stated in the Item)
+PLACEHOLDER_TIME = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+#: storage options safe to publish (no credential is ever written)
+PUBLIC_STORAGE_OPTIONS = ("anon", "endpoint_url", "requester_pays", "region_name")
 
 #: the reader calls an open hint names (open_stac calls nothing else; the module paths are accepted too)
 OPEN_LEVEL = "moczarr.open_level"
 OPEN_STORE = "moczarr.open_store"
-
-_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def slug(text: str) -> str:
-    return _ID_UNSAFE.sub("-", text).strip("-") or "store"
 
 
 def iso(t: dt.datetime | None) -> str | None:
@@ -99,6 +112,9 @@ class _Product:
     scheme: tuple[str, dict] | None  # storage extension scheme (object-store roots)
     geometry: dict | None
     bbox: list[float] | None
+    title: str = ""  # the Collection title (unique in the catalog)
+    store_label: str = ""  # how the catalog names the store (never a machine path)
+    public_options: dict | None = None  # storage options safe to publish (xarray:storage_options)
 
 
 def _cells_dimension(p: ProductSummary, cell_order: int, node_order: int) -> dict:
@@ -178,7 +194,7 @@ def _level_items(prod: _Product, now: dt.datetime) -> list[pystac.Item]:
             suffix = f"-{window}" if window else ("-all" if all_time else "")
             item_id = f"{prod.collection_id}-o{level.cell_order}{suffix}"
             props: dict[str, Any] = {
-                "title": f"{p.name} o{level.cell_order} ({level.artifact})"
+                "title": f"{prod.title}: cell order {level.cell_order} ({level.artifact}, ~{level.resolution_km:.3g} km)"
                 + (f", window {window}" if window else ", all-time folds" if all_time else ""),
                 "moczarr:product": p.name,
                 "moczarr:cell_order": level.cell_order,
@@ -190,7 +206,7 @@ def _level_items(prod: _Product, now: dt.datetime) -> list[pystac.Item]:
                 "gsd": level.resolution_km * 1000.0,
             }
             span = intervals.get(window) if window else (all_time_span if all_time else None)
-            _set_time(props, p, manifest.generated_at, span, window, all_time, now)
+            _set_time(props, p, manifest.generated_at, span, window, all_time)
             dims = {"cells": _cells_dimension(p, level.cell_order, level.node_order)}
             variables = _cube_variables(p, level.variables, fields, level.artifact != "source")
             if any("time" in v["dimensions"] for v in variables.values()):
@@ -214,14 +230,27 @@ def _level_items(prod: _Product, now: dt.datetime) -> list[pystac.Item]:
             hint = {"store_root": prod.product_root, "cell_order": level.cell_order, "window": window}
             if all_time:
                 hint["all_time"] = True
-            extensions |= _add_assets(item, prod, {"function": OPEN_LEVEL, "kwargs": hint})
+            open_kwargs = {"engine": ENGINE, "cell_order": level.cell_order, "window": window}
+            if all_time:
+                open_kwargs["all_time"] = True
+            extensions |= _add_assets(item, prod, {"function": OPEN_LEVEL, "kwargs": hint}, open_kwargs)
             item.stac_extensions = sorted(extensions)
             items.append(item)
     return items
 
 
-def _set_time(props: dict, p: ProductSummary, generated_at, span, window, all_time, now) -> None:
-    """``datetime`` / ``start_datetime`` / ``end_datetime`` of an Item, and where they come from."""
+def _set_time(props: dict, p: ProductSummary, generated_at, span, window, all_time) -> None:
+    """``datetime`` / ``start_datetime`` / ``end_datetime`` (observation time only), ``created``, and the rule used.
+
+    Observation time: the window's interval, else the time range the root
+    coverage or the manifest's temporal section records. The generation time
+    (manifest ``generated_at``) goes to ``created``, never to ``datetime``.
+    Without any observation time, ``datetime`` is :data:`PLACEHOLDER_TIME`,
+    stated as such in ``moczarr:datetime_source`` and the description.
+    """
+    generated = parse_time(generated_at)
+    if generated is not None:
+        props["created"] = iso(generated)
     if span is not None:
         props["datetime"] = None
         props["start_datetime"], props["end_datetime"] = iso(span[0]), iso(span[1])
@@ -236,44 +265,65 @@ def _set_time(props: dict, p: ProductSummary, generated_at, span, window, all_ti
         props["datetime"] = None
         props["start_datetime"], props["end_datetime"] = iso(recorded[0]), iso(recorded[1])
         props["moczarr:datetime_source"] = "time_range"
-        props["description"] = "start/end_datetime: the time range recorded in the root coverage.moc"
+        props["description"] = "start/end_datetime: the observation time range the store records (root coverage.moc or manifest temporal section)"
         return
-    generated = parse_time(generated_at)
-    if generated is not None:
-        props["datetime"] = iso(generated)
-        props["moczarr:datetime_source"] = "generated_at"
-        props["description"] = (
-            "datetime is the product's generation time (manifest generated_at), not an observation time: "
-            "the store records no time range" + (f" for window {window}" if window else "")
-        )
-    else:
-        props["datetime"] = iso(now)
-        props["moczarr:datetime_source"] = "catalog_build"
-        props["description"] = (
-            "datetime is the time this catalog was built: the store records neither a time range nor a "
-            "generation time"
-        )
-
-
-def _add_assets(owner, prod: _Product, hint: dict) -> set[str]:
-    """``data`` (with the open hint), ``manifest`` and ``coverage`` assets; returns the extensions used."""
-    extensions: set[str] = set()
-    root = prod.summary.root
-    data = pystac.Asset(
-        href=normalize_location(root),
-        title=f"morton-hive store root of {prod.summary.name}",
-        media_type=MEDIA_TYPE,
-        roles=["data"],
-        extra_fields={"moczarr:open": hint},
+    props["datetime"] = iso(PLACEHOLDER_TIME)
+    props["moczarr:datetime_source"] = "placeholder"
+    props["description"] = (
+        "the store records no observation time: datetime (1970-01-01) is a placeholder, not a time of data"
+        + ("; created is the product's generation time (manifest generated_at)" if generated else "")
     )
-    assets = {"data": data}
+
+
+def public_storage_options(storage_options: dict | None) -> dict | None:
+    """The part of ``storage_options`` a published catalog may carry: ``anon``, the endpoint, the region."""
+    opts = storage_options or {}
+    out = {k: opts[k] for k in PUBLIC_STORAGE_OPTIONS if k in opts}
+    client = {k: v for k, v in (opts.get("client_kwargs") or {}).items() if k in ("endpoint_url", "region_name")}
+    if client:
+        out["client_kwargs"] = client
+    return out or None
+
+
+def _add_assets(owner, prod: _Product, hint: dict, open_kwargs: dict | None = None) -> set[str]:
+    """``data``, ``morton-hive`` (Items), ``manifest`` and ``coverage`` assets; returns the extensions used.
+
+    On an Item, ``data`` and ``morton-hive`` carry the xarray-assets hints
+    (``xarray:open_kwargs``: engine, cell order, window) and ``moczarr:open``.
+    """
+    extensions: set[str] = set()
+    root = normalize_location(prod.summary.root)
+    extra: dict[str, Any] = {"moczarr:open": hint}
+    if open_kwargs is not None:
+        extra["xarray:open_kwargs"] = dict(open_kwargs)
+        if prod.public_options:
+            extra["xarray:storage_options"] = dict(prod.public_options)
+        extensions.add(XARRAY)
+    assets = {
+        "data": pystac.Asset(
+            href=root,
+            title=f"store root of {prod.title}" + ("" if open_kwargs is None else f", opened at cell order {open_kwargs['cell_order']}"),
+            description=None if open_kwargs is None else "xr.open_dataset(href, **xarray:open_kwargs) opens exactly this level (engine moczarr)",
+            media_type=MEDIA_TYPE,
+            roles=["data"],
+            extra_fields=extra,
+        )
+    }
+    if open_kwargs is not None:
+        assets["morton-hive"] = pystac.Asset(
+            href=root,
+            title=f"{prod.title} as a morton-hive store (intake: MortonHive)",
+            media_type=HIVE_MEDIA_TYPE,
+            roles=["data"],
+            extra_fields=json_copy(extra),
+        )
     for key, name, title in (
         ("manifest", MANIFEST_NAME, "morton-hive manifest"),
         ("coverage", ROOT_MOC_NAME, "root coverage MOC (morton-moc/1 ranges envelope)"),
     ):
         if key not in prod.sizes:
             continue
-        asset = pystac.Asset(href=join_location(normalize_location(root), name), title=title, media_type=JSON_TYPE, roles=["metadata"])
+        asset = pystac.Asset(href=join_location(root, name), title=title, media_type=JSON_TYPE, roles=["metadata"])
         if prod.sizes[key] is not None:
             asset.extra_fields["file:size"] = int(prod.sizes[key])
             extensions.add(FILE)
@@ -283,6 +333,11 @@ def _add_assets(owner, prod: _Product, hint: dict) -> set[str]:
             asset.extra_fields["storage:refs"] = [prod.scheme[0]]
         owner.add_asset(key, asset)
     return extensions
+
+
+def json_copy(value):
+    """A deep copy of a JSON-like value."""
+    return json.loads(json.dumps(value))
 
 
 # -- the Collection of one product --------------------------------------------------------------------
@@ -313,6 +368,9 @@ def _product(
     products_arg: list[str] | None,
     sizes: dict[str, int | None],
     storage_options: dict | None,
+    *,
+    title: str | None = None,
+    store_label: str | None = None,
 ) -> _Product:
     geometry = p.footprint
     bbox = geometry_bbox(geometry) if geometry else p.bbox
@@ -326,7 +384,18 @@ def _product(
         scheme=_storage_scheme(p.root, storage_options),
         geometry=geometry,
         bbox=bbox,
+        title=title or _product_title(p, None),
+        store_label=store_label or collection_id,
+        public_options=public_storage_options(storage_options),
     )
+
+
+def _product_title(p: ProductSummary, store_label: str | None) -> str:
+    """``"ATL06 v006: atl06"``, plus ``" in store {label}"`` when several stores hold a product of this name."""
+    short, version = p.dataset.get("short_name"), p.dataset.get("version")
+    head = f"{short or p.name}" + (f" v{version}" if version not in (None, "") else "")
+    text = head if (short or "").lower() == p.name else f"{head}: {p.name}"
+    return text + (f" in store {store_label}" if store_label else "")
 
 
 def product_collection(
@@ -345,20 +414,60 @@ def product_collection(
     ``"manifest"``/``"coverage"`` to byte sizes (None: present, size unknown);
     without it the metadata assets are listed when the summary shows them
     (manifest always; coverage when usable) without ``file:size``.
-    ``storage_options`` only feeds the storage extension (nothing secret is written).
+    ``storage_options`` feeds the storage extension and the Items'
+    ``xarray:storage_options`` (only :data:`PUBLIC_STORAGE_OPTIONS`; nothing secret is written).
     """
     if sizes is None:
         sizes = {"manifest": None, **({"coverage": None} if product.coverage_usable else {})}
     prod = _product(
         product, collection_id or slug(product.name), store_root or product.root, products_arg, sizes, storage_options
     )
-    return _collection(prod, dt.datetime.now(dt.timezone.utc))
+    return _collection(prod)
 
 
-def _collection(prod: _Product, now: dt.datetime) -> pystac.Collection:
+def _providers(p: ProductSummary) -> list[pystac.Provider] | None:
+    """Providers the manifest records (``providers`` at the top or in ``dataset``), as STAC providers."""
+    raw = p.manifest.raw.get("providers") or p.dataset.get("providers")
+    if not isinstance(raw, list):
+        return None
+    out = []
+    for entry in raw:
+        if isinstance(entry, str):
+            out.append(pystac.Provider(name=entry))
+        elif isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            roles = [r for r in entry.get("roles") or [] if r in ("licensor", "producer", "processor", "host")]
+            out.append(pystac.Provider(name=entry["name"], description=entry.get("description"), roles=roles or None, url=entry.get("url")))
+    return out or None
+
+
+def _license(p: ProductSummary, default: str | None, default_url: str | None) -> tuple[str, str | None]:
+    """``(license, license link href or None)``: the manifest's license when it records one, else the build's.
+
+    An SPDX identifier stays the license; a URL becomes ``"other"`` with a ``license`` link.
+    Without any, ``"other"`` (and no link: nothing says what the terms are).
+    """
+    value = p.manifest.raw.get("license") or p.dataset.get("license") or default
+    url = p.manifest.raw.get("license_url") or p.dataset.get("license_url") or default_url
+    if isinstance(value, str) and "://" in value:
+        return "other", value
+    return (value if isinstance(value, str) and value else "other"), url if isinstance(url, str) else None
+
+
+def _item_assets(windowed: bool) -> dict[str, pystac.ItemAssetDefinition]:
+    defs = {
+        "data": {"title": "the store root, opened at this Item's level", "type": MEDIA_TYPE, "roles": ["data"]},
+        "morton-hive": {"title": "the store root as intake's MortonHive datatype", "type": HIVE_MEDIA_TYPE, "roles": ["data"]},
+        "manifest": {"title": "morton-hive manifest", "type": JSON_TYPE, "roles": ["metadata"]},
+        "coverage": {"title": "root coverage MOC", "type": JSON_TYPE, "roles": ["metadata"]},
+        "thumbnail": {"title": "quicklook of the level's first dense variable", "type": PNG_TYPE, "roles": ["thumbnail"]},
+    }
+    return {k: pystac.ItemAssetDefinition.create(title=v["title"], description=None, media_type=v["type"], roles=v["roles"]) for k, v in defs.items()}
+
+
+def _collection(prod: _Product, *, license: str | None = None, license_url: str | None = None) -> pystac.Collection:
     p = prod.summary
     manifest = p.manifest
-    items = _level_items(prod, now)
+    items = _level_items(prod, dt.datetime.now(dt.timezone.utc))
     intervals = [window_interval(w, p.schedule, manifest.temporal) for w in p.windows]
     known = sorted(iv for iv in intervals if iv)
     if known:
@@ -371,11 +480,12 @@ def _collection(prod: _Product, now: dt.datetime) -> pystac.Collection:
     short, version = p.dataset.get("short_name"), p.dataset.get("version")
     description = (
         f"{short or p.name}{f' version {version}' if version else ''}: product '{p.name}' of the morton-hive "
-        f"store {prod.store_root} ({p.spec}; HEALPix cells at order {p.cell_order} in leaves at order "
+        f"store {prod.store_label} ({p.spec}; HEALPix cells at order {p.cell_order} in leaves at order "
         f"{p.shard_order}; levels {', '.join(f'o{lv.cell_order} ({lv.artifact})' for lv in p.levels)}"
         + (f"; {p.schedule} windows {', '.join(p.windows)}" if p.windowed else "")
         + ")."
         + ("" if prod.geometry else " Spatial extent unknown: no usable root coverage.moc.")
+        + ("" if known or p.time_range else " The store records no observation time.")
     )
     summaries: dict[str, Any] = {
         "moczarr:cell_order": [lv.cell_order for lv in p.levels],
@@ -384,8 +494,10 @@ def _collection(prod: _Product, now: dt.datetime) -> pystac.Collection:
     }
     if p.windowed and p.windows:
         summaries["moczarr:window"] = list(p.windows)
+    native = p.level(p.cell_order) if p.cell_order in p.orders else (p.levels[0] if p.levels else None)
     extra: dict[str, Any] = {
         "moczarr:product": p.name,
+        "moczarr:store": prod.store_label,
         "moczarr:store_root": prod.product_root,
         "moczarr:spec": p.spec,
         "moczarr:dataset": p.dataset,
@@ -410,62 +522,42 @@ def _collection(prod: _Product, now: dt.datetime) -> pystac.Collection:
         ],
     }
     extensions: set[str] = set()
+    if native is not None:
+        extra["cube:dimensions"] = {"cells": _cells_dimension(p, native.cell_order, native.node_order)}
+        names = list(dict.fromkeys(n for lv in p.levels for n in lv.variables))
+        extra["cube:variables"] = _cube_variables(p, names, p.declaration.fields if p.declaration else None, False)
+        extensions.add(DATACUBE)
+    if manifest.generated_at and parse_time(manifest.generated_at):
+        extra["created"] = iso(parse_time(manifest.generated_at))
     if version is not None:
         extra["version"] = str(version)
         extensions.add(VERSION)
     if prod.scheme:
         extra["storage:schemes"] = {prod.scheme[0]: prod.scheme[1]}
         extensions.add(STORAGE)
+    licence, licence_url = _license(p, license, license_url)
     collection = pystac.Collection(
         id=prod.collection_id,
         description=description,
         extent=pystac.Extent(pystac.SpatialExtent([bbox]), pystac.TemporalExtent(temporal)),
-        title=f"{short or p.name} {version or ''} ({p.name})".replace("  ", " "),
-        license="other",
+        title=prod.title,
+        license=licence,
         keywords=[k for k in ("morton-hive", "HEALPix", "zarr", short) if k],
+        providers=_providers(p),
         summaries=pystac.Summaries(summaries),
         extra_fields=extra,
     )
+    collection.item_assets = _item_assets(p.windowed)
+    if licence_url:
+        collection.add_link(pystac.Link("license", licence_url, media_type="text/html", title=f"license: {licence}"))
     kwargs: dict[str, Any] = {"store_root": prod.store_root}
     if prod.products_arg is not None:
         kwargs["products"] = list(prod.products_arg)
     extensions |= _add_assets(collection, prod, {"function": OPEN_STORE, "kwargs": kwargs})
     collection.stac_extensions = sorted(extensions)
     for item in items:
-        collection.add_item(item)
+        collection.add_item(item, title=item.properties.get("title"))
     return collection
-
-
-def _path_parts(root: str) -> list[str]:
-    text = root.split("://", 1)[1] if is_remote(root) else os.path.abspath(root)
-    return [x for x in text.replace("\\", "/").split("/") if x] or ["store"]
-
-
-def _root_labels(roots: list[str]) -> list[str]:
-    """The shortest path suffix (slugged) naming each root uniquely."""
-    parts = [_path_parts(r) for r in roots]
-    depth = [1] * len(roots)
-    while True:
-        labels = [slug("-".join(ps[-d:])) for ps, d in zip(parts, depth)]
-        seen: dict[str, list[int]] = {}
-        for i, label in enumerate(labels):
-            seen.setdefault(label, []).append(i)
-        clash = [i for group in seen.values() if len(group) > 1 for i in group if depth[i] < len(parts[i])]
-        if not clash:
-            return _dedupe(labels)
-        for i in clash:
-            depth[i] += 1
-
-
-def _dedupe(names: list[str]) -> list[str]:
-    out, used = [], set()
-    for name in names:
-        candidate, n = name, 2
-        while candidate in used:
-            candidate, n = f"{name}-{n}", n + 1
-        used.add(candidate)
-        out.append(candidate)
-    return out
 
 
 def _sizes(p: ProductSummary) -> dict[str, int | None]:
@@ -473,6 +565,10 @@ def _sizes(p: ProductSummary) -> dict[str, int | None]:
     if not p.object_sizes:
         return {"manifest": None, **({"coverage": None} if p.coverage_usable else {})}
     return {key: p.object_sizes[name] for key, name in (("manifest", MANIFEST_NAME), ("coverage", ROOT_MOC_NAME)) if name in p.object_sizes}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def build_stac(
@@ -487,149 +583,207 @@ def build_stac(
     moraine: Iterable = (),
     progress: bool | Callable[[str, str], None] | None = None,
     relative_to: str | os.PathLike | None = None,
+    policy: HrefPolicy | None = None,
+    catalog_url: str | None = None,
+    license: str | None = None,
+    license_url: str | None = None,
+    dest_dir: str | os.PathLike | None = None,
 ) -> pystac.Catalog:
-    """A static STAC catalog over one or many morton-hive store roots (local or ``s3://``).
+    """A static STAC catalog over one or many morton-hive store roots (local or URLs) and moraine pyramids.
 
     ``roots``: a root, or a list of roots (an element may also be a
     :class:`StoreSummary`); ``summaries``: summaries already made, added after
-    ``roots``. Summaries made by :func:`summarize_for_catalog` (what ``roots``
-    uses) carry object sizes, so their manifest and coverage assets get
-    ``file:size``; plain :func:`summarize_store` summaries do not.
+    ``roots``. Each multi-product root becomes a child Catalog holding one
+    Collection per product; each bare store becomes a Collection under the top
+    Catalog. Ids come from :func:`moczarr_intake.naming.product_ids`: product
+    names, prefixed with the root's shortest unique path label when two stores
+    hold products of one name. ``moraine``: :class:`moczarr_moraine.MorainePyramid`
+    infos, each added as an Item under the top Catalog.
 
-    Each multi-product root becomes a child Catalog holding one Collection per
-    product; each bare store becomes a Collection under the top Catalog.
-    Collection ids are product names, prefixed with the root's shortest unique
-    path label when two stores hold products of one name. ``moraine``:
-    :class:`moczarr_moraine.MorainePyramid` infos, each added as an Item
-    (:func:`moczarr_intake.moraine_catalog.moraine_stac_item`) under the top
-    Catalog. When ``out_dir`` is given the hrefs are normalized there and the
-    catalog is saved self-contained, its Items also as stac-geoparquet
-    (``items.parquet``, :func:`.geoparquet.write_geoparquet`); ``thumbnails=True`` (needs ``out_dir``)
-    writes a coverage quicklook PNG per Collection. ``progress``: True for a
-    progress bar over products (stderr), or a callable ``progress(kind, name)``
-    called after each store (``"store"``) and each product (``"product"``).
-    Returns the top Catalog. Only summaries read the stores: no request is
-    made here beyond theirs.
+    When ``out_dir`` is given the catalog is saved there: store addresses are
+    spelled by ``policy`` (default: relative for stores inside ``relative_to``,
+    else absolute; see :class:`moczarr_intake.hrefs.HrefPolicy` and its
+    ``href_base``), the catalog is SELF_CONTAINED, or RELATIVE_PUBLISHED under
+    ``catalog_url`` (an absolute self link on the root). ``thumbnails=True``
+    (needs ``out_dir``) reads each level once and writes a quicklook PNG per
+    Item (and per Collection). ``license``/``license_url``: used where the
+    manifest records none. ``progress``: True for a progress bar over products
+    (stderr), or a callable ``progress(kind, name)``. ``dest_dir``: write the
+    files there instead of ``out_dir`` (hrefs are still those of ``out_dir``: the
+    CLI writes to a temporary sibling and renames). Returns the top Catalog.
+    Without thumbnails no request is made beyond the summaries'.
+    Its Items are also written as stac-geoparquet (``items.parquet``,
+    :func:`.geoparquet.write_geoparquet`), the file a STAC API server loads.
     """
     if isinstance(roots, (str, os.PathLike, StoreSummary)):
         roots = [roots]
-    items = list(roots or []) + list(summaries or [])
+    given = list(roots or []) + list(summaries or [])
     moraine = list(moraine or [])
-    if not items and not moraine:
+    if not given and not moraine:
         raise ValueError("build_stac needs at least one store root (or summary)")
     if thumbnails and out_dir is None:
         raise ValueError("thumbnails=True writes PNG files: pass out_dir")
-    report, bar = _progress(progress, items)
+    report, bar = _progress(progress, given)
     stores: list[StoreSummary] = []
-    for root in items:
+    for root in given:
         store = root if isinstance(root, StoreSummary) else summarize_store(root, storage_options)
         stores.append(store)
         report("store", store.root)
     locations = [normalize_location(s.root) for s in stores]
     if len(set(locations)) != len(locations):
         raise ValueError(f"a store root is given twice: {locations}")
-    labels = _root_labels([s.root for s in stores]) if stores else []
+    entries = catalog_entries(stores, moraine)
+    labels = root_labels([s.root for s in stores]) if stores else []
     names = [p.name for s in stores for p in s.products]
     if bar is not None:
         bar.total = len(names)
         bar.refresh()
-    # every id that may name a folder is made unique across the whole catalog
-    wanted = [labels[i] for i, s in enumerate(stores) if s.layout == "multi"]
-    wanted += [slug(p.name) if names.count(p.name) == 1 else slug(f"{labels[i]}-{p.name}") for i, s in enumerate(stores) for p in s.products]
-    unique = iter(_dedupe(wanted))
-    sub_ids = {i: next(unique) for i, s in enumerate(stores) if s.layout == "multi"}
-    now = dt.datetime.now(dt.timezone.utc)
+    n_products = len(entries.products)
+    parts = [_plural(len(stores), "morton-hive store")] + ([_plural(len(moraine), "moraine pyramid")] if moraine else [])
     top = pystac.Catalog(
         id=catalog_id,
-        title=title or f"moczarr catalog of {len(stores)} morton-hive store(s)",
-        description="Morton-hive zarr stores (sparse HEALPix datasets): a Collection per product, an Item per "
-        "resolution level (and window). Open any of them with moczarr_intake.open_stac.",
+        title=title or "moczarr catalog: " + " and ".join(parts),
+        description=f"{' and '.join(parts)} ({_plural(n_products, 'product')}). Morton-hive stores are sparse "
+        "HEALPix datasets: a Collection per product, an Item per resolution level (and window); each level "
+        "Item's data asset opens with xarray (engine moczarr, its xarray:open_kwargs) or "
+        "moczarr_intake.open_stac. A moraine pyramid is one Item, an asset per level; open_stac(item, level=L) opens a level.",
     )
     built: list[tuple[_Product, pystac.Collection]] = []
     for i, store in enumerate(stores):
         multi = store.layout == "multi"
         collections = []
-        for p in store.products:
-            prod = _product(p, next(unique), store.root, [p.name] if multi else None, _sizes(p), storage_options)
-            collections.append(_collection(prod, now))
+        for e in entries.for_store(i):
+            p = e.product
+            product_title = _product_title(p, labels[i] if names.count(p.name) > 1 else None)
+            prod = _product(
+                p, e.collection_id, store.root, [p.name] if multi else None, _sizes(p), storage_options,
+                title=product_title, store_label=labels[i],
+            )
+            collections.append(_collection(prod, license=license, license_url=license_url))
             built.append((prod, collections[-1]))
             report("product", p.root)
         if multi:
             sub = pystac.Catalog(
-                id=sub_ids[i],
-                title=f"morton-hive store {normalize_location(store.root)}",
-                description=f"Multi-product morton-hive store {normalize_location(store.root)}: products "
+                id=entries.sub_catalog_ids[i],
+                title=f"morton-hive store {labels[i]} ({_plural(len(store.products), 'product')})",
+                description=f"Multi-product morton-hive store {labels[i]}: products "
                 + ", ".join(p.name for p in store.products),
                 extra_fields={
+                    "moczarr:store": labels[i],
                     "moczarr:store_root": normalize_location(store.root),
                     "moczarr:products": [p.name for p in store.products],
                 },
             )
             for c in collections:
-                sub.add_child(c)
-            top.add_child(sub)
+                sub.add_child(c, title=c.title)
+            top.add_child(sub, title=sub.title)
         else:
             for c in collections:
-                top.add_child(c)
-    if moraine:
-        taken = {c.id for c in top.get_children()}
-        for info in moraine:
-            item = moraine_stac_item(info, storage_options=storage_options)
-            item.id = _dedupe([*taken, slug(item.id)])[-1]
-            taken.add(item.id)
-            item.properties["moczarr:store_root"] = info.path
-            top.add_item(item)
+                top.add_child(c, title=c.title)
+    moraine_items = []
+    for m in entries.moraine:
+        item = moraine_stac_item(m.info, storage_options=storage_options)
+        item.id = m.item_id
+        item.properties["moczarr:store_root"] = normalize_location(m.info.path)
+        top.add_item(item, title=item.properties.get("title"))
+        moraine_items.append((m, item))
     if bar is not None:
         bar.close()
     if out_dir is not None:
-        top.normalize_hrefs(os.fspath(out_dir))
+        out_dir = Path(out_dir)
+        if policy is None:
+            policy = HrefPolicy(Path(relative_to) if relative_to is not None else None)
+        dest = Path(dest_dir) if dest_dir is not None else out_dir
+        top.normalize_hrefs(catalog_url.rstrip("/") if catalog_url else os.fspath(out_dir))
         if thumbnails:
-            for prod, collection in built:
-                folder = Path(collection.get_self_href()).parent
-                folder.mkdir(parents=True, exist_ok=True)
-                if draw_thumbnail(prod.summary, folder / "thumbnail.png", geometry=prod.geometry):
-                    collection.add_asset(
-                        "thumbnail",
-                        pystac.Asset(href="./thumbnail.png", title="coverage quicklook", media_type=PNG_TYPE, roles=["thumbnail"]),
-                    )
-        if relative_to is not None:
-            relativize_local_hrefs(top, Path(relative_to))
-        top.save(pystac.CatalogType.SELF_CONTAINED)
-        write_geoparquet(top, Path(out_dir) / "items.parquet")  # the file a STAC API server loads
+            _write_thumbnails(built, moraine_items, _local_dirs(out_dir, dest, catalog_url), storage_options)
+        apply_href_policy(top, policy, _local_dirs(out_dir, out_dir, catalog_url))
+        kind = pystac.CatalogType.RELATIVE_PUBLISHED if catalog_url else pystac.CatalogType.SELF_CONTAINED
+        top.save(kind, dest_href=os.fspath(dest))
+        write_geoparquet(top, dest / "items.parquet")  # the file a STAC API server loads
     return top
+
+
+def _local_dirs(out_dir: Path, dest: Path, catalog_url: str | None) -> Callable[[pystac.STACObject], Path]:
+    """The folder under ``dest`` of each document whose self href lies under ``catalog_url`` or ``out_dir``."""
+    base = catalog_url.rstrip("/") if catalog_url else os.path.abspath(out_dir)
+
+    def folder(obj: pystac.STACObject) -> Path:
+        href = obj.get_self_href()
+        rel = href[len(base):].lstrip("/") if catalog_url else os.path.relpath(href, base)
+        return (Path(dest) / rel).parent
+
+    return folder
+
+
+def _write_thumbnails(built, moraine_items, local_dir, storage_options) -> None:
+    """A quicklook PNG per hive level Item (its first dense variable) and Collection, and per moraine Item."""
+    for prod, collection in built:
+        folder = local_dir(collection)
+        folder.mkdir(parents=True, exist_ok=True)
+        drew_any = False
+        for item in collection.get_items():
+            hint = item.assets["data"].extra_fields["xarray:open_kwargs"]
+            item_dir = local_dir(item)
+            item_dir.mkdir(parents=True, exist_ok=True)
+            what = draw_level_thumbnail(
+                prod.product_root, hint["cell_order"], item_dir / "thumbnail.png",
+                window=hint.get("window"), all_time=bool(hint.get("all_time")), storage_options=storage_options,
+            )
+            if what:
+                item.add_asset("thumbnail", pystac.Asset(href="./thumbnail.png", title=f"quicklook: {what}", media_type=PNG_TYPE, roles=["thumbnail"]))
+                drew_any = True
+        target = next((i for i in collection.get_items() if "thumbnail" in i.assets), None)
+        if drew_any and target is not None:
+            rel = os.path.relpath(local_dir(target) / "thumbnail.png", folder).replace(os.sep, "/")
+            collection.add_asset("thumbnail", pystac.Asset(href=rel, title=target.assets["thumbnail"].title, media_type=PNG_TYPE, roles=["thumbnail"]))
+        elif draw_thumbnail(prod.summary, folder / "thumbnail.png", geometry=prod.geometry):
+            collection.add_asset("thumbnail", pystac.Asset(href="./thumbnail.png", title="coverage quicklook (no level could be drawn)", media_type=PNG_TYPE, roles=["thumbnail"]))
+    for m, item in moraine_items:
+        folder = local_dir(item)
+        folder.mkdir(parents=True, exist_ok=True)
+        what = draw_moraine_thumbnail(m.info, folder / "thumbnail.png", storage_options=storage_options)
+        if what:
+            item.add_asset("thumbnail", pystac.Asset(href="./thumbnail.png", title=f"quicklook: {what}", media_type=PNG_TYPE, roles=["thumbnail"]))
+
+
+def apply_href_policy(catalog: pystac.Catalog, policy: HrefPolicy, local_dir: Callable[[pystac.STACObject], Path] | None = None) -> None:
+    """Spell every store address of a normalized catalog by ``policy``: asset hrefs, open hints, ``moczarr:store_root``.
+
+    ``local_dir(obj)``: the folder each document is written to (default: its self href's folder).
+    A store inside the catalog folder becomes relative to each document; with
+    ``href_base`` others become published URLs; URLs stay as given.
+    """
+    local_dir = local_dir or (lambda obj: Path(obj.get_self_href()).parent)
+
+    def spell(value, owner_dir: Path):
+        if isinstance(value, str) and (is_remote(value) or os.path.isabs(value)):
+            return policy.stac_href(value, owner_dir)
+        return value
+
+    for obj in [catalog, *catalog.get_children(), *catalog.get_all_collections(), *catalog.get_items(recursive=True)]:
+        obj_dir = local_dir(obj)
+        fields = obj.properties if isinstance(obj, pystac.Item) else obj.extra_fields
+        if "moczarr:store_root" in fields:
+            fields["moczarr:store_root"] = spell(fields["moczarr:store_root"], obj_dir)
+        for asset in getattr(obj, "assets", {}).values():
+            if asset.href.startswith("./") or asset.href.startswith("../"):
+                continue
+            asset.href = spell(asset.href, obj_dir)
+            hint = asset.extra_fields.get("moczarr:open")
+            if isinstance(hint, dict):
+                for key in ("store_root", "path"):
+                    if key in hint.get("kwargs", {}):
+                        hint["kwargs"][key] = spell(hint["kwargs"][key], obj_dir)
 
 
 def relativize_local_hrefs(catalog: pystac.Catalog, base: Path) -> None:
     """Rewrite absolute hrefs (assets and open hints) of local stores under ``base`` relative to each document.
 
-    Lets a catalog folder that holds its stores (``catalogs/`` with ``catalogs/sample``) move as a whole;
-    :func:`open_stac` resolves a relative hint against the document's own location.
+    :func:`apply_href_policy` with ``HrefPolicy(base)``; :func:`open_stac` resolves a relative hint
+    against the document's own location.
     """
-    base = base.resolve()
-
-    def rel(value, owner_dir: Path):
-        if isinstance(value, str) and not is_remote(value) and os.path.isabs(value) and Path(value).resolve().is_relative_to(base):
-            return os.path.relpath(value, owner_dir)
-        return value
-
-    prefix = str(base) + os.sep
-    for obj in [catalog, *catalog.get_children(), *catalog.get_all_collections(), *catalog.get_items(recursive=True)]:
-        obj_dir = Path(obj.get_self_href()).parent
-        fields = obj.properties if isinstance(obj, pystac.Item) else obj.extra_fields
-        if "moczarr:store_root" in fields:
-            fields["moczarr:store_root"] = rel(fields["moczarr:store_root"], obj_dir)
-        for attr in ("title", "description"):
-            text = getattr(obj, attr, None)
-            if isinstance(text, str) and prefix in text:
-                setattr(obj, attr, text.replace(prefix, ""))
-    owners = [*catalog.get_all_collections(), *catalog.get_items(recursive=True)]
-    for owner in owners:
-        owner_dir = Path(owner.get_self_href()).parent
-        for asset in owner.assets.values():
-            asset.href = rel(asset.href, owner_dir)
-            hint = asset.extra_fields.get("moczarr:open")
-            if isinstance(hint, dict) and "store_root" in hint.get("kwargs", {}):
-                hint["kwargs"]["store_root"] = rel(hint["kwargs"]["store_root"], owner_dir)
+    apply_href_policy(catalog, HrefPolicy(Path(base)))
 
 
 def _progress(progress, items: list):

@@ -24,6 +24,9 @@ from .validate import validate_document
 ZARR_MEDIA_TYPE = "application/vnd+zarr"
 RASTER_EXT = "https://stac-extensions.github.io/raster/v1.1.0/schema.json"
 PROJECTION_EXT = "https://stac-extensions.github.io/projection/v2.0.0/schema.json"
+#: the reader calls a moraine asset's open hint names
+OPEN_MORAINE_LEVEL = "moczarr_moraine.open_moraine_level"
+OPEN_MORAINE_POINTS = "moczarr_moraine.open_moraine_points"
 #: Spherical-mercator (EPSG:3857) sphere radius, metres.
 MERCATOR_RADIUS = 6378137.0
 #: Largest |x| (and |y|) of EPSG:3857: pi * R.
@@ -191,36 +194,22 @@ def pyramid_name(info: MorainePyramid) -> str:
     return info.path.rstrip("/").rsplit("/", 1)[-1] or "moraine"
 
 
-def _written_time(info: MorainePyramid, storage_options: dict | None) -> _dt.datetime | None:
-    """Modification time of ``0.zarr``'s metadata document (``zarr.json`` or ``.zarray``), UTC."""
-    try:
-        import fsspec
+#: marker (or level metadata) keys that may record when a pyramid's data was taken, first found wins
+TIME_KEYS = ("datetime", "acquired", "start_datetime", "time")
 
-        fs, root = fsspec.core.url_to_fs(info.path, **(storage_options or {}))
-    except Exception:
-        return None
-    for doc in ("0.zarr/zarr.json", "0.zarr/.zarray"):
-        try:
-            st = fs.info(f"{root.rstrip('/')}/{doc}")
-        except Exception:
-            continue
-        for key in ("mtime", "LastModified", "last_modified", "modified", "updated", "created"):
-            value = st.get(key)
-            when = None
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                when = _dt.datetime.fromtimestamp(float(value), tz=_dt.timezone.utc)
-            elif isinstance(value, _dt.datetime):
-                when = value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
-            elif isinstance(value, str):
-                try:
-                    when = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-                except ValueError:
-                    when = None
-                if when is not None and when.tzinfo is None:
-                    when = when.replace(tzinfo=_dt.timezone.utc)
-            if when is not None:
-                return when.astimezone(_dt.timezone.utc).replace(microsecond=0)
-    return None
+
+def _recorded_time(info: MorainePyramid) -> tuple[_dt.datetime | None, str | None]:
+    """A time the pyramid's metadata records (:data:`TIME_KEYS` among its marker attributes), with its key."""
+    attrs = info.to_attrs()
+    for key in TIME_KEYS:
+        value = attrs.get(key)
+        if isinstance(value, str):
+            try:
+                when = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            return (when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc)), key
+    return None, None
 
 
 def _media_type(info: MorainePyramid) -> str:
@@ -264,9 +253,11 @@ def moraine_stac_item(
     """A STAC Item describing one pyramid (see ``docs/moraine.md`` for the full mapping).
 
     ``href_base`` replaces the pyramid's location in the asset hrefs (``{href_base}/0.zarr``;
-    default :attr:`MorainePyramid.path`). ``datetime`` defaults to the modification time of
-    ``0.zarr``'s metadata document (the time the pyramid was written; the pyramids record no
-    acquisition time), else 1970-01-01T00:00:00Z; ``moraine:datetime_source`` says which.
+    default :attr:`MorainePyramid.path`). ``datetime`` defaults to a time the pyramid's marker
+    records (:data:`TIME_KEYS`), else the placeholder 1970-01-01T00:00:00Z (never a file's
+    modification time, which changes with a copy); ``moraine:datetime_source`` says which.
+    Each level asset carries a ``moczarr:open`` hint (``open_moraine_level``), the points asset
+    one for ``open_moraine_points``: :func:`moczarr_intake.open_stac` follows them.
     ``crs``: ``"auto"`` (:func:`moraine_crs`), ``"EPSG:3857"`` to declare a point cloud's
     coordinates spherical-mercator metres, or ``None`` for no geographic reference."""
     if crs == "auto":
@@ -285,10 +276,11 @@ def moraine_stac_item(
         when = datetime if datetime.tzinfo else datetime.replace(tzinfo=_dt.timezone.utc)
         when_source = "given"
     else:
-        when = _written_time(info, storage_options)
-        when_source = "modification time of 0.zarr metadata (when the pyramid was written)"
+        when, key = _recorded_time(info)
+        when_source = f"recorded: marker {key}" if when is not None else None
         if when is None:
-            when, when_source = EPOCH, "unknown: placeholder (no time is recorded in the pyramid)"
+            when = EPOCH
+            when_source = "placeholder: the pyramid records no time (neither its marker nor its level metadata)"
 
     shape0 = info.shapes[0]
     origin = f"contract version {info.version}" if not info.legacy else "legacy (made before the marker)"
@@ -353,7 +345,9 @@ def moraine_stac_item(
         stac_extensions=extensions,
     )
     for level in info.levels:
-        item.add_asset(level_name(level), _level_asset(info, level, f"{base}/{level}.zarr", crs))
+        asset = _level_asset(info, level, f"{base}/{level}.zarr", crs)
+        asset.extra_fields["moczarr:open"] = {"function": OPEN_MORAINE_LEVEL, "kwargs": {"path": base, "level": level}}
+        item.add_asset(level_name(level), asset)
     if info.kind == POINT_CLOUD and info.n_points is not None:  # n_points is None when pc.zarr is missing
         unit = "EPSG:3857 metres" if crs else "grid units"
         points_extra: dict[str, Any] = {"moraine:n_points": info.n_points, "moraine:dtype": info.point_dtype}
@@ -366,7 +360,7 @@ def moraine_stac_item(
                 media_type=_media_type(info),
                 title=f"the {info.n_points} points (pc.zarr); the statistics describe all the points",
                 roles=["data"],
-                extra_fields=points_extra,
+                extra_fields={**points_extra, "moczarr:open": {"function": OPEN_MORAINE_POINTS, "kwargs": {"path": base}}},
             ),
         )
         for axis in ("x", "y"):

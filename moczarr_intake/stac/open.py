@@ -1,4 +1,4 @@
-"""The way back from a STAC Item or Collection to data: follow its ``moczarr:open`` hint."""
+"""The way back from a STAC Item or Collection to data: follow the ``moczarr:open`` hint of one of its assets."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pystac
 
 import moczarr
 from moczarr.metadata import is_remote, join_location
+from moczarr_moraine import open_moraine_level, open_moraine_points
 
 #: the readers an open hint may name (under their public and former module paths); nothing else is called
 OPENERS = {
@@ -15,27 +16,54 @@ OPENERS = {
     "moczarr.pyramid.open_level": moczarr.open_level,
     "moczarr.open_store": moczarr.open_store,
     "moczarr.products.open_store": moczarr.open_store,
+    "moczarr_moraine.open_moraine_level": open_moraine_level,
+    "moczarr_moraine.open_moraine_points": open_moraine_points,
 }
+#: hint arguments holding a location (resolved against the document when relative)
+LOCATION_ARGS = ("store_root", "path")
 
 
-def open_hint(obj) -> dict:
-    """The ``moczarr:open`` hint of an Item or Collection (its ``data`` asset)."""
-    asset = obj.assets.get("data")
-    hint = asset.extra_fields.get("moczarr:open") if asset is not None else None
-    if not isinstance(hint, dict) or "function" not in hint or not isinstance(hint.get("kwargs"), dict):
-        raise ValueError(f"STAC object {obj.id!r} carries no moczarr:open hint on a 'data' asset")
+def _valid(hint) -> bool:
+    return isinstance(hint, dict) and "function" in hint and isinstance(hint.get("kwargs"), dict)
+
+
+def open_hint(obj, asset: str | None = None, level: int | None = None) -> dict:
+    """The ``moczarr:open`` hint of an Item or Collection.
+
+    Hive Items and Collections: the ``data`` asset's. Moraine Items: the asset
+    named ``asset``, or the level asset of ``level`` (default 0). Raises
+    :class:`ValueError` when there is none.
+    """
+    if asset is None and level is None and _valid(getattr(obj.assets.get("data"), "extra_fields", {}).get("moczarr:open")):
+        return obj.assets["data"].extra_fields["moczarr:open"]
+    if asset is not None:
+        chosen = obj.assets.get(asset)
+    else:
+        wanted = 0 if level is None else int(level)
+        chosen = next(
+            (a for a in obj.assets.values() if a.extra_fields.get("moraine:level") == wanted and _valid(a.extra_fields.get("moczarr:open"))),
+            None,
+        )
+    hint = chosen.extra_fields.get("moczarr:open") if chosen is not None else None
+    if not _valid(hint):
+        what = f"asset {asset!r}" if asset else ("a 'data' asset" if level is None else f"a level-{level} asset")
+        raise ValueError(f"STAC object {obj.id!r} carries no moczarr:open hint on {what}")
     return hint
 
 
-def open_stac(obj_or_href, **kw):
+def open_stac(obj_or_href, *, asset: str | None = None, level: int | None = None, **kw):
     """Open a STAC Item or Collection written by :func:`build_stac` through the reader it names.
 
     ``obj_or_href``: a pystac Item or Collection, a document dict, or the
-    path/href of its JSON. An Item opens to exactly ``open_level(**hint)`` (an
-    ``xarray.Dataset``); a Collection to ``open_store(**hint)`` for that product
-    (an ``xarray.DataTree``; windowed products need ``window=``). ``kw`` adds
-    reader arguments (``aoi``, ``window`` for a Collection, ``index_kind``,
-    ``storage_options``...); it may not change what the hint fixes. Only the
+    path or URL of its JSON. A hive level Item opens to exactly
+    ``open_level(**hint)`` (an ``xarray.Dataset``); a Collection to
+    ``open_store(**hint)`` for that product (an ``xarray.DataTree``; windowed
+    products need ``window=``). A moraine Item opens one level
+    (``level=``, default 0) with ``open_moraine_level``, or ``asset="points"``
+    with ``open_moraine_points``. ``kw`` adds reader arguments (``aoi``,
+    ``window`` for a Collection, ``storage_options``...); it may not change
+    what the hint fixes. A relative location in the hint is resolved against
+    the document's own href (a path or an ``http(s)://`` URL). Only the
     moczarr readers are ever called, whatever the document names.
     """
     if isinstance(obj_or_href, dict):
@@ -48,15 +76,16 @@ def open_stac(obj_or_href, **kw):
         obj = pystac.read_file(os.fspath(obj_or_href))
     if not isinstance(obj, (pystac.Item, pystac.Collection)):
         raise TypeError(f"{obj.id!r} is a {type(obj).__name__}: open one of its Collections or Items")
-    hint = open_hint(obj)
+    hint = open_hint(obj, asset, level)
     opener = OPENERS.get(hint["function"])
     if opener is None:
         raise ValueError(f"{obj.id!r}: open hint names {hint['function']!r}, which is not a moczarr reader")
     kwargs = dict(hint["kwargs"])
-    root = kwargs.get("store_root")
     self_href = obj.get_self_href()
-    if isinstance(root, str) and not is_remote(root) and not os.path.isabs(root) and self_href:
-        kwargs["store_root"] = join_location(self_href, "..", root)
+    for key in LOCATION_ARGS:
+        root = kwargs.get(key)
+        if isinstance(root, str) and not is_remote(root) and not os.path.isabs(root) and self_href:
+            kwargs[key] = join_location(self_href, "..", root)
     for key, value in kw.items():
         if key in kwargs and kwargs[key] != value:
             raise ValueError(f"{obj.id!r} fixes {key}={kwargs[key]!r}; got {key}={value!r}")
