@@ -29,6 +29,7 @@ import re
 from typing import Any
 
 from .errors import KeyContainmentError, VersionPointerError
+from .ids import WINDOW_RE
 
 #: the longest component any filesystem the reader runs on accepts (ENAMETOOLONG beyond)
 MAX_COMPONENT = 255
@@ -36,9 +37,14 @@ MAX_COMPONENT = 255
 _VERSION_RE = re.compile(r"^run-[0-9A-Za-z_.-]{1,128}$")
 _SIDECAR_RE = re.compile(r"^[0-9A-Za-z_][0-9A-Za-z_.-]{0,127}$")
 _FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
-_WINDOW_RE = re.compile(r"^[0-9A-Za-z-]{1,32}$")
-_PRODUCT_RE = re.compile(r"^[a-z0-9_-]{1,192}$")
+#: product-name grammar (FORMAT.md §3): lowercase names, never a base-cell digit component
+PRODUCT_RE = re.compile(r"^[a-z0-9_-]{1,192}$")
 _BASE_RE = re.compile(r"^-?[1-6]$")
+
+
+def is_product_name(name: str) -> bool:
+    """True for a name the product grammar allows (``[a-z0-9_-]{1,192}``, not ``-?[1-6]``)."""
+    return bool(PRODUCT_RE.match(name)) and not _BASE_RE.match(name)
 _DECIMAL_RE = re.compile(r"^-?[1-6][1-4]{0,27}$")
 
 
@@ -87,7 +93,7 @@ def array_name(value: Any, where: str) -> str:
 def window_label(value: Any, where: str) -> str:
     """A window label or stem (``[0-9A-Za-z-]{1,32}``; ``all`` passes: it is a stem, never a label)."""
     name = _component(value, where, "window label")
-    if not _WINDOW_RE.match(name):
+    if not WINDOW_RE.match(name):
         raise _refuse(where, "window label", value, "a window label ([0-9A-Za-z-]{1,32})")
     return name
 
@@ -95,7 +101,7 @@ def window_label(value: Any, where: str) -> str:
 def product_name(value: Any, where: str) -> str:
     """A product name (``[a-z0-9_-]{1,192}``, never ``-?[1-6]``)."""
     name = _component(value, where, "product name")
-    if not _PRODUCT_RE.match(name) or _BASE_RE.match(name):
+    if not is_product_name(name):
         raise _refuse(where, "product name", value, "a product name ([a-z0-9_-]{1,192}, not a base cell)")
     return name
 

@@ -7,20 +7,10 @@ a product.
 
 from __future__ import annotations
 
-import re
-
 from .errors import ManifestError, NotAHiveStoreError, StampError
+from .keys import PRODUCT_RE, is_product_name
 from .manifest import MANIFEST_NAME, SUPPORTED_SPECS, Manifest, parse_manifest
 from .storage import DEFAULT_CONCURRENCY, Storage, parse_json
-
-#: product-name grammar: lowercase names, never a base-cell digit component
-PRODUCT_RE = re.compile(r"^[a-z0-9_-]{1,192}$")
-_BASE_RE = re.compile(r"^-?[1-6]$")
-
-
-def is_product_name(name: str) -> bool:
-    """True for a name the product grammar allows (``[a-z0-9_-]{1,192}``, not ``-?[1-6]``)."""
-    return bool(PRODUCT_RE.match(name)) and not _BASE_RE.match(name)
 
 
 def read_roster(storage: Storage) -> tuple[dict | None, dict[str, dict]]:
@@ -78,4 +68,4 @@ def read_manifest(storage, storage_options: dict | None = None) -> Manifest:
     return parse_manifest(obj, where)
 
 
-__all__ = ["SUPPORTED_SPECS", "is_product_name", "list_products", "read_manifest", "read_roster"]
+__all__ = ["PRODUCT_RE", "SUPPORTED_SPECS", "is_product_name", "list_products", "read_manifest", "read_roster"]
