@@ -146,7 +146,9 @@ def _split_url(url: str) -> tuple[str | None, str]:
     return None, url
 
 
-def make_store(url: str | os.PathLike, storage_options: dict | None = None) -> Store:
+def make_store(
+    url: str | os.PathLike, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY
+) -> Store:
     """A read-only zarr store for a local path, ``file://`` URL or fsspec URL (``s3://...``)."""
     url = os.fspath(url)
     protocol, rest = _split_url(url)
@@ -154,8 +156,24 @@ def make_store(url: str | os.PathLike, storage_options: dict | None = None) -> S
         path = rest if protocol else url
         base: Store = LocalStore(os.path.abspath(path), read_only=True)
     else:
-        base = FsspecStore.from_url(url, storage_options=_fsspec_options(protocol, storage_options), read_only=True)
+        opts = _fsspec_options(protocol, storage_options)
+        if protocol in ("s3", "s3a"):
+            opts = _s3_pool(opts, concurrency)
+        base = FsspecStore.from_url(url, storage_options=opts, read_only=True)
     return CountingStore(base)
+
+
+def _s3_pool(opts: dict, concurrency: int) -> dict:
+    """botocore's connection pool sized to ``concurrency`` (its default of 10 capped every batch at 10 in flight)."""
+    config = dict(opts.get("config_kwargs") or {})
+    config.setdefault("max_pool_connections", max(1, int(concurrency)))
+    return {**opts, "config_kwargs": config}
+
+
+def local_root(store: Store) -> str | None:
+    """The directory of a (counted) ``LocalStore``, else None: such roots are read with plain file reads."""
+    base = store._store if isinstance(store, WrapperStore) else store
+    return os.fspath(base.root) if isinstance(base, LocalStore) else None
 
 
 def _fsspec_options(protocol: str | None, storage_options: dict | None) -> dict:
@@ -192,6 +210,12 @@ class Storage:
         self.concurrency = max(1, int(concurrency))
         #: per-open memo of parsed small objects (the root MOC), so one open reads each once
         self.memo: dict = {}
+        self._local = local_root(store)
+        #: one in-flight limit per event loop, shared by every batch of this handle (open and load alike)
+        self._limits: dict[int, asyncio.Semaphore] = {}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_limits": {}}
 
     @classmethod
     def open(
@@ -204,7 +228,7 @@ class Storage:
         if isinstance(url, Storage):
             return url
         url = os.fspath(url)
-        return cls(make_store(url, storage_options), "", location=url.rstrip("/"), concurrency=concurrency)
+        return cls(make_store(url, storage_options, concurrency), "", location=url.rstrip("/"), concurrency=concurrency)
 
     def child(self, sub: str) -> "Storage":
         """The same handle rooted at ``{root}/{sub}`` (a product inside a multi-product root)."""
@@ -222,28 +246,48 @@ class Storage:
         return f"{self.location}/{rel}" if rel else self.location
 
     # -- reads ---------------------------------------------------------------------------------
-    async def _get(self, rel: str, sem: asyncio.Semaphore | None = None) -> bytes | None:
-        async def go():
-            buf = await self.store.get(self.key(rel), default_buffer_prototype())
-            return None if buf is None else buf.to_bytes()
-
+    def _limit(self) -> asyncio.Semaphore:
+        loop = id(asyncio.get_running_loop())
+        sem = self._limits.get(loop)
         if sem is None:
-            return await go()
-        async with sem:
-            return await go()
+            sem = self._limits.setdefault(loop, asyncio.Semaphore(self.concurrency))
+        return sem
+
+    async def _get(self, rel: str) -> bytes | None:
+        async with self._limit():
+            buf = await self.store.get(self.key(rel), default_buffer_prototype())
+        return None if buf is None else buf.to_bytes()
+
+    def _read_local(self, rel: str) -> bytes | None:
+        key = self.key(rel)
+        _record("GET", key)
+        try:
+            with open(os.path.join(self._local, key), "rb") as f:
+                return f.read()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
 
     def get_bytes(self, rel: str) -> bytes | None:
         """The object's bytes, or None when it does not exist."""
+        if self._local is not None:
+            return self._read_local(rel)
         return sync(self._get(rel))
 
     def get_many(self, rels: Sequence[str]) -> list[bytes | None]:
-        """Many objects at once, at most ``concurrency`` in flight; None for each missing one."""
+        """Many objects at once; None for each missing one.
+
+        Local roots are read by plain file reads in the calling thread (a
+        thread hop per file costs more than the read). Other roots are read
+        concurrently, at most ``concurrency`` requests in flight per handle,
+        however many threads (dask tasks) share it.
+        """
         if not rels:
             return []
+        if self._local is not None:
+            return [self._read_local(r) for r in rels]
 
         async def go():
-            sem = asyncio.Semaphore(self.concurrency)
-            return await asyncio.gather(*(self._get(r, sem) for r in rels))
+            return await asyncio.gather(*(self._get(r) for r in rels))
 
         return list(sync(go()))
 
