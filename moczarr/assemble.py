@@ -11,6 +11,8 @@ objects' arrays through the open call's single store handle
 
 from __future__ import annotations
 
+import functools
+import gc
 import warnings
 from dataclasses import dataclass, field
 
@@ -83,6 +85,27 @@ class Part:
         return self.n_cells if self.sel is None else int(self.sel.size)
 
 
+def gc_paused(fn):
+    """Run ``fn`` with the cyclic garbage collector paused.
+
+    An open allocates a few small objects per leaf (parsed stamps, parts) that
+    all stay alive; every generation-0 collection rescans them, which made
+    large opens superlinear. Nothing an open builds is cyclic garbage.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return wrapper
+
+
 def read_schema(storage: Storage, group: str, array_names: list[str] | None = None) -> Schema:
     """Group and array metadata of one data group (1 GET + one per array, concurrent).
 
@@ -128,7 +151,9 @@ def check_array_contract(meta: dict, where: str) -> None:
         raise ArrayContractError(f"{where}: vlen-ndarray (zagg-ragged/2) needs the zarr-vlen-ndarray extension; install it")
 
 
-def lazy_cells_array(storage: Storage, schema: ArraySchema, parts: list[Part], row_chunks: tuple[int, ...]) -> da.Array:
+def lazy_cells_array(
+    storage: Storage, schema: ArraySchema, parts: list[Part], row_chunks: tuple[int, ...], parts_token: str = ""
+) -> da.Array:
     """A dask array over the ``cells`` axis, one task per batch of parts (``row_chunks``, part-aligned).
 
     Each task reads its parts' chunks of this array in one batched read; a
@@ -139,7 +164,7 @@ def lazy_cells_array(storage: Storage, schema: ArraySchema, parts: list[Part], r
         shape = list(schema.shape)
         shape[axis] = 0
         return da.from_array(np.empty(shape, dtype=schema.dtype), chunks=-1)
-    token = tokenize(storage.location, schema.name, [p.group for p in parts], [p.sel for p in parts], schema.metadata)
+    token = tokenize(parts_token or parts_token_of(storage, parts), schema.name, schema.metadata)
     source = CellsSource(
         storage, schema.name, schema.metadata, axis, [p.group for p in parts], [p.sel for p in parts],
         [p.n_cells for p in parts], token=token,
@@ -148,6 +173,11 @@ def lazy_cells_array(storage: Storage, schema: ArraySchema, parts: list[Part], r
     chunks.insert(axis, row_chunks)
     meta = np.empty((0,) * source.ndim, dtype=schema.dtype)
     return da.from_array(source, chunks=tuple(chunks), name=f"moczarr-{schema.name}-{token}", meta=meta, asarray=False)
+
+
+def parts_token_of(storage: Storage, parts: list[Part]) -> str:
+    """One token for the objects and rows of an open (computed once, shared by every variable)."""
+    return tokenize(storage.location, [p.group for p in parts], [p.sel for p in parts])
 
 
 def lazy_whole_array(storage: Storage, schema: ArraySchema, group: str) -> da.Array:
@@ -232,6 +262,7 @@ def build_dataset(
         (row_bytes(a.dtype, a.shape, a.cells_axis) for a in schema.arrays.values() if a.cells_axis is not None), default=1
     )
     row_chunks = batch_row_chunks([p.n_rows for p in live], widest, batch_bytes or DEFAULT_BATCH_BYTES)
+    parts_token = parts_token_of(storage, live) if live else ""
     data_vars, coords = {}, {}
     for name, arr in schema.arrays.items():
         if name == COORD:
@@ -241,7 +272,7 @@ def build_dataset(
                 coords_or_vars = coords if name in _other_dims(schema) else data_vars
                 coords_or_vars[name] = xr.Variable(arr.dims, lazy_whole_array(storage, arr, live[0].group), arr.attrs)
             continue
-        var = xr.Variable(arr.dims, lazy_cells_array(storage, arr, live, row_chunks), arr.attrs)
+        var = xr.Variable(arr.dims, lazy_cells_array(storage, arr, live, row_chunks, parts_token), arr.attrs)
         if name == NESTED:
             if fabricate_cell_ids is True:
                 continue

@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from . import ids
-from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
+from .assemble import Part, build_dataset, domain_of, gc_paused, read_schema, rows_in
 from .coverage import ROOT_MOC_NAME, aoi_words, box_words, parse_root_moc
 from .errors import (
     CoverageFallbackWarning,
@@ -109,6 +109,7 @@ def open_hive(
     )
 
 
+@gc_paused
 def open_source(
     storage: Storage,
     manifest: Manifest,
