@@ -261,9 +261,43 @@ class CellsSource:
             local = uniq[s:e] - self.offsets[p]
             sel = self.sels[p]
             wanted.append(local if sel is None else sel[local])
-        blocks = self.read_objects(touched, wanted)
-        values = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=axis)
-        return values if inverse is None else np.take(values, inverse, axis=axis)
+        values = self._read_whole_objects(touched, wanted)
+        if values is None:
+            blocks = self.read_objects(touched, wanted)
+            values = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=axis)
+        if inverse is not None:
+            values = np.take(values, inverse, axis=axis)
+        return values if values.flags.writeable else values.copy()
+
+    def _read_whole_objects(self, objects: list[int], positions: list[np.ndarray]) -> np.ndarray | None:
+        """Whole single-chunk objects of a plain ``bytes`` array: their chunks joined and viewed once.
+
+        None when the shortcut does not apply (any sub-selection, another
+        codec chain, a missing or odd-sized chunk); :meth:`read_objects` then
+        decodes chunk by chunk. Tiny chunks are the norm (zagg leaves), so one
+        array over the joined bytes saves an array object per chunk.
+        """
+        dec = self.decoder
+        n = self._leaf_shape[self.axis]
+        if dec._raw_dtype is None or dec._zstd or dec.chunk_shape != self._leaf_shape:
+            return None
+        if any(p.size != n or (n and (p[0] != 0 or p[-1] != n - 1)) for p in positions):
+            return None
+        keys = [f"{self.groups[o]}/{self.name}/{dec.chunk_key((0,) * len(self._leaf_shape))}" for o in objects]
+        payloads = self.storage.get_many(keys)
+        nbytes = int(np.prod(self._leaf_shape)) * dec._raw_dtype.itemsize
+        if any(p is None or len(p) != nbytes for p in payloads):
+            blocks = [
+                dec.decode(p, self.storage.describe(k)) for p, k in zip(payloads, keys)
+            ]  # fills missing chunks, raises on a corrupt one
+            return np.concatenate(blocks, axis=self.axis)
+        joined = np.frombuffer(bytearray().join(payloads), dtype=dec._raw_dtype)
+        stacked = joined.reshape((len(objects), *self._leaf_shape))
+        values = np.moveaxis(stacked, 0, self.axis)
+        shape = list(self._leaf_shape)
+        shape[self.axis] = n * len(objects)
+        values = values.reshape(shape)
+        return values if values.dtype == dec.dtype else values.astype(dec.dtype)
 
     def read_objects(self, objects: Sequence[int], positions: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Per object, the values at its local cell ``positions``: all their chunks in one batched read."""

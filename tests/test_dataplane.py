@@ -219,8 +219,10 @@ def test_batches_end_at_object_boundaries():
         {"chunks": (4,), "shards": (16,)},
         {"chunks": (16,), "compressors": "zstd"},
         {"chunks": (3, 5), "shape2": 3},
+        {"chunks": (3, 16), "shape2": 3},
+        {"chunks": (16,)},
     ],
-    ids=["chunked", "sharded", "zstd", "2d-cells-last"],
+    ids=["chunked", "sharded", "zstd", "2d-cells-last", "2d-one-chunk", "one-chunk"],
 )
 def test_source_over_chunked_objects_equals_zarr(tmp_path, layout):
     """Objects split into several chunks (or shards, or zstd) assemble exactly as zarr reads them."""
