@@ -340,12 +340,17 @@ class CellsSource:
 
 
 def read_whole(storage: Storage, name: str, metadata: dict, group: str) -> np.ndarray:
-    """One object's whole array (arrays without a cells axis), through the same batched read."""
-    source = CellsSource(storage, name, metadata, 0, [group], [None], [int(metadata["shape"][0]) if metadata["shape"] else 1])
-    if not metadata["shape"]:
-        dec = source.decoder
-        return dec.decode(storage.get_bytes(f"{group}/{name}/{dec.chunk_key(())}"), storage.describe(f"{group}/{name}"))
-    return source.read_objects([0], [np.arange(int(metadata["shape"][0]))])[0]
+    """One object's whole array (arrays without a cells axis), through the same decoder and batched read."""
+    where = storage.describe(f"{group}/{name}")
+    shape = tuple(int(x) for x in metadata["shape"])
+    if len(shape) == 0 or ChunkDecoder(metadata, where).single_chunk:
+        dec = ChunkDecoder(metadata, where)
+        chunk = dec.decode(storage.get_bytes(f"{group}/{name}/{dec.chunk_key((0,) * len(shape))}"), where)
+        values = chunk[tuple(slice(0, s) for s in shape)] if shape else chunk.reshape(())
+    else:
+        source = CellsSource(storage, name, metadata, 0, [group], [None], [shape[0]])
+        values = source.read_objects([0], [np.arange(shape[0])])[0]
+    return values if values.flags.writeable else values.copy()
 
 
 def _normalize_key(key, ndim: int) -> tuple:

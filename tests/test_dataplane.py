@@ -261,3 +261,18 @@ def test_source_over_chunked_objects_equals_zarr(tmp_path, layout):
         rows = source[(slice(None), slice(16, 20)) if extra else slice(16, 20)]
     np.testing.assert_array_equal(rows, expected[..., 16:20])
     assert 0 < counter.kind("chunk:data") < 5 * 16 // (kwargs["chunks"][-1]), counter.summary()
+
+
+@pytest.mark.parametrize("shape,chunks", [((), ()), ((6,), (6,)), ((6,), (4,))], ids=["scalar", "one-chunk", "two-chunks"])
+def test_whole_array_read_equals_zarr(tmp_path, shape, chunks):
+    """Arrays without a cells axis are read whole, through the same decoder."""
+    from moczarr.dataplane import read_whole
+    from moczarr.storage import Storage
+
+    values = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) + 3
+    arr = zarr.create_array(LocalStore(tmp_path), name="obj.zarr/8/t", shape=shape, chunks=chunks or "auto", dtype="int64", fill_value=0)
+    arr[...] = values
+    meta = arr.metadata.to_dict()
+    got = read_whole(Storage.open(tmp_path), "t", meta, "obj.zarr/8")
+    np.testing.assert_array_equal(got, values)
+    assert got.flags.writeable
