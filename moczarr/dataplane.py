@@ -32,11 +32,12 @@ _OBJECT_ROW_BYTES = 64  # nominal decoded size of one variable-length element, f
 class ChunkDecoder:
     """One array schema's chunk grid, key encoding and codec chain, parsed once.
 
-    Raises :class:`ArrayContractError` naming ``where`` for metadata zarr
+    ``shortcuts=False`` decodes every chain through zarr's codecs (the reference
+    the numpy path is checked against). Raises :class:`ArrayContractError` naming ``where`` for metadata zarr
     cannot parse or a chunk grid that is not regular.
     """
 
-    def __init__(self, metadata: dict, where: str):
+    def __init__(self, metadata: dict, where: str, *, shortcuts: bool = True):
         from zarr.core.metadata.v3 import ArrayV3Metadata, RegularChunkGridMetadata
 
         try:
@@ -51,7 +52,7 @@ class ChunkDecoder:
         self.chunk_shape = tuple(int(c) for c in meta.chunk_grid.chunk_shape)
         self.dtype = np.dtype(meta.dtype.to_native_dtype())
         self.fill_value = meta.fill_value
-        self._raw_dtype, self._zstd = self._fast_path(metadata.get("codecs") or [])
+        self._raw_dtype, self._zstd = self._fast_path(metadata.get("codecs") or []) if shortcuts else (None, False)
         self._transform = self._spec = None
         if self._raw_dtype is None:
             self._zarr_chain()
@@ -82,6 +83,11 @@ class ChunkDecoder:
             config=ArrayConfig.from_dict({}),
             prototype=default_buffer_prototype(),
         )
+
+    @property
+    def numpy_path(self) -> bool:
+        """Chunks decode with numpy (and ``zstandard``), not through zarr's codec chain."""
+        return self._raw_dtype is not None
 
     @property
     def single_chunk(self) -> bool:
