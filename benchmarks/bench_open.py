@@ -1,16 +1,20 @@
-"""Open-time benchmark: stores of 50, 500 and 2,000 leaves written by the real zagg writer.
+"""Open-time benchmark: stores of 500, 2,000 and 5,000 leaves written by the real zagg writer.
 
-    python benchmarks/bench_open.py [--work /tmp/bench] [--zagg-python /tmp/zw/bin/python]
+    python benchmarks/bench_open.py [--work ../bench] [--zagg-python /path/to/zagg/venv/bin/python]
 
 Stores missing under ``--work`` are written first with ``../shared/tools/zagg_write.py``
 (it needs zagg 0.61 in a Python 3.12 venv; see ``../shared/tools/README.md``). For each size
-it prints the median of 5 opens, requests by kind, and the peak traced memory of one open;
-then the same for ``open_store`` / ``open_pyramid`` on the pyramid and multi-product stores.
+it prints the median of 5 opens beside the floor — a plain loop reading and ``json.loads``-ing
+every stamp the open reads — and their ratio, requests by kind, and the peak traced memory of
+one open; then ``open_store`` / ``open_pyramid`` on the pyramid and multi-product stores when
+``--pyramids`` is given.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import subprocess
 import sys
@@ -40,7 +44,27 @@ def ensure_store(work: Path, kind: str, leaves: int, zagg_python: str) -> Path:
     return out / "store"
 
 
-def measure(label: str, fn, repeats: int = 5) -> dict:
+def stamp_floor(store: Path) -> tuple[float, int]:
+    """Median seconds of reading + parsing every admitted leaf's stamp in a plain loop, and the count."""
+    ds = moczarr.open_hive(store)
+    manifest = moczarr.read_manifest(store)
+    paths = [
+        os.fspath(store / moczarr.ids.leaf_path(d, None, manifest.path_grouping) / "zarr.json")
+        for d in ds.attrs["morton_hive"]["leaves"]
+    ]
+
+    def loop():
+        t0 = time.perf_counter()
+        for p in paths:
+            with open(p, "rb") as f:
+                json.loads(f.read())
+        return time.perf_counter() - t0
+
+    loop()
+    return statistics.median(loop() for _ in range(5)), len(paths)
+
+
+def measure(label: str, fn, repeats: int = 5, floor: float | None = None) -> dict:
     fn()  # warm the filesystem cache and imports
     times = []
     for _ in range(repeats):
@@ -61,8 +85,9 @@ def measure(label: str, fn, repeats: int = 5) -> dict:
         "gets": counter.gets,
         "lists": counter.lists,
     }
+    beside = f"   floor {floor * 1000:7.1f} ms  {row['median_s'] / floor:4.1f}x" if floor else ""
     print(
-        f"{label:<34} median {row['median_s'] * 1000:8.1f} ms   peak {row['peak_mb']:7.1f} MB   "
+        f"{label:<34} median {row['median_s'] * 1000:8.1f} ms{beside}   peak {row['peak_mb']:7.1f} MB   "
         f"GET {row['gets']:5d}  LIST {row['lists']:3d}   {row['requests']}",
         flush=True,
     )
@@ -71,9 +96,10 @@ def measure(label: str, fn, repeats: int = 5) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--work", default="/tmp/bench")
-    parser.add_argument("--zagg-python", default="/tmp/zw/bin/python")
-    parser.add_argument("--sizes", default="50,500,2000")
+    parser.add_argument("--work", default=os.fspath(REPO.parent / "bench"))
+    parser.add_argument("--zagg-python", default=sys.executable)
+    parser.add_argument("--sizes", default="500,2000,5000")
+    parser.add_argument("--pyramids", action="store_true", help="also open the pyramid and multi-product stores")
     args = parser.parse_args()
     work = Path(args.work)
     warnings.simplefilter("ignore", UserWarning)
@@ -82,11 +108,14 @@ def main() -> None:
     rows = []
     for n in [int(x) for x in args.sizes.split(",")]:
         store = ensure_store(work, "single", n, args.zagg_python)
-        rows.append(measure(f"open_hive single_{n} (moc)", lambda: moczarr.open_hive(store)))
-        measure(f"open_hive single_{n} (pandas)", lambda: moczarr.open_hive(store, index_kind="pandas"), repeats=3)
+        floor, _ = stamp_floor(store)
+        rows.append(measure(f"open_hive single_{n} (moc)", lambda: moczarr.open_hive(store), floor=floor))
+        measure(f"open_hive single_{n} (pandas)", lambda: moczarr.open_hive(store, index_kind="pandas"), repeats=3, floor=floor)
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         print(f"scaling: {last['median_s'] / first['median_s']:.1f}x time for {last['requests'].get('GET stamp', 0) / max(first['requests'].get('GET stamp', 1), 1):.0f}x leaves")
+    if not args.pyramids:
+        return
     print("\n== open_store / open_pyramid (500 leaves per product) ==")
     pyramid = ensure_store(work, "pyramid", 500, args.zagg_python)
     measure("open_pyramid pyramid_500", lambda: open_pyramid(pyramid), repeats=3)

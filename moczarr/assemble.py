@@ -4,12 +4,15 @@ Every opener (source leaves, overview and column levels) ends here. Its
 inputs are already decided by coverage arithmetic: which objects, which of
 their cells (the row domain), and one schema read from one object. Nothing
 here reads a ``morton`` or ``cell_ids`` chunk at open, and no data chunk is
-read until the arrays are computed; each dask task reads one object's array
-through the open call's single store handle.
+read until the arrays are computed; each dask task reads one batch of
+objects' arrays through the open call's single store handle
+(:mod:`moczarr.dataplane`).
 """
 
 from __future__ import annotations
 
+import functools
+import gc
 from dataclasses import dataclass, field
 
 import dask.array as da
@@ -20,6 +23,13 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from . import ids, keys
+from .dataplane import (
+    DEFAULT_BATCH_BYTES,
+    CellsSource,
+    batch_row_chunks,
+    read_whole,
+    row_bytes,
+)
 from .errors import (
     ArgumentError,
     ArrayContractError,
@@ -28,7 +38,7 @@ from .errors import (
     StampError,
     warn,
 )
-from .integrity import check_declared_arrays, parse_array_metadata, read_chunks
+from .integrity import check_declared_arrays, parse_array_metadata
 from .ranges import MortonRanges
 from .storage import Storage
 
@@ -91,6 +101,27 @@ class Part:
         return self.n_cells if self.sel is None else int(self.sel.size)
 
 
+def gc_paused(fn):
+    """Run ``fn`` with the cyclic garbage collector paused.
+
+    An open allocates a few small objects per leaf (parsed stamps, parts) that
+    all stay alive; every generation-0 collection rescans them, which made
+    large opens superlinear. Nothing an open builds is cyclic garbage.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return wrapper
+
+
 def read_schema(storage: Storage, group: str, array_names: list[str] | None = None) -> Schema:
     """Group and array metadata of one data group (1 GET + one per array, concurrent).
 
@@ -149,54 +180,40 @@ def check_array_contract(meta: dict, where: str) -> None:
         raise ArrayContractError(f"{where}: vlen-ndarray (zagg-ragged/2) needs the zarr-vlen-ndarray extension; install it")
 
 
-class _ReadBlock:
-    """A dask task: read one object's array and keep the selected cells."""
+def lazy_cells_array(
+    storage: Storage, schema: ArraySchema, parts: list[Part], row_chunks: tuple[int, ...], parts_token: str = ""
+) -> da.Array:
+    """A dask array over the ``cells`` axis, one task per batch of parts (``row_chunks``, part-aligned).
 
-    __slots__ = ("storage", "path", "metadata", "sel", "axis")
-
-    def __init__(self, storage, path, metadata, sel, axis):
-        self.storage, self.path, self.metadata, self.sel, self.axis = storage, path, metadata, sel, axis
-
-    def __call__(self):
-        if self.sel is None:
-            return read_chunks(self.storage, self.path, self.metadata, None)
-        index = [slice(None)] * len(self.metadata["shape"])
-        lo, hi = int(self.sel[0]), int(self.sel[-1]) + 1
-        if hi - lo == self.sel.size:  # contiguous run: a plain slice reads only its chunks
-            index[self.axis] = slice(lo, hi)
-            return read_chunks(self.storage, self.path, self.metadata, tuple(index))
-        index[self.axis] = self.sel
-        return read_chunks(self.storage, self.path, self.metadata, tuple(index), orthogonal=True)
-
-
-def lazy_cells_array(storage: Storage, schema: ArraySchema, parts: list[Part]) -> da.Array:
-    """A dask array over the ``cells`` axis: one chunk per part, in part order."""
+    Each task reads its parts' chunks of this array in one batched read; a
+    later slice is fused into the task, so it reads only the parts it touches.
+    """
     axis = schema.cells_axis
-    other = [s for i, s in enumerate(schema.shape) if i != axis]
-    row_chunks = tuple(p.n_rows for p in parts)
     if not parts:
         shape = list(schema.shape)
         shape[axis] = 0
         return da.from_array(np.empty(shape, dtype=schema.dtype), chunks=-1)
-    name = f"moczarr-{schema.name}-" + tokenize(
-        storage.location, schema.name, [p.group for p in parts], [p.sel for p in parts], schema.metadata
+    token = tokenize(parts_token or parts_token_of(storage, parts), schema.name, schema.metadata)
+    source = CellsSource(
+        storage, schema.name, schema.metadata, axis, [p.group for p in parts], [p.sel for p in parts],
+        [p.n_cells for p in parts], token=token,
     )
-    dsk = {}
-    for i, part in enumerate(parts):
-        key = [0] * len(schema.shape)
-        key[axis] = i
-        dsk[(name, *key)] = (_ReadBlock(storage, f"{part.group}/{schema.name}", schema.metadata, part.sel, axis),)
-    chunks = [(s,) for s in other]
+    chunks = [(s,) for i, s in enumerate(source.shape) if i != axis]
     chunks.insert(axis, row_chunks)
-    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[])
-    return da.Array(graph, name, tuple(chunks), dtype=schema.dtype)
+    meta = np.empty((0,) * source.ndim, dtype=schema.dtype)
+    return da.from_array(source, chunks=tuple(chunks), name=f"moczarr-{schema.name}-{token}", meta=meta, asarray=False)
+
+
+def parts_token_of(storage: Storage, parts: list[Part]) -> str:
+    """One token for the objects and rows of an open (computed once, shared by every variable)."""
+    return tokenize(storage.location, [p.group for p in parts], [p.sel for p in parts])
 
 
 def lazy_whole_array(storage: Storage, schema: ArraySchema, group: str) -> da.Array:
     """A dask array of one object's whole array (arrays without a ``cells`` axis)."""
     name = f"moczarr-{schema.name}-" + tokenize(storage.location, group, schema.name, schema.metadata)
     key = (name, *([0] * len(schema.shape)))
-    dsk = {key: (_ReadBlock(storage, f"{group}/{schema.name}", schema.metadata, None, 0),)}
+    dsk = {key: (read_whole, storage, schema.name, schema.metadata, group)}
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[])
     return da.Array(graph, name, tuple((s,) for s in schema.shape), dtype=schema.dtype)
 
@@ -261,19 +278,27 @@ def build_dataset(
     index_kind: str = "moc",
     fabricate_cell_ids: str | bool = "auto",
     attrs: dict | None = None,
+    batch_bytes: int | None = None,
 ) -> xr.Dataset:
     """The Dataset of ``parts`` under ``schema``: lazy data variables, the morton index, NESTED ids.
 
     ``domain`` must hold exactly the rows of ``parts`` in order (the caller's
     coverage arithmetic guarantees it; a mismatch raises ``ValueError``).
+    Every cells variable shares one chunking: batches of consecutive parts
+    holding up to ``batch_bytes`` (default :data:`~moczarr.dataplane.DEFAULT_BATCH_BYTES`)
+    of decoded data of the widest variable, one dask task per batch and variable.
     """
     if fabricate_cell_ids not in ("auto", True, False):
         raise ArgumentError(f"fabricate_cell_ids must be 'auto', True or False, got {fabricate_cell_ids!r}")
     n_rows = sum(p.n_rows for p in parts)
     if n_rows != len(domain):
         raise ValueError(f"row domain holds {len(domain)} cells but the objects give {n_rows}")
-    row_chunks = tuple(p.n_rows for p in parts if p.n_rows)
     live = [p for p in parts if p.n_rows]
+    widest = max(
+        (row_bytes(a.dtype, a.shape, a.cells_axis) for a in schema.arrays.values() if a.cells_axis is not None), default=1
+    )
+    row_chunks = batch_row_chunks([p.n_rows for p in live], widest, batch_bytes or DEFAULT_BATCH_BYTES)
+    parts_token = parts_token_of(storage, live) if live else ""
     data_vars, coords = {}, {}
     for name, arr in schema.arrays.items():
         if name == COORD:
@@ -283,7 +308,7 @@ def build_dataset(
                 coords_or_vars = coords if name in _other_dims(schema) else data_vars
                 coords_or_vars[name] = xr.Variable(arr.dims, lazy_whole_array(storage, arr, live[0].group), arr.attrs)
             continue
-        var = xr.Variable(arr.dims, lazy_cells_array(storage, arr, live), arr.attrs)
+        var = xr.Variable(arr.dims, lazy_cells_array(storage, arr, live, row_chunks, parts_token), arr.attrs)
         if name == NESTED:
             if fabricate_cell_ids is True:
                 continue

@@ -91,7 +91,7 @@ class SchemaError(StampError):
     """A data group's metadata contradicts what its stamp declares, or an array's metadata cannot be used."""
 
 
-class ChunkError(MoczarrError, ValueError):
+class ChunkError(ArrayContractError):
     """A data chunk is present but cannot be decoded (empty, truncated, corrupt, wrong size)."""
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from . import ids, keys
-from .assemble import Part, build_dataset, domain_of, read_schema, rows_in
+from .assemble import Part, build_dataset, domain_of, gc_paused, read_schema, rows_in
 from .coverage import (
     ROOT_MOC_NAME,
     box_words,
@@ -81,6 +81,7 @@ def open_hive(
     fabricate_cell_ids: str | bool = "auto",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
+    batch_bytes: int | None = None,
 ) -> xr.Dataset:
     """Open every selected source leaf of a store as one lazy ``xarray.Dataset``.
 
@@ -105,7 +106,10 @@ def open_hive(
     storage_options : dict, optional
         fsspec options for URLs (``{"anon": True}``, endpoint, credentials).
     concurrency : int
-        Metadata reads in flight at once.
+        Requests in flight at once on object storage, at open and at compute.
+    batch_bytes : int, optional
+        Decoded bytes per read task (default 4 MiB): each dask task reads this
+        much of one variable from many leaves in one batched read.
 
     Returns a Dataset with one ``cells`` dimension in ascending packed-word
     order, the ``morton`` coordinate, lazy (dask) data variables and the store
@@ -135,9 +139,12 @@ def open_hive(
     window = window_or_time(window, time)
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
-    return open_source(storage, manifest, aoi, window, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids)
+    return open_source(
+        storage, manifest, aoi, window, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, batch_bytes=batch_bytes
+    )
 
 
+@gc_paused
 def open_source(
     storage: Storage,
     manifest: Manifest,
@@ -147,6 +154,7 @@ def open_source(
     index_kind: str = "moc",
     fabricate_cell_ids: str | bool = "auto",
     extra_attrs: dict | None = None,
+    batch_bytes: int | None = None,
 ) -> xr.Dataset:
     """:func:`open_hive` on an already-open storage and manifest (shared by the tree openers).
 
@@ -185,7 +193,7 @@ def open_source(
             EmptySelectionWarning,
         )
         return leaves_dataset(storage, manifest, [], cover, schema_leaf, index_kind, fabricate_cell_ids, attrs)
-    return leaves_dataset(storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs)
+    return leaves_dataset(storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs, batch_bytes)
 
 
 def root_shards(storage: Storage, manifest: Manifest) -> np.ndarray | None:
@@ -313,6 +321,7 @@ def leaves_dataset(
     index_kind: str,
     fabricate_cell_ids,
     attrs: dict,
+    batch_bytes: int | None = None,
 ) -> xr.Dataset:
     """The Dataset of admitted leaves: domain arithmetic, then lazy assembly."""
     group = str(manifest.cell_order)
@@ -325,7 +334,8 @@ def leaves_dataset(
     sels = rows_in(domain, first, n_cells)
     parts = [Part(f"{lf.prefix}/{group}", int(f), n_cells, s) for lf, f, s in zip(leaves, first, sels)]
     return build_dataset(
-        storage, schema, parts, domain, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, attrs=attrs
+        storage, schema, parts, domain, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, attrs=attrs,
+        batch_bytes=batch_bytes,
     )
 
 

@@ -15,11 +15,10 @@ degrades instead):
   the object (:class:`~moczarr.errors.SchemaError`).
 - :func:`stamp_int`: integer stamp fields (``cells_with_data``,
   ``granule_count``) are integers (:class:`~moczarr.errors.StampError`).
-- :func:`read_chunks`: a data read in a dask task; decode failures become
-  :class:`~moczarr.errors.ChunkError` naming the array and chunk keys, and a
-  block read entirely as fill is checked against its data group, which must
-  exist (a stamped leaf whose data group is gone raises
-  :class:`~moczarr.errors.StampError` instead of serving fill).
+
+Data chunks are checked where they are read, in :mod:`moczarr.dataplane`:
+decode failures become :class:`~moczarr.errors.ChunkError`, and an object
+none of whose chunks exist must still have its data group.
 
 What these checks cannot see: a data chunk that is missing or replaced by
 another valid chunk decodes as fill or as other values. Only a comparison
@@ -29,12 +28,9 @@ with the stamp's ``content_hashes`` detects that (the verifier's job).
 from __future__ import annotations
 
 import copy
-import itertools
 from typing import Any
 
-import numpy as np
-
-from .errors import ChunkError, MoczarrError, SchemaError, StampError
+from .errors import SchemaError, StampError
 
 
 def parse_array_metadata(meta: Any, where: str) -> None:
@@ -122,82 +118,11 @@ def stamp_clock(stamp: dict, where: str) -> tuple[str | None, list[str] | None]:
     return written, span
 
 
-def chunk_keys(array, index: tuple, limit: int = 4) -> list[str]:
-    """Up to ``limit`` chunk keys a selection of ``array`` touches (error messages only)."""
-    try:
-        chunk_shape = array.metadata.chunk_grid.chunk_shape
-        spans = []
-        for sel, size, step in zip(index, array.shape, chunk_shape):
-            if isinstance(sel, slice):
-                lo, hi, _ = sel.indices(size)
-                spans.append(range(lo // step, max(lo, hi - 1) // step + 1))
-            else:
-                spans.append(sorted({int(i) // step for i in np.asarray(sel).ravel()}))
-        coords = itertools.islice(itertools.product(*spans), limit + 1)
-        out = [array.metadata.encode_chunk_key(tuple(c)) for c in coords]
-        return out[:limit] + (["..."] if len(out) > limit else [])
-    except Exception:  # the metadata itself is the damage: name the array only
-        return []
-
-
-def _is_fill(values: np.ndarray, fill) -> bool:
-    if values.size == 0 or values.dtype == object:
-        return False
-    try:
-        if isinstance(fill, float) and np.isnan(fill) or fill in ("NaN", "nan"):
-            return bool(np.isnan(values).all())
-        return bool((values == np.asarray(fill, dtype=values.dtype)).all())
-    except (TypeError, ValueError):
-        return False
-
-
-def read_chunks(storage, path: str, metadata: dict, index: tuple | None, *, orthogonal: bool = False) -> np.ndarray:
-    """Read ``index`` (None: everything) of the array at ``path``; typed errors, fill checked.
-
-    Raises :class:`ChunkError` when a chunk cannot be decoded, the
-    :class:`~moczarr.errors.StorageError` of a failed read, and
-    :class:`StampError` when the block reads entirely as fill and the array's
-    data group (``path``'s parent) does not exist: the stamped object's data
-    is gone, and fill would be a silent wrong answer. The group probe is one
-    GET, made only for all-fill blocks and once per group per open.
-    """
-    array = storage.array(path, metadata)
-    try:
-        if index is None:
-            values = array[...]
-        elif orthogonal:
-            values = array.get_orthogonal_selection(index)
-        else:
-            values = array[index]
-    except MoczarrError:
-        raise
-    except Exception as exc:  # numcodecs, zarr codecs, buffer reshapes: a damaged chunk
-        keys = chunk_keys(array, index if index is not None else tuple(slice(None) for _ in array.shape))
-        named = f" (chunks {', '.join(keys)})" if keys else ""
-        raise ChunkError(
-            f"{storage.describe(path)}: a data chunk cannot be decoded{named}: {type(exc).__name__}: {exc}"
-        ) from exc
-    values = np.asarray(values)
-    if _is_fill(values, metadata.get("fill_value")):
-        group = path.rsplit("/", 1)[0]
-        memo_key = ("group_exists", group)
-        if memo_key not in storage.memo:
-            storage.memo[memo_key] = storage.get_bytes(f"{group}/zarr.json") is not None
-        if not storage.memo[memo_key]:
-            raise StampError(
-                f"{storage.describe(group)}: the data group of a committed object is missing (its stamp "
-                "says committed; a removed or nulled 'current' pointer?); refusing to read its rows as fill"
-            )
-    return values
-
-
 __all__ = [
     "check_cells_extent",
     "check_declared_arrays",
     "check_leaf_stamp",
-    "chunk_keys",
     "parse_array_metadata",
-    "read_chunks",
     "stamp_clock",
     "stamp_int",
 ]

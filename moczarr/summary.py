@@ -9,19 +9,18 @@ materialized; opening a level says what is on disk).
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import mortie
 import numpy as np
-import shapely
 
 from . import ids
 from .assemble import read_schema
 from .coverage import ROOT_MOC_NAME, parse_root_moc
 from .declaration import PyramidDeclaration, pyramid_declaration, pyramid_levels
 from .errors import MoczarrError, NotAHiveStoreError, ObjectDroppedWarning, warn
+from .footprint import footprint_geometry, geometry_bbox
 from .manifest import MANIFEST_NAME, Manifest, parse_manifest
 from .roster import read_roster
 from .storage import Storage, parse_json
@@ -242,57 +241,5 @@ def _time_range(manifest: Manifest, envelope: Any) -> list[str] | None:
 
 
 def footprint_bbox(words: np.ndarray) -> list[float]:
-    """``[west, south, east, north]`` of a cover, safe across the antimeridian and the poles.
-
-    Computed from the dissolved footprint (:func:`footprint_geometry`), whose
-    polygons mortie splits at the antimeridian: see :func:`geometry_bbox`.
-    """
+    """``[west, south, east, north]`` of a cover, safe across the antimeridian and the poles."""
     return geometry_bbox(footprint_geometry(words))
-
-
-def _polygons(geometry: dict) -> list:
-    if geometry["type"] == "Polygon":
-        return [geometry["coordinates"]]
-    if geometry["type"] == "MultiPolygon":
-        return list(geometry["coordinates"])
-    raise ValueError(f"not a polygonal geometry: {geometry['type']}")
-
-
-def geometry_bbox(geometry: dict, *, pole_spans_all: bool = True) -> list[float]:
-    """``[west, south, east, north]`` of a footprint whose polygons are split at the antimeridian.
-
-    Longitudes take the smallest circular interval holding every polygon, so a
-    footprint across the antimeridian gives ``west > east`` (the STAC
-    convention); one touching a pole spans all longitudes unless
-    ``pole_spans_all=False``.
-    """
-    spans, south, north = [], 90.0, -90.0
-    for poly in _polygons(geometry):
-        ring = np.asarray(poly[0], dtype=float)
-        spans.append((float(ring[:, 0].min()), float(ring[:, 0].max())))
-        south, north = min(south, float(ring[:, 1].min())), max(north, float(ring[:, 1].max()))
-    if pole_spans_all and (north >= 90.0 - 1e-9 or south <= -90.0 + 1e-9):
-        return [-180.0, south, 180.0, north]
-    spans.sort()
-    merged = [list(spans[0])]
-    for w, e in spans[1:]:
-        if w <= merged[-1][1] + 1e-9:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([w, e])
-    n = len(merged)
-    # gap i runs from merged[i] east to merged[i+1] west; the last one wraps across the antimeridian
-    gaps = [((merged[(i + 1) % n][0] + (360.0 if i == n - 1 else 0.0)) - merged[i][1], i) for i in range(n)]
-    size, i = max(gaps)
-    if size <= 1e-9:
-        return [-180.0, south, 180.0, north]
-    if i == n - 1:
-        return [merged[0][0], south, merged[-1][1], north]
-    return [merged[i + 1][0], south, merged[i][1], north]
-
-
-def footprint_geometry(words: np.ndarray) -> dict:
-    """The cover's outline as a GeoJSON MultiPolygon (mortie polygons, dissolved; needs shapely)."""
-
-    geom = mortie.to_geometry(np.asarray(mortie.compress_moc(np.asarray(words, dtype=np.uint64)), dtype=np.uint64))
-    return json.loads(shapely.to_geojson(geom))

@@ -1,0 +1,112 @@
+"""Load-time benchmark: ``.load()`` of every variable beside its physical floor, and peak memory.
+
+    python benchmarks/bench_load.py [--work ../bench] [--sizes 500,2000,5000]
+
+Stores are ``{work}/single_{n}/store`` (written by the zagg writer, see
+``bench_open.py``). For each size it prints the median ``.load()`` time of a
+fresh open (the open itself not timed), the floor — a plain loop that reads
+every data chunk the load reads (keys known from the arithmetic) and decodes
+it (``numpy.frombuffer``, zstd where the codec says so) — and the ratio; then
+the peak traced memory of one open + load beside the decoded bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import tracemalloc
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import moczarr
+from moczarr import ids
+from moczarr.storage import count_requests
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def chunk_plan(root: Path, ds) -> list[tuple[str, np.dtype, bool]]:
+    """Every data chunk a full load reads: (path, stored dtype, zstd?), from the leaf ids and the schema."""
+    manifest = moczarr.read_manifest(root)
+    group = str(manifest.cell_order)
+    leaves = [root / ids.leaf_path(d, None, manifest.path_grouping) / group for d in ds.attrs["morton_hive"]["leaves"]]
+    plan = []
+    for name, var in ds.data_vars.items():
+        codecs = [c["name"] for c in json.loads((leaves[0] / name / "zarr.json").read_text())["codecs"]]
+        plan += [(os.fspath(leaf / name / "c" / "0"), var.dtype, "zstd" in codecs) for leaf in leaves]
+    return plan
+
+
+def raw_floor(plan) -> float:
+    import zstandard
+
+    dctx = zstandard.ZstdDecompressor()
+    t0 = time.perf_counter()
+    for path, dtype, zstd in plan:
+        with open(path, "rb") as f:
+            payload = f.read()
+        if zstd:
+            payload = dctx.decompress(payload)
+        np.frombuffer(payload, dtype=dtype)
+    return time.perf_counter() - t0
+
+
+def median_of(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        times.append(fn())
+    return statistics.median(times)
+
+
+def timed_load(store: Path) -> float:
+    ds = moczarr.open_hive(store)
+    t0 = time.perf_counter()
+    ds.load()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", default=os.fspath(REPO.parent / "bench"))
+    parser.add_argument("--sizes", default="500,2000,5000")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    warnings.simplefilter("ignore", UserWarning)
+    print(f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, {os.cpu_count()} cpus")
+    print(f"{'case':<22}{'load ms':>10}{'floor ms':>10}{'ratio':>8}{'chunks':>8}{'tasks':>7}"
+          f"{'peak MB':>9}{'decoded MB':>12}{'peak/dec':>10}")
+    for n in [int(x) for x in args.sizes.split(",")]:
+        store = Path(args.work) / f"single_{n}" / "store"
+        if not store.is_dir():
+            print(f"single_{n}: no store at {store}; skipped")
+            continue
+        ds = moczarr.open_hive(store)
+        plan = chunk_plan(store, ds)
+        raw_floor(plan)  # warm the page cache
+        timed_load(store)
+        floor = median_of(lambda: raw_floor(plan), args.repeats)
+        load = median_of(lambda: timed_load(store), args.repeats)
+        with count_requests() as counter:
+            moczarr.open_hive(store).load()
+        tasks = sum(len(v.data.__dask_graph__()) for v in ds.variables.values() if v.chunks is not None)
+        decoded = sum(v.nbytes for v in ds.variables.values() if v.chunks is not None)
+        ds2 = moczarr.open_hive(store)
+        tracemalloc.start()
+        ds2.load()
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        print(
+            f"{'load single_' + str(n):<22}{load * 1e3:>10.1f}{floor * 1e3:>10.1f}{load / floor:>7.1f}x"
+            f"{counter.kind('chunk:data'):>8}{tasks:>7}{peak / 1e6:>9.1f}{decoded / 1e6:>12.2f}{peak / max(decoded, 1):>9.1f}x",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
