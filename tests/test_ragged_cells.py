@@ -162,6 +162,7 @@ def test_read_ragged_at_overview_levels_keeps_weight_sums():
         assert [got[int(w)][:, 1].sum() for w in occupied] == pytest.approx(counts.tolist())
 
 
+@pytest.mark.conformance("multiproduct_hive/atl06_ragged is a hand-built old ragged array (no zstd, 1-D element)")
 def test_old_ragged_array_one_dimensional_element():
     """multiproduct_hive/atl06_ragged: no zstd, 1-D element [-1]; geometry comes from the metadata."""
     root = fixture_path("multiproduct_hive/atl06_ragged")

@@ -65,7 +65,7 @@ def quiet(fn, *args, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(tmp_path_factory, store_layer):
     roots = [fixture_path(name) for name in ROOTS]  # fails under CI=true when fixtures are missing
     out = tmp_path_factory.mktemp("stac")
     catalog = quiet(build_stac, [str(r) for r in roots], out, thumbnails=True)
@@ -506,7 +506,7 @@ def test_open_stac_calls_only_moczarr_readers(built):
 
 # -- object stores ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def s3_server():
+def s3_server(store_layer):
     from .s3server import S3Server
 
     local = fixture_path("zagg/column/store")
