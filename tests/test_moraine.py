@@ -708,6 +708,8 @@ def s3(root):
     ).create_bucket(Bucket="moraine")
     fs = s3fs.S3FileSystem(**options)
     for name in ("pc_first_v1", "ras_decimate_v1_zarr2"):
+        if fs.exists(f"moraine/{name}"):  # moto keeps its buckets in-process: another layer's upload
+            fs.rm(f"moraine/{name}", recursive=True)
         fs.put(str(root / name), f"moraine/{name}", recursive=True)
     yield options
     server.stop()

@@ -54,12 +54,11 @@ def s3(store_layer):
     with S3Server() as server:
         server.create_bucket(PUBLIC, public=True)
         server.create_bucket(PRIVATE)
-        for name in PUBLIC_STORES:
-            if name in local:
-                server.upload_tree(local[name], PUBLIC, name)
-        for name in PRIVATE_STORES:
-            if name in local:
-                server.upload_tree(local[name], PRIVATE, name)
+        for bucket, names in ((PUBLIC, PUBLIC_STORES), (PRIVATE, PRIVATE_STORES)):
+            for name in names:
+                server.delete_prefix(bucket, name + "/")  # moto keeps buckets in-process: another layer's upload
+                if name in local:
+                    server.upload_tree(local[name], bucket, name)
         yield server
 
 

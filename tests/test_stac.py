@@ -511,10 +511,10 @@ def s3_server(store_layer):
 
     local = fixture_path("zagg/column/store")
     with S3Server() as server:
-        server.create_bucket("moczarr-public", public=True)
-        server.upload_tree(local, "moczarr-public", "zagg/column/store")
-        server.create_bucket("moczarr-private")
-        server.upload_tree(local, "moczarr-private", "zagg/column/store")
+        for bucket, public in (("moczarr-public", True), ("moczarr-private", False)):
+            server.create_bucket(bucket, public=public)
+            server.delete_prefix(bucket, "zagg/column/store/")  # moto keeps buckets in-process: another layer's upload
+            server.upload_tree(local, bucket, "zagg/column/store")
         yield server
 
 
