@@ -191,7 +191,7 @@ def _write_array(path: Path, data: np.ndarray, chunks, *, zarr_format: int = 3, 
     arr = zarr.create_array(
         store=str(path),
         shape=data.shape,
-        chunks=tuple(min(c, n) if n else 1 for c, n in zip(chunks, data.shape)),
+        chunks=tuple(chunks),
         dtype=data.dtype,
         fill_value=0,
         compressors=compressors,
@@ -273,9 +273,10 @@ def rasterize(x: np.ndarray, y: np.ndarray, resolution: float, *, legacy: bool =
     if legacy:
         nlines, width = nlines - 1, width - 1
         i, j = np.minimum(i, nlines - 1), np.minimum(j, width - 1)
-    idx0 = np.full((nlines, width), -1, dtype=np.int64)
-    order = np.arange(x.size, dtype=np.int64)
-    idx0[i[::-1], j[::-1]] = order[::-1]  # the last assignment wins: the first point of a cell
+    none = np.iinfo(np.int64).max
+    idx0 = np.full((nlines, width), none, dtype=np.int64)
+    np.minimum.at(idx0, (i, j), np.arange(x.size, dtype=np.int64))  # the first point of a cell
+    idx0[idx0 == none] = -1
     bounds = [x0, y0, x0 + (width - 1) * resolution, y0 + (nlines - 1) * resolution]
     return idx0, bounds
 

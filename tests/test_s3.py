@@ -213,6 +213,7 @@ def test_s3_dataset_computes_on_a_process_cluster(public):
     assert (http.heads, http.lists, http.object_gets) == (0, 0, ds.attrs["morton_hive"]["n_leaves"]), dict(http)
 
 
+@pytest.mark.conformance("pins spec/versioned's run id")
 # -- open_leaf, read_coverage_bitmap, read_commits --------------------------------------------------
 @pytest.mark.parametrize("access", ["anon", "credentials"])
 def test_open_leaf_follows_version_pointer(s3, access):

@@ -97,6 +97,9 @@ class Product:
     chunk_inner: int | None = None
     ragged: bool = False
     ragged_name: str = "h_tdigest"
+    located: bool = True
+    short_name: str = "ATL06"
+    root_moc: bool = True
     temporal: bool = False
     debris: tuple[str, ...] = ()
     cells: dict = field(default_factory=dict)
@@ -117,6 +120,11 @@ LEAVES_FOLD = {"fold_source": "leaves"}
 #: 4331421's five cells sit in {43314212, 43314214}: an AOI on 43314211 misses its box
 SERC_CELLS = {("4331421", None): ("433142121", "433142124", "433142132", "433142141", "433142143"),
               ("4331422", None): ("433142224",)}
+#: One leaf 11213 (shard order 4, cell order 6) in chunks of order 5 with four occupied cells, an unlocated
+#: digest, a /2 column at order 5, no root MOC: the shape of zagg's conformance stores spec/minimal, spec/versioned.
+SPEC_LIKE = dict(shard_order=4, cell_order=6, chunk_inner=5, ragged=True, located=False, short_name="SPEC_FIXTURE",
+                 pyramid={"overviews": [5]}, root_moc=False, seed=51,
+                 cells={("11213", None): ("1121311", "1121313", "1121322", "1121344")})
 #: name -> {product path ("" = bare store): Product}; names follow ../shared/fixtures.
 STORES: dict[str, dict[str, Product]] = {
     "zagg/single_8": {"": Product(ONES, seed=1)},
@@ -135,6 +143,8 @@ STORES: dict[str, dict[str, Product]] = {
         "atl06_column": Product(ONES[:4], pyramid={"overviews": [7]}, seed=14),
         "atl06_versioned": Product(ONES[:4], leaf_versions=True, append=True, seed=15),
     },
+    "spec/minimal": {"": Product(("11213",), **SPEC_LIKE)},
+    "spec/versioned": {"": Product(("11213",), leaf_versions=True, **{**SPEC_LIKE, "seed": 52})},
     "serc_hive": {"": Product(SERC, debris=(SERC_DEBRIS,), cells=SERC_CELLS, seed=21)},
     "serc_hive_pg3": {"": Product(("433142241", "433142242", "-433412214"), shard_order=8, cell_order=10,
                                   path_grouping=3, seed=22)},
@@ -304,7 +314,8 @@ def zagg_config(p: Product, product_path: str):
     source["variables"] = {**source["variables"], "delta_time": SEGMENT.replace("{name}", "delta_time")}
     agg = {**cfg.aggregation, "variables": dict(cfg.aggregation["variables"])}
     if p.ragged:
-        agg["variables"][p.ragged_name] = {**TDIGEST, **({"temporal": "per-centroid"} if p.temporal else {})}
+        digest = {k: v for k, v in TDIGEST.items() if p.located or k != "location"}
+        agg["variables"][p.ragged_name] = {**digest, **({"temporal": "per-centroid"} if p.temporal else {})}
     if p.temporal:
         agg["variables"]["observed"] = dict(OBSERVED)
     column = isinstance(p.pyramid, dict) and "overviews" in p.pyramid
@@ -343,7 +354,7 @@ def _catalog(pts: pd.DataFrame, p: Product, grid, path: Path, run: int) -> Path:
         keys.append(int(words([shard])[0]))
         lists.append(recs)
     doc = {"grid_signature": grid.spatial_signature(), "shard_keys": keys, "granules": lists,
-           "metadata": {"short_name": "ATL06", "version": "006"}}
+           "metadata": {"short_name": p.short_name, "version": "006"}}
     path.write_text(json.dumps(doc))
     return path
 
@@ -370,6 +381,8 @@ def write_product(p: Product, store: Path, product_path: str, work: Path) -> pd.
         grid.emit_shard_template(open_store(shard_leaf_path(str(root), int(words([shard])[0]))), overwrite=True)
     if p.path_grouping > 1:
         regroup(root, p.path_grouping)
+    if not p.root_moc:  # a store the reader must walk (zagg's conformance stores have no root MOC)
+        (root / "coverage.moc").unlink()
     return pts
 
 
@@ -494,6 +507,8 @@ def product_golden(p: Product, pts: pd.DataFrame, product_path: str) -> dict:
         by_window[label or "all"] = {"n_leaves": len(shards), "n_rows": len(shards) * cpl, "shards": shards,
                                      "totals": totals(t), "levels": levels(gw, p.cell_order)}
     g["leaves"] = leaves
+    if not p.windows:
+        g["_cells"] = t
     g["n_leaves"] = sum(e["n_leaves"] for e in by_window.values())
     g["n_shards"] = len({lv["shard"] for lv in leaves.values()})
     if p.windows:
@@ -506,10 +521,28 @@ def product_golden(p: Product, pts: pd.DataFrame, product_path: str) -> dict:
     return g
 
 
+def spec_expected(p: Product, golden: dict) -> dict:
+    """The ``spec/<name>.expected.json`` shape of a one-leaf store: its orders and, per occupied cell, the row
+    index, the morton word (decimal string of the uint64) and the count of good points."""
+    (shard,) = p.shards
+    rows = children(shard, p.cell_order)
+    good = golden["_cells"]
+    cells = [{"index": int(np.searchsorted(rows, w)), "morton": str(int(w)), "count": int(n)}
+             for w, n in zip(good.index.to_numpy(np.uint64), good["count"])]
+    per_chunk = 4 ** (p.cell_order - p.chunk_inner)
+    return {"shard": shard, "group": str(p.cell_order), "shard_order": p.shard_order, "chunk_order": p.chunk_inner,
+            "cell_order": p.cell_order, "cells_per_chunk": per_chunk, "chunks_per_shard": rows.size // per_chunk,
+            "cells": cells}
+
+
 def cell_ids_golden(p: Product, golden: dict) -> np.ndarray:
     """NESTED HEALPix ids of every row (leaf roster order, cells in morton order), as a dual-writing store holds them."""
     rows = np.concatenate([children(s, p.cell_order) for s in golden["shards"]])
     return np.asarray(mortie.mort2healpix(rows)[0], dtype=np.uint64)
+
+
+def _public(golden: dict) -> dict:
+    return {k: v for k, v in golden.items() if not k.startswith("_")}
 
 
 def overview_golden(store: Path, products: dict[str, Product], goldens: dict[str, dict]) -> dict:
@@ -576,8 +609,11 @@ def write_store(name: str, out: Path) -> None:
         goldens[path] = product_golden(p, pts, path)
     if zagg_kind:
         doc = {"generator": "tests/stores/zagg_stores.py", "layout": "bare" if "" in products else "multi-product",
-               "products": {(path or "."): g for path, g in goldens.items()}}
+               "products": {(path or "."): _public(g) for path, g in goldens.items()}}
         (out / name / "golden.json").write_text(json.dumps(doc, indent=1) + "\n")
+    if name.startswith("spec/"):
+        doc = spec_expected(products[""], goldens[""])
+        (out / f"{name}.expected.json").write_text(json.dumps(doc, indent=1) + "\n")
     if name == "serc_hive":
         np.save(out / "serc_cell_ids_golden.npy", cell_ids_golden(products[""], goldens[""]))
     if name == "multiproduct_hive":  # a child folder without a manifest is not a product
