@@ -41,9 +41,10 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 SHARED_ONLY = ("spec/flux", "spec/kitchen_sink", "spec/temporal", "spec/column", "spec/pyramid", "spec/raster_toc",
                "strata", "composition")
 #: What a test's code must mention to be a test on stores.
-STORE_LOOKUPS = {"fixture_path", "fixtures_dir", "copy_fixture", "fixtures", "moraine_root"}
+STORE_LOOKUPS = {"fixture_path", "copy_fixture", "fixtures", "layer_dir", "moraine_root"}
 LAYERS = ("generated", "shared") if (FIXTURES.is_dir() or IN_CI) else ("generated",)
 
+_GENERATED = pytest.StashKey[tuple]()
 #: The layer of a test not parametrized over layers.
 DEFAULT_LAYER = "shared" if FIXTURES.is_dir() else "generated"
 _layer = {"name": DEFAULT_LAYER}
@@ -112,7 +113,23 @@ def store_layer(request):
 
 
 def pytest_sessionstart(session):
-    generated_dir()  # write (or find) the generated stores before any test is timed
+    from .stores.cache import fingerprint
+
+    root = generated_dir()  # write (or find) the generated stores before any test is timed
+    session.config.stash[_GENERATED] = (root, fingerprint(root))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the session if a test wrote into the cached stores, and drop them so the next session rewrites them."""
+    from .stores.cache import discard, fingerprint
+
+    root, before = session.config.stash.get(_GENERATED, (None, None))
+    if root is not None and fingerprint(root) != before:
+        discard(root)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"a test wrote into the cached generated stores {root}; discarded them", red=True)
 
 
 def pytest_configure(config):

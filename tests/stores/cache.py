@@ -8,7 +8,9 @@ sub-folder named by :func:`version_key`: the zagg version plus a hash of the
 generator sources, so changing a generator or zagg regenerates. A tree is
 written into a temporary sibling and renamed into place only when complete,
 so an interrupted run never leaves half a store in the cache; the finished
-tree is made read-only so no test can damage it (tests damage copies).
+tree is made read-only (tests damage copies), and :func:`fingerprint` lets the
+session check at its end that nothing wrote into it (a user who can ignore
+permissions, root, could), discarding it if something did.
 """
 
 from __future__ import annotations
@@ -64,6 +66,18 @@ def generated_stores() -> Path:
         if tmp.exists():
             remove_tree(tmp)
     return final
+
+
+def fingerprint(root: Path) -> tuple:
+    """Every file's path, size and modification time: what a test writing into the tree would change."""
+    return tuple(sorted((str(p.relative_to(root)), st.st_size, st.st_mtime_ns)
+                        for p in root.rglob("*") for st in [p.lstat()]))
+
+
+def discard(root: Path) -> None:
+    """Remove a damaged tree so the next session writes it afresh."""
+    if root.exists():
+        remove_tree(root)
 
 
 def write_tree(out: Path) -> None:
