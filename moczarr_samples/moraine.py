@@ -53,7 +53,7 @@ def level_shapes(shape0: tuple[int, ...]) -> list[tuple[int, ...]]:
     nlines, width, *channels = shape0
     if min(nlines, width) < 2:
         raise ValueError(f"a pyramid needs at least 2 pixels per side, got {tuple(shape0)}")
-    top = int(math.floor(math.log2(min(nlines, width))))
+    top = math.floor(math.log2(min(nlines, width)))
     return [(math.ceil(nlines / 2**lv), math.ceil(width / 2**lv), *channels) for lv in range(top + 1)]
 
 

@@ -64,7 +64,7 @@ def write_all(out: Path) -> None:
     cpx[40:48, 30:34, 1] = np.nan
     write_raster_pyramid(out / "cpx_mean_v1", cpx, method="mean")
 
-    x, y, i, j = grid_points(rng, (999_996.5, 4_999_996.25), 20.0, jitter=True)
+    x, y, i, _ = grid_points(rng, (999_996.5, 4_999_996.25), 20.0, jitter=True)
     pc = np.stack([np.sin(x / 700.0) * np.cos(y / 900.0), i.astype(np.float64)], axis=-1).astype(np.float32)
     write_point_cloud_pyramid(out / "pc_first_v1", x, y, pc, resolution=20.0, method="first")
 

@@ -27,12 +27,12 @@ from __future__ import annotations
 import json
 import logging
 import math
-import shutil
 import os
+import shutil
 import types
 import warnings
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import mortie
@@ -42,7 +42,7 @@ from mortie.morton_index import MortonIndexArray
 
 BEAMS = ("gt1l", "gt1r", "gt2l", "gt2r", "gt3l", "gt3r")
 SEGMENT = "/{group}/land_ice_segments/{name}"
-ATLAS_EPOCH = datetime(2018, 1, 1, tzinfo=timezone.utc)
+ATLAS_EPOCH = datetime(2018, 1, 1, tzinfo=UTC)
 FLOAT_VARS = ("h_min", "h_max", "h_mean", "h_sigma", "h_variance", "h_q25", "h_q50", "h_q75")
 QUANTILES = {"h_q25": 0.25, "h_q50": 0.50, "h_q75": 0.75}
 FLOAT_RTOL = 1e-5  # zagg reduces float32 inputs; the goldens reduce in float64
@@ -122,9 +122,9 @@ SERC_CELLS = {("4331421", None): ("433142121", "433142124", "433142132", "433142
               ("4331422", None): ("433142224",)}
 #: One leaf 11213 (shard order 4, cell order 6) in chunks of order 5 with four occupied cells, an unlocated
 #: digest, a /2 column at order 5, no root MOC: the shape of zagg's conformance stores spec/minimal, spec/versioned.
-SPEC_LIKE = dict(shard_order=4, cell_order=6, chunk_inner=5, ragged=True, located=False, short_name="SPEC_FIXTURE",
-                 pyramid={"overviews": [5]}, root_moc=False, seed=51,
-                 cells={("11213", None): ("1121311", "1121313", "1121322", "1121344")})
+SPEC_LIKE = {"shard_order": 4, "cell_order": 6, "chunk_inner": 5, "ragged": True, "located": False,
+             "short_name": "SPEC_FIXTURE", "pyramid": {"overviews": [5]}, "root_moc": False, "seed": 51,
+             "cells": {("11213", None): ("1121311", "1121313", "1121322", "1121344")}}
 #: name -> {product path ("" = bare store): Product}; names follow ../shared/fixtures.
 STORES: dict[str, dict[str, Product]] = {
     "zagg/single_8": {"": Product(ONES, seed=1)},
@@ -173,13 +173,13 @@ GRANULES: dict[str, dict[str, np.ndarray]] = {}
 class MemoryGranule:
     """The part of ``h5coro.H5Coro`` zagg's reader calls: ``readDatasets`` (whole or row slab) and ``close``."""
 
-    def __init__(self, resource, driver=None, credentials=None, errorChecking=True, verbose=False):  # noqa: N803
+    def __init__(self, resource, driver=None, credentials=None, errorChecking=True, verbose=False):
         key = resource.split("://", 1)[-1]
         if key not in GRANULES:
             raise FileNotFoundError(f"no synthetic granule {resource!r}")
         self.datasets = GRANULES[key]
 
-    def readDatasets(self, datasets):  # noqa: N802 (h5coro's name)
+    def readDatasets(self, datasets):
         out = {}
         for d in datasets:
             path, slab = (d, None) if isinstance(d, str) else (d["dataset"], d.get("hyperslice"))
@@ -198,7 +198,7 @@ def install_seam() -> None:
     from zagg import registry
 
     zagg.processing.h5coro = types.SimpleNamespace(H5Coro=MemoryGranule)
-    registry.register_credential_provider("synthetic", lambda: {}, replace=True)
+    registry.register_credential_provider("synthetic", dict, replace=True)
     for name in ("zagg", "zagg.config", "zagg.pyramid"):
         logging.getLogger(name).setLevel(logging.ERROR)
 
@@ -236,7 +236,7 @@ def _points_in(rng, cells: np.ndarray, per_cell: np.ndarray, order: int) -> tupl
 
 
 def _window_start(label: str | None) -> datetime:
-    return datetime(int(label) if label else 2019, 3, 1, tzinfo=timezone.utc)
+    return datetime(int(label) if label else 2019, 3, 1, tzinfo=UTC)
 
 
 def synthetic_points(p: Product) -> pd.DataFrame:
@@ -347,8 +347,8 @@ def _catalog(pts: pd.DataFrame, p: Product, grid, path: Path, run: int) -> Path:
         recs = []
         for nm in names:
             g = pts[pts["granule"] == nm]
-            t0 = datetime.fromtimestamp(ATLAS_EPOCH.timestamp() + float(g["delta_time"].min()) - 10, timezone.utc)
-            t1 = datetime.fromtimestamp(ATLAS_EPOCH.timestamp() + float(g["delta_time"].max()) + 10, timezone.utc)
+            t0 = datetime.fromtimestamp(ATLAS_EPOCH.timestamp() + float(g["delta_time"].min()) - 10, UTC)
+            t1 = datetime.fromtimestamp(ATLAS_EPOCH.timestamp() + float(g["delta_time"].max()) + 10, UTC)
             recs.append({"id": nm, "s3": f"s3://synthetic-atl06/{nm}", "https": f"https://synthetic.invalid/{nm}",
                          "time_start": iso_utc(t0), "time_end": iso_utc(t1)})
         keys.append(int(words([shard])[0]))
