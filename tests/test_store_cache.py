@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from importlib.metadata import version
 
 import pytest
@@ -55,3 +56,17 @@ def test_written_tree_is_complete_and_read_only(monkeypatch, tmp_path):
     assert cache.fingerprint(root) != before
     cache.discard(root)
     assert not root.exists()
+
+
+def test_stale_trees_and_torn_temporaries_are_pruned(monkeypatch, tmp_path):
+    folder = tmp_path / "c"
+    monkeypatch.setenv("MOCZARR_TEST_CACHE", str(folder))
+    old_tree, new_tree, torn, fresh_torn = (folder / n for n in ("zagg-0.1-old", "zagg-0.2-new", ".tmp-x-1", ".tmp-y-2"))
+    for d in (old_tree, new_tree, torn, fresh_torn):
+        (d / "store").mkdir(parents=True)
+    long_ago = time.time() - 30 * 86400
+    for d in (old_tree, torn):
+        os.utime(d, (long_ago, long_ago))
+    monkeypatch.setattr(cache, "write_tree", lambda out: out.mkdir())
+    root = cache.generated_stores()
+    assert sorted(p.name for p in folder.iterdir()) == sorted([root.name, new_tree.name, fresh_torn.name])

@@ -65,7 +65,26 @@ def generated_stores() -> Path:
     finally:
         if tmp.exists():
             remove_tree(tmp)
+    prune(final.parent, keep=final)
     return final
+
+
+#: Other trees (older generators, or zagg versions) and torn temporaries are removed after this long unused.
+STALE_S = {"zagg-": 7 * 86400, ".tmp-": 3600}
+
+
+def prune(folder: Path, keep: Path) -> None:
+    """Remove trees of other keys unused for a week and temporaries a killed session left an hour ago."""
+    now = time.time()
+    for entry in folder.iterdir():
+        age = next((limit for prefix, limit in STALE_S.items() if entry.name.startswith(prefix)), None)
+        if entry == keep or age is None:
+            continue
+        try:
+            if now - entry.stat().st_mtime > age:
+                remove_tree(entry)
+        except OSError:  # another session removed or is removing it
+            continue
 
 
 def fingerprint(root: Path) -> tuple:
