@@ -1,14 +1,31 @@
-"""Shared test fixtures: where ``../shared/fixtures`` is, and damaged copies of it.
+"""Where the test stores are, in two layers, and damaged copies of them.
 
-Tests against the shared fixtures fail (never skip) when ``CI=true`` and the
-folder is missing; elsewhere they skip with a message saying where to put it.
+Every test on real stores names a store the way ``../shared/fixtures`` names it
+(``fixture_path("zagg/single_8/store")``) and runs in one or both **layers**:
+
+``generated``
+    stores the suite writes itself with the zagg writer and the project's moraine
+    writer (``tests/stores``), cached between runs; always present.
+``shared``
+    ``../shared/fixtures`` (or ``$MOCZARR_SHARED/fixtures``): real stores nobody in
+    this project wrote. Present in CI; when it is missing the shared layer skips
+    locally and fails under ``CI=true``.
+
+A test whose code (or a helper or fixture of its module it calls) names only
+stores with a generated twin runs once per layer (ids ``[generated]``/``[shared]``).
+A test that names a shared-only store (``spec/*`` but ``spec/minimal`` and ``spec/versioned``,
+``strata_*``, ``composition``) or
+is marked ``conformance`` (it pins a quirk of one shared store) runs on the shared
+layer only.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
+import types
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,27 +35,164 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("MOCZARR_SHARED", REPO.parent / "shared"))
 FIXTURES = SHARED / "fixtures"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+#: Store names (prefixes) that only the shared layer holds.
+SHARED_ONLY = ("spec/flux", "spec/kitchen_sink", "spec/temporal", "spec/column", "spec/pyramid", "spec/raster_toc",
+               "strata", "composition")
+#: What a test's code must mention to be a test on stores.
+STORE_LOOKUPS = {"fixture_path", "copy_fixture", "fixtures", "layer_dir", "moraine_root"}
+LAYERS = ("generated", "shared") if (FIXTURES.is_dir() or IN_CI) else ("generated",)
+
+_GENERATED = pytest.StashKey[tuple]()
+#: The layer of a test not parametrized over layers.
+DEFAULT_LAYER = "shared" if FIXTURES.is_dir() else "generated"
+_layer = {"name": DEFAULT_LAYER}
 
 
 def fixtures_dir() -> Path:
     """The shared fixtures folder; fail under CI, skip elsewhere, when it is missing."""
     if not FIXTURES.is_dir():
         msg = f"shared fixtures not found at {FIXTURES} (set MOCZARR_SHARED)"
-        if os.environ.get("CI", "").lower() == "true":
+        if IN_CI:
             pytest.fail(msg)
         pytest.skip(msg)
     return FIXTURES
 
 
+def generated_dir() -> Path:
+    """The generated tree (written on first use in a session, then cached)."""
+    from .stores.cache import generated_stores
+
+    return generated_stores()
+
+
+def layer() -> str:
+    """The layer the running test reads: ``generated`` or ``shared``."""
+    return _layer["name"]
+
+
+def layer_dir() -> Path:
+    return generated_dir() if layer() == "generated" else fixtures_dir()
+
+
 @pytest.fixture
 def fixtures() -> Path:
-    return fixtures_dir()
+    return layer_dir()
 
 
 def fixture_path(name: str) -> Path:
-    path = fixtures_dir() / name
-    assert path.exists(), f"fixture {name} missing from {FIXTURES}"
+    """Store (or golden) ``name`` of the running test's layer; shared-only names always come from the shared layer."""
+    base = fixtures_dir() if name.startswith(SHARED_ONLY) else layer_dir()
+    path = base / name
+    assert path.exists(), f"fixture {name} missing from {base} ({layer()} layer)"
     return path
+
+
+def has_fixture(name: str) -> bool:
+    """Whether the running test's layer holds ``name`` (shared-only names: whether the shared layer is there)."""
+    base = FIXTURES if (name.startswith(SHARED_ONLY) or layer() == "shared") else generated_dir()
+    return (base / name).exists()
+
+
+def moraine_root() -> Path:
+    """The folder of moraine pyramids of the running test's layer."""
+    return fixture_path("moraine")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def store_layer(request):
+    """Select the layer of the tests parametrized over layers (others read :data:`DEFAULT_LAYER`).
+
+    Module-scoped so a module- or session-wide fixture over stores can request it
+    and is built once per layer.
+    """
+    _layer["name"] = getattr(request, "param", DEFAULT_LAYER)
+    yield _layer["name"]
+    _layer["name"] = DEFAULT_LAYER
+
+
+def pytest_sessionstart(session):
+    from .stores.cache import fingerprint
+
+    root = generated_dir()  # write (or find) the generated stores before any test is timed
+    session.config.stash[_GENERATED] = (root, fingerprint(root))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the session if a test wrote into the cached stores, and drop them so the next session rewrites them."""
+    from .stores.cache import discard, fingerprint
+
+    root, before = session.config.stash.get(_GENERATED, (None, None))
+    if root is not None and fingerprint(root) != before:
+        discard(root)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"a test wrote into the cached generated stores {root}; discarded them", red=True)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "conformance(reason): a test of a particular shared store's quirks; runs on the shared layer only",
+    )
+
+
+def pytest_generate_tests(metafunc):
+    """Parametrize a test on stores over its layers: :data:`LAYERS`, or only ``shared`` for a conformance test
+    and a test naming a shared-only store."""
+    own, reached = _mentioned(metafunc)
+    if not (own | reached) & STORE_LOOKUPS:
+        return
+    conformance = metafunc.definition.get_closest_marker("conformance") is not None
+    if conformance or any(isinstance(s, str) and s.startswith(SHARED_ONLY) for s in own):
+        layers = ("shared",)
+    else:
+        layers = LAYERS
+    metafunc.parametrize("store_layer", layers, indirect=True, ids=list(layers), scope="module")
+
+
+def _mentioned(metafunc) -> tuple[set, set]:
+    """Names and string constants of a test: in its own code and module helpers, and in the fixtures it requests.
+
+    Parametrize values and fixtures are only searched for store lookups, so a
+    fixture or a case naming a shared-only store does not take the whole test off
+    the generated layer (such a case reads the shared layer in both layers).
+    """
+    module = metafunc.module
+    seen: set = set()
+
+    def visit_function(fn, out):
+        fn = inspect.unwrap(getattr(fn, "_get_wrapped_function", lambda: fn)())
+        if isinstance(fn, types.FunctionType) and fn.__module__ == module.__name__:
+            visit_code(fn.__code__, out)
+
+    def visit_code(code, out):
+        if code in seen:
+            return
+        seen.add(code)
+        for const in code.co_consts:
+            if isinstance(const, str):
+                out.add(const)
+            elif isinstance(const, types.CodeType):
+                visit_code(const, out)
+        for name in code.co_names:
+            out.add(name)
+            value = getattr(module, name, None)
+            if isinstance(value, str):
+                out.add(value)
+            elif isinstance(value, types.FunctionType):
+                visit_function(value, out)
+
+    own: set = set()
+    visit_function(metafunc.function, own)
+    reached: set = set(metafunc.fixturenames)
+    for name in metafunc.fixturenames:
+        value = getattr(module, name, None)
+        if value is not None:
+            visit_function(value, reached)
+    return own, reached
 
 
 def load_json(path: Path):
@@ -51,12 +205,12 @@ def write_json(path: Path, obj) -> None:
 
 @pytest.fixture
 def copy_fixture(tmp_path):
-    """Copy a fixture store to a temporary folder (tests damage the copy, never the original)."""
+    """Copy a store of the running test's layer to a temporary folder (tests damage the copy, never the original)."""
 
     def copy(name: str) -> Path:
         dest = tmp_path / name.replace("/", "__")
         shutil.copytree(fixture_path(name), dest)
-        for p in [dest, *dest.rglob("*")]:  # the shared copy is read-only
+        for p in [dest, *dest.rglob("*")]:  # the originals are read-only
             p.chmod(0o755 if p.is_dir() else 0o644)
         return dest
 

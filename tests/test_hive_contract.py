@@ -283,6 +283,7 @@ def test_full_encoding_means_whole_subtree():
     assert all(d.startswith(leaf) for d in ids.to_decimals(words))
 
 
+@pytest.mark.conformance("serc_hive's stamps list no content_hashes, so an array added to a leaf is part of it; zagg 0.61 stamps list theirs")
 # -- NESTED ids, occupancy ------------------------------------------------------------------------------------
 def test_stored_cell_ids_are_kept_and_fabrication_is_exact(copy_fixture):
     root = copy_fixture("serc_hive")

@@ -187,6 +187,7 @@ def test_open_leaf_matches_open_hive_rows():
     np.testing.assert_array_equal(sel["count"].values, leaf["count"].values)
 
 
+@pytest.mark.conformance("pins spec/versioned's run id and its writer-side counts")
 def test_open_leaf_follows_version_pointer_with_threaded_stamp():
     root = fixture_path("spec/versioned")
     stamps = moczarr.read_commits(root, ["1/1/2/1/3/11213.zarr"])

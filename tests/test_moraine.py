@@ -37,12 +37,18 @@ from moczarr_moraine import (
     read_moraine_rtree,
 )
 
-FIXTURES = Path(
-    os.environ.get(
-        "MOCZARR_MORAINE_FIXTURES",
-        Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "moraine",
-    )
-)
+from .conftest import layer, moraine_root
+
+#: the shared layer's pyramids (``MOCZARR_MORAINE_FIXTURES`` overrides the folder)
+SHARED_MORAINE = os.environ.get("MOCZARR_MORAINE_FIXTURES")
+
+
+def moraine_dir() -> Path:
+    """The pyramids of the running layer: generated ones, or the shared fixtures."""
+    if SHARED_MORAINE and layer() == "shared":
+        return Path(SHARED_MORAINE)
+    return moraine_root()
+
 
 # What the fixtures' README documents about each pyramid (not read from the pyramids).
 DOC = {
@@ -73,19 +79,21 @@ def _unavailable(reason: str):
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
-def root() -> Path:
-    missing = [n for n in ALL if not (FIXTURES / n / "0.zarr").is_dir()]
+@pytest.fixture(scope="module")
+def root(store_layer) -> Path:
+    folder = moraine_dir()
+    missing = [n for n in ALL if not (folder / n / "0.zarr").is_dir()]
     if missing:
-        _unavailable(f"moraine fixtures not found under {FIXTURES}: {', '.join(missing)}")
-    return FIXTURES
+        _unavailable(f"moraine fixtures not found under {folder}: {', '.join(missing)}")
+    return folder
 
 
 def test_fixtures_are_present():
     """Reported as a plain failure under CI (the tests using ``root`` then error as well)."""
-    missing = [n for n in ALL if not (FIXTURES / n / "0.zarr").is_dir()]
+    folder = moraine_dir()
+    missing = [n for n in ALL if not (folder / n / "0.zarr").is_dir()]
     if missing:
-        _unavailable(f"moraine fixtures not found under {FIXTURES}: {', '.join(missing)}")
+        _unavailable(f"moraine fixtures not found under {folder}: {', '.join(missing)}")
 
 
 def raw(root: Path, name: str, array: str) -> np.ndarray:
@@ -698,6 +706,8 @@ def s3(root):
     ).create_bucket(Bucket="moraine")
     fs = s3fs.S3FileSystem(**options)
     for name in ("pc_first_v1", "ras_decimate_v1_zarr2"):
+        if fs.exists(f"moraine/{name}"):  # moto keeps its buckets in-process: another layer's upload
+            fs.rm(f"moraine/{name}", recursive=True)
         fs.put(str(root / name), f"moraine/{name}", recursive=True)
     yield options
     server.stop()

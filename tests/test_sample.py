@@ -28,7 +28,7 @@ from moczarr_samples.hive import (
     write_sample_store,
 )
 
-from .conftest import REPO, fixtures_dir
+from .conftest import REPO, layer_dir
 
 DEPTH = CELL_ORDER - SHARD_ORDER
 FIELDS = ("count", "h_min", "h_max", "h_mean")
@@ -274,7 +274,7 @@ def test_overviews_fold_the_leaves(sample):
 
 # -- the box rule against writer-produced fixtures ----------------------------------------------------------
 def test_coverage_box_matches_fixture_stamps():
-    root = fixtures_dir()
+    root = layer_dir()
     checked = 0
     for name in ("serc_hive", "overview_hive", "zagg/pyramid", "zagg/windowed", "spec/minimal"):
         for stamp_path in sorted((root / name).rglob("*.zarr/zarr.json")):

@@ -66,7 +66,7 @@ def quiet(fn, *args, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(tmp_path_factory, store_layer):
     roots = [fixture_path(name) for name in ROOTS]  # fails under CI=true when fixtures are missing
     out = tmp_path_factory.mktemp("stac")
     catalog = quiet(build_stac, [str(r) for r in roots], out, thumbnails=True)
@@ -511,15 +511,15 @@ def test_open_stac_calls_only_moczarr_readers(built):
 
 # -- object stores ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def s3_server():
+def s3_server(store_layer):
     from .s3server import S3Server
 
     local = fixture_path("zagg/column/store")
     with S3Server() as server:
-        server.create_bucket("moczarr-public", public=True)
-        server.upload_tree(local, "moczarr-public", "zagg/column/store")
-        server.create_bucket("moczarr-private")
-        server.upload_tree(local, "moczarr-private", "zagg/column/store")
+        for bucket, public in (("moczarr-public", True), ("moczarr-private", False)):
+            server.create_bucket(bucket, public=public)
+            server.delete_prefix(bucket, "zagg/column/store/")  # moto keeps buckets in-process: another layer's upload
+            server.upload_tree(local, bucket, "zagg/column/store")
         yield server
 
 

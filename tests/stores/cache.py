@@ -1,0 +1,122 @@
+"""The cached tree of generated test stores: keyed, written atomically, read-only once written.
+
+:func:`generated_stores` returns a folder mirroring ``../shared/fixtures`` (the
+names :data:`tests.stores.zagg_stores.STORES` and
+:data:`tests.stores.moraine_stores.PYRAMIDS` list). It lives under
+``$MOCZARR_TEST_CACHE`` (default ``~/.cache/moczarr-test-stores``) in a
+sub-folder named by :func:`version_key`: the zagg version plus a hash of the
+generator sources, so changing a generator or zagg regenerates. A tree is
+written into a temporary sibling and renamed into place only when complete,
+so an interrupted run never leaves half a store in the cache; the finished
+tree is made read-only (tests damage copies), and :func:`fingerprint` lets the
+session check at its end that nothing wrote into it (a user who can ignore
+permissions, root, could), discarding it if something did.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import time
+import uuid
+from importlib.metadata import version
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+#: Every source file whose change must regenerate the tree.
+SOURCES = (HERE / "zagg_stores.py", HERE / "moraine_stores.py", HERE / "cache.py", REPO / "moczarr_samples" / "moraine.py")
+COMPLETE = "COMPLETE"
+
+
+def version_key() -> str:
+    """``zagg-<version>-<hash of the generator sources>``."""
+    digest = hashlib.sha256()
+    for path in SOURCES:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for dist in ("zarr", "mortie", "numpy"):
+        digest.update(f"{dist}={version(dist)}".encode())
+    return f"zagg-{version('zagg')}-{digest.hexdigest()[:16]}"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("MOCZARR_TEST_CACHE") or Path.home() / ".cache" / "moczarr-test-stores")
+
+
+def generated_stores() -> Path:
+    """The complete generated tree for this generator and zagg, writing it first if the cache lacks it."""
+    final = cache_root() / version_key()
+    if (final / COMPLETE).is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".tmp-{final.name}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        t0 = time.perf_counter()
+        write_tree(tmp)
+        (tmp / COMPLETE).write_text(f"written in {time.perf_counter() - t0:.1f} s\n")
+        make_read_only(tmp)
+        try:
+            tmp.rename(final)
+        except OSError:  # another session finished the same tree first
+            if not (final / COMPLETE).is_file():
+                raise
+    finally:
+        if tmp.exists():
+            remove_tree(tmp)
+    prune(final.parent, keep=final)
+    return final
+
+
+#: Other trees (older generators, or zagg versions) and torn temporaries are removed after this long unused.
+STALE_S = {"zagg-": 7 * 86400, ".tmp-": 3600}
+
+
+def prune(folder: Path, keep: Path) -> None:
+    """Remove trees of other keys unused for a week and temporaries a killed session left an hour ago."""
+    now = time.time()
+    for entry in folder.iterdir():
+        age = next((limit for prefix, limit in STALE_S.items() if entry.name.startswith(prefix)), None)
+        if entry == keep or age is None:
+            continue
+        try:
+            if now - entry.stat().st_mtime > age:
+                remove_tree(entry)
+        except OSError:  # another session removed or is removing it
+            continue
+
+
+def fingerprint(root: Path) -> tuple:
+    """Every file's path, size and modification time: what a test writing into the tree would change."""
+    return tuple(sorted((str(p.relative_to(root)), st.st_size, st.st_mtime_ns)
+                        for p in root.rglob("*") for st in [p.lstat()]))
+
+
+def discard(root: Path) -> None:
+    """Remove a damaged tree so the next session writes it afresh."""
+    if root.exists():
+        remove_tree(root)
+
+
+def write_tree(out: Path) -> None:
+    from . import moraine_stores, zagg_stores
+
+    out.mkdir()
+    zagg_stores.write_all(out)
+    moraine_stores.write_all(out / "moraine")
+    shutil.rmtree(out / ".inputs", ignore_errors=True)
+
+
+def make_read_only(root: Path) -> None:
+    for path in [*root.rglob("*"), root]:
+        mode = path.lstat().st_mode
+        if not stat.S_ISLNK(mode):
+            path.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+
+
+def remove_tree(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    shutil.rmtree(root)
