@@ -32,7 +32,7 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, ObjectStore, StorePath, WrapperStore
 
-from .errors import ArgumentError, MoczarrError, StampError, StorageError
+from .errors import ArgumentError, MoczarrError, StampError, StorageError, StoreNotFoundError
 from .keys import product_name, relative_key
 from .locations import is_remote, normalize_location, protocol
 from .retry import RetryPolicy, policy_from_options, read_with_retries
@@ -422,6 +422,8 @@ class Storage:
             with open(os.path.join(self._local, key), "rb") as f:
                 payload = f.read()
         except (FileNotFoundError, NotADirectoryError):
+            if not os.path.isdir(self._local):
+                raise StoreNotFoundError(f"{self.location}: the store root does not exist") from None
             return None
         self.sizes[key] = len(payload)
         return payload

@@ -34,6 +34,7 @@ from zarr.codecs import ZstdCodec
 __all__ = [
     "STAT_COLUMNS",
     "channel_statistics",
+    "hilbert_order",
     "hilbert_rtree",
     "level_shapes",
     "marker_statistics",
@@ -150,6 +151,16 @@ def _hilbert_rank(i: np.ndarray, j: np.ndarray, order: int) -> np.ndarray:
     return rank
 
 
+def hilbert_order(x: np.ndarray, y: np.ndarray, resolution: float) -> np.ndarray:
+    """The permutation that orders points along a Hilbert curve over their grid cells (stable)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    i = np.rint((y - y.min()) / resolution).astype(np.int64)
+    j = np.rint((x - x.min()) / resolution).astype(np.int64)
+    order = max(1, int(max(i.max(), j.max())).bit_length())
+    return np.argsort(_hilbert_rank(i, j, order), kind="stable")
+
+
 def hilbert_rtree(x: np.ndarray, y: np.ndarray, resolution: float, page_size: int = 512) -> np.ndarray:
     """Bounding boxes ``(n_nodes, 4)`` = ``[x0, y0, xm, ym]`` of a Hilbert-packed tree over the points.
 
@@ -162,10 +173,7 @@ def hilbert_rtree(x: np.ndarray, y: np.ndarray, resolution: float, page_size: in
         raise ValueError(f"page_size must be >= 1, got {page_size}")
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    i = np.rint((y - y.min()) / resolution).astype(np.int64)
-    j = np.rint((x - x.min()) / resolution).astype(np.int64)
-    order = max(1, int(max(i.max(), j.max())).bit_length())
-    perm = np.argsort(_hilbert_rank(i, j, order), kind="stable")
+    perm = hilbert_order(x, y, resolution)
     n_pages = max(1, math.ceil(x.size / page_size))
     n_leaves = 1 << math.ceil(math.log2(n_pages))
     boxes = np.full((2 * n_leaves - 1, 4), np.nan)
@@ -318,6 +326,9 @@ def write_point_cloud_pyramid(path, x: np.ndarray, y: np.ndarray, pc: np.ndarray
         raise ValueError(f"resolution must be positive, got {resolution!r}")
     if legacy and (method != "first" or rtree):
         raise ValueError("legacy point cloud pyramids show the first point and have no r-tree")
+    if rtree:  # the tree's pages are runs of stored points, so the points are stored in Hilbert order
+        perm = hilbert_order(x, y, resolution)
+        x, y, pc = x[perm], y[perm], pc[perm]
     idx0, bounds = rasterize(x, y, resolution, legacy=legacy)
     shapes = level_shapes(idx0.shape)
     path = _prepare(path, overwrite)

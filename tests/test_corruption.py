@@ -305,7 +305,7 @@ def run_case(root: Path, api, expect, golden) -> None:
 
 
 @pytest.fixture(scope="module")
-def hive_golden():
+def hive_golden(store_layer):
     return golden_of(HIVE, open_hive_loaded)
 
 
@@ -333,7 +333,7 @@ POINTER_CASES = {
 
 
 @pytest.fixture(scope="module")
-def versioned_golden():
+def versioned_golden(store_layer):
     return golden_of(VERSIONED, open_hive_loaded)
 
 
@@ -409,12 +409,12 @@ def source_stands(result: xr.DataTree, golden: xr.DataTree):
 
 
 @pytest.fixture(scope="module")
-def overview_golden():
+def overview_golden(store_layer):
     return golden_of(OVERVIEW, pyramid_loaded)
 
 
 @pytest.fixture(scope="module")
-def schema_overview(overview_golden):
+def schema_overview(store_layer, overview_golden):
     return overview_path(overview_golden["o6"].ds.attrs["zagg_objects"][0]["node"])
 
 
@@ -502,7 +502,7 @@ def test_moraine_bounds(store, dmg):
 
 
 @pytest.fixture(scope="module")
-def raster_golden():
+def raster_golden(store_layer):
     return golden_of(RAS, moraine_loaded)
 
 

@@ -56,7 +56,7 @@ def store_path(name: str):
 
 
 @pytest.fixture(scope="module")
-def servers():
+def servers(store_layer):
     local = {name: store_path(name) for name in (HIVE, MORAINE)}
     with S3Server() as s3, FaultProxy(s3.endpoint_url, max_stall=20.0) as proxy:
         s3.create_bucket(BUCKET, public=True)
@@ -82,7 +82,7 @@ def options(proxy: FaultProxy, *, retry: dict | None = None, **config) -> dict:
 
 
 @pytest.fixture(scope="module")
-def golden():
+def golden(store_layer):
     with warnings.catch_warnings():
         warnings.simplefilter("error", moczarr.MoczarrWarning)
         return moczarr.open_hive(store_path(HIVE)).load()

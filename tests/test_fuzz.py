@@ -57,7 +57,7 @@ def typed(call, *args, **kwargs):
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory):
+def stores(store_layer, tmp_path_factory):
     """The one place this file finds its stores (the lead may switch it to generated stores): private copies."""
     base = tmp_path_factory.mktemp("fuzz")
     out = {}

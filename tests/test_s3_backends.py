@@ -25,7 +25,7 @@ STORE = "zagg/single_8/store"
 
 
 @pytest.fixture(scope="module")
-def s3():
+def s3(store_layer):
     with S3Server() as server:
         server.create_bucket("pub", public=True)
         server.create_bucket("priv")

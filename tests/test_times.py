@@ -25,6 +25,7 @@ def _golden(name: str) -> dict:
     return json.loads((fixture_path(name).parent / "golden_cells.json").read_text())["."]
 
 
+@pytest.mark.conformance("checks against the writer's golden_cells.json, which only the shared zagg stores carry")
 def test_time_range_stacks_the_overlapping_windows_of_a_yearly_store():
     root = fixture_path("zagg/pyramid_temporal/store")
     golden = _golden("zagg/pyramid_temporal/store")
@@ -140,6 +141,7 @@ def test_window_labels_declared_or_not():
     "start,end",
     [("2019-01-01", "2019-01-02"), ("2019-01-10", "2019-01-20"), ("2019-02-01", "2019-03-01"), ("2018-01-01", "2030-01-01")],
 )
+@pytest.mark.conformance("checks against the writer's golden_cells.json, which only the shared zagg stores carry")
 def test_observed_between_keeps_the_cells_observed_in_the_range(start, end):
     root = fixture_path("zagg/pyramid_temporal/store")
     bounds = _golden("zagg/pyramid_temporal/store")["by_window"]["toc:2019"]
