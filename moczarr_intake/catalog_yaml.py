@@ -20,6 +20,7 @@ from .drivers import level_parameters
 from .entries import CatalogEntries, ProductEntry, catalog_entries
 from .hrefs import HrefPolicy
 from .moraine_catalog import moraine_sources
+from .params import AOI_HELP
 
 V1_DIR = "{{ CATALOG_DIR }}"
 V2_DIR = "{CATALOG_DIR}"
@@ -128,7 +129,7 @@ def _v2_level_entry(e: ProductEntry, key: str, lv, window: str | None, all_time:
         "output_instance": "xarray:Dataset",
         "reader": "moczarr_intake.readers:MortonLevelReader",
         "user_parameters": {
-            "aoi": {"cls": SIMPLE_PARAMETER, "dtype": "list", "default": [], "description": "area of interest: morton ids (decimal strings); [] = everything"}
+            "aoi": {"cls": SIMPLE_PARAMETER, "dtype": "str", "default": "", "description": AOI_HELP}
         },
     }
 

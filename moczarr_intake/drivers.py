@@ -21,7 +21,7 @@ import moczarr
 from moczarr import resolve_cell_order
 from moczarr.metadata import ProductSummary, summarize_store
 
-from .params import none_if_blank, parse_aoi
+from .params import AOI_HELP, none_if_blank, parse_aoi
 
 
 class LazyXarraySource(DataSource):
@@ -147,7 +147,7 @@ def level_parameters(product: ProductSummary) -> list[UserParameter]:
             )
         )
     params.append(
-        UserParameter("aoi", description="area of interest: morton ids (decimal strings)", type="list", default=[])
+        UserParameter("aoi", description=AOI_HELP, type="str", default="")
     )
     return params
 

@@ -154,3 +154,26 @@ def test_committed_catalogs_are_current(tmp_path):
         assert yaml.safe_load((work / name).read_text()) == yaml.safe_load((REPO / "catalogs" / name).read_text()), (
             f"catalogs/{name} is stale: run `moczarr-catalog build catalogs/sample --out catalogs --thumbnails`"
         )
+
+
+def test_aoi_parameter_means_what_the_openers_mean():
+    """Unset: everywhere; ``[]``: nowhere (schema-correct, warned); text: ids, WKT or GeoJSON, as the openers take it."""
+    import json
+    import warnings
+
+    import shapely
+
+    cat = intake.open_catalog(str(COMMITTED))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        everything = cat["elevation"].read()
+    _same(everything, moczarr.open_level(SAMPLE / "elevation", 8))
+    with pytest.warns(moczarr.EmptySelectionWarning):
+        nothing = cat["elevation"](aoi="[]").read()
+    assert nothing.sizes["cells"] == 0 and set(nothing.data_vars) == set(everything.data_vars)
+    box = moczarr.BBox(-77, 38.5, -76, 39.5)
+    direct = moczarr.open_level(SAMPLE / "elevation", 8, aoi=box)
+    assert 0 < direct.sizes["cells"] < everything.sizes["cells"]
+    polygon = shapely.box(-77, 38.5, -76, 39.5)
+    for text in (polygon.wkt, json.dumps(shapely.geometry.mapping(polygon))):
+        _same(cat["elevation"](aoi=text).read(), moczarr.open_level(SAMPLE / "elevation", 8, aoi=polygon))
