@@ -12,10 +12,12 @@ through this module and the top-level ``moczarr`` API:
   :func:`is_remote`, :func:`protocol`;
 - time: :func:`window_interval` (the span of a window label), :func:`parse_time`;
 - ids: :func:`to_words`, :func:`to_decimals`;
-- the names of the root objects: :data:`MANIFEST_NAME`, :data:`ROOT_MOC_NAME`.
+- the names of the root objects: :data:`MANIFEST_NAME`, :data:`ROOT_MOC_NAME`;
+- :func:`warn`: emit a warning at the user's line, however deep the catalog code is.
 """
 
 from .coverage import ROOT_MOC_NAME
+from .errors import warn
 from .ids import to_decimals, to_words
 from .locations import is_remote, join_location, normalize_location, protocol
 from .manifest import (
@@ -56,5 +58,6 @@ __all__ = [
     "summarize_store",
     "to_decimals",
     "to_words",
+    "warn",
     "window_interval",
 ]

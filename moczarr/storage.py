@@ -32,7 +32,13 @@ from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, ObjectStore, StorePath, WrapperStore
 
-from .errors import ArgumentError, MoczarrError, StampError, StorageError, StoreNotFoundError
+from .errors import (
+    ArgumentError,
+    MoczarrError,
+    StampError,
+    StorageError,
+    StoreNotFoundError,
+)
 from .keys import product_name, relative_key
 from .locations import is_remote, normalize_location, protocol
 from .retry import RetryPolicy, policy_from_options, read_with_retries

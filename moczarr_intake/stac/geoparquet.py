@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import os
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import pystac
 import rustac
 
 from moczarr import MoczarrWarning
-from moczarr.metadata import is_remote, join_location
+from moczarr.metadata import is_remote, join_location, warn
 
 #: links that tie an Item to the static catalog's files; a STAC API adds its own
 STRUCTURAL_RELS = {"self", "root", "parent", "collection"}
@@ -56,7 +55,7 @@ def write_geoparquet(catalog_or_items, path: str | os.PathLike) -> Path | None:
     rows = [doc for doc in docs if doc.get("geometry")]
     if len(rows) < len(docs):
         left_out = [doc.get("id") for doc in docs if not doc.get("geometry")]
-        warnings.warn(f"stac-geoparquet {os.fspath(path)}: Items without geometry left out: {left_out}", MoczarrWarning, stacklevel=2)
+        warn(f"stac-geoparquet {os.fspath(path)}: Items without geometry left out: {left_out}", MoczarrWarning)
     path = Path(path)
     if not rows:
         path.unlink(missing_ok=True)
