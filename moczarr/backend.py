@@ -12,6 +12,10 @@ morton-hive store without importing moczarr itself::
 One vocabulary: the **cell order** (HEALPix order of the level's cells).
 ``order``, ``zoom`` (HEALPix catalogs' word) and ``level`` are accepted as its
 aliases; giving two different values raises :class:`TypeError`.
+
+xarray imports every registered backend whenever it lists its engines, so
+this module imports the openers (and with them zarr, dask and mortie) only
+when it opens a store.
 """
 
 from __future__ import annotations
@@ -20,10 +24,6 @@ import os
 from pathlib import Path
 
 from xarray.backends import BackendEntrypoint
-
-from .manifest import MANIFEST_NAME
-from .pyramid import open_level
-from .tree import open_store
 
 #: the words accepted for the cell order, besides ``cell_order`` itself
 CELL_ORDER_ALIASES = ("order", "zoom", "level")
@@ -88,6 +88,8 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
         Raises :class:`LookupError` when the level has no materialized object
         (``open_level`` returned None with a ``LevelOmittedWarning``).
         """
+        from .pyramid import open_level
+
         root = _location(filename_or_obj)
         r = resolve_cell_order(cell_order, order=order, zoom=zoom, level=level)
         ds = open_level(root, r, window or None, aoi, bool(all_time), storage_options=storage_options)
@@ -99,6 +101,8 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
 
     def open_datatree(self, filename_or_obj, *, drop_variables=None, products=None, window=None, aoi=None, storage_options=None):
         """:func:`moczarr.open_store` of the store root at ``filename_or_obj``."""
+        from .tree import open_store
+
         return open_store(_location(filename_or_obj), products, aoi, window or None, storage_options=storage_options)
 
     def guess_can_open(self, filename_or_obj) -> bool:
@@ -106,6 +110,8 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
 
         Remote roots are never probed (no request is made to guess); pass ``engine="moczarr"``.
         """
+        from .manifest import MANIFEST_NAME
+
         if not isinstance(filename_or_obj, (str, os.PathLike)):
             return False
         text = os.fspath(filename_or_obj)

@@ -14,50 +14,30 @@ through this module and the top-level ``moczarr`` API:
 - ids: :func:`to_words`, :func:`to_decimals`;
 - the names of the root objects: :data:`MANIFEST_NAME`, :data:`ROOT_MOC_NAME`;
 - :func:`warn`: emit a warning at the user's line, however deep the catalog code is.
+
+Each name is imported on first use, like the top-level API (:mod:`moczarr.lazy`).
 """
 
-from .coverage import ROOT_MOC_NAME
-from .errors import warn
-from .ids import to_decimals, to_words
-from .locations import is_remote, join_location, normalize_location, protocol
-from .manifest import (
-    MANIFEST_NAME,
-    SCHEDULE_PATTERNS,
-    Manifest,
-    parse_time,
-    window_interval,
-)
-from .summary import (
-    LevelInfo,
-    ProductSummary,
-    StoreSummary,
-    VariableInfo,
-    footprint_bbox,
-    footprint_geometry,
-    geometry_bbox,
-    summarize_store,
-)
+from .lazy import lazy_exports
 
-__all__ = [
-    "MANIFEST_NAME",
-    "ROOT_MOC_NAME",
-    "SCHEDULE_PATTERNS",
-    "LevelInfo",
-    "Manifest",
-    "ProductSummary",
-    "StoreSummary",
-    "VariableInfo",
-    "footprint_bbox",
-    "footprint_geometry",
-    "geometry_bbox",
-    "is_remote",
-    "join_location",
-    "normalize_location",
-    "parse_time",
-    "protocol",
-    "summarize_store",
-    "to_decimals",
-    "to_words",
-    "warn",
-    "window_interval",
-]
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    __package__,
+    {
+        "coverage": ("ROOT_MOC_NAME",),
+        "errors": ("warn",),
+        "ids": ("to_decimals", "to_words"),
+        "locations": ("is_remote", "join_location", "normalize_location", "protocol"),
+        "manifest": ("MANIFEST_NAME", "SCHEDULE_PATTERNS", "Manifest", "parse_time", "window_interval"),
+        "summary": (
+            "LevelInfo",
+            "ProductSummary",
+            "StoreSummary",
+            "VariableInfo",
+            "footprint_bbox",
+            "footprint_geometry",
+            "geometry_bbox",
+            "summarize_store",
+        ),
+    },
+)

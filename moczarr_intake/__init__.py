@@ -6,10 +6,22 @@
 - :func:`build_stac` / :func:`open_stac` / :func:`validate_offline` for static STAC, whose level
   Items carry xarray-assets hints for the ``moczarr`` xarray engine (:mod:`moczarr.backend`);
 - the ``moczarr-catalog`` command (:mod:`moczarr_intake.cli`).
+
+Names are imported on first use.
 """
 
-from moczarr.metadata import summarize_store
-
-from .stac import build_stac, open_stac, validate_offline
-
 __all__ = ["build_stac", "open_stac", "summarize_store", "validate_offline"]
+
+
+def __getattr__(name: str):
+    # intake imports this package at ``import intake`` (its ``intake.imports`` entry point), so the
+    # STAC layer and the reader, with zarr, dask and mortie behind them, load on first use only
+    if name == "summarize_store":
+        from moczarr.metadata import summarize_store
+
+        return summarize_store
+    if name in __all__:
+        from . import stac
+
+        return getattr(stac, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

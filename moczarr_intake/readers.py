@@ -15,7 +15,6 @@ from intake.readers.datatypes import FileData
 from intake.readers.readers import BaseReader
 
 import moczarr
-from moczarr import resolve_cell_order
 
 from .params import parse_aoi
 
@@ -74,7 +73,7 @@ class MortonLevelReader(BaseReader):
         Arguments not given default to the data's STAC hints (``xarray:open_kwargs``).
         """
         hints = _asset_hints(data)
-        r = resolve_cell_order(cell_order, order=order, zoom=zoom, level=level)
+        r = moczarr.resolve_cell_order(cell_order, order=order, zoom=zoom, level=level)
         r = hints.get("cell_order") if r is None else r
         window = window or hints.get("window")
         all_time = bool(all_time or hints.get("all_time"))
