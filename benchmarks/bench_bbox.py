@@ -1,6 +1,6 @@
 """Small-bbox open on a many-leaf store: requests and time beside the full open.
 
-    python benchmarks/bench_bbox.py [--store /tmp/bench/single_5000/store] [--half-widths 0.3,1.5,4]
+    python benchmarks/bench_bbox.py [--store ../bench/single_5000/store] [--half-widths 0.3,1.5,4]
 
 The store is a zagg-written single-product store (``bench_open.py`` writes
 them: ``single_5000`` has 5,000 leaves). Boxes of ``2 * half-width`` degrees are is
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -40,7 +41,7 @@ def timed(fn, repeats: int = 5) -> tuple[float, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", default="/tmp/bench/single_5000/store")
+    parser.add_argument("--store", default=os.fspath(Path(__file__).resolve().parents[2] / "bench" / "single_5000" / "store"))
     parser.add_argument("--half-widths", default="0.3,1.5,4", help="half the box side, degrees (comma-separated)")
     args = parser.parse_args()
     root = Path(args.store)
