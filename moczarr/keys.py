@@ -16,8 +16,10 @@ One validator per grammar; each returns the name unchanged when it is valid:
 - :func:`sidecar_name`: an object file inside a data prefix (``coverage.moc``).
 - :func:`array_name`: a zarr v3 node name (fields, ragged siblings, arrays a
   stamp's ``content_hashes`` lists).
-- :func:`product_name`, :func:`window_label`, :func:`leaf_id`: the grammars of
-  FORMAT.md §3, §10.1 and mortie's decimal ids.
+- :func:`product_name`: the grammar of FORMAT.md §3.
+- Leaf names and window labels found in listings are parsed, not composed:
+  :func:`moczarr.ids.parse_leaf_name` admits only a decimal id and a window
+  label (``[0-9A-Za-z-]{1,32}``), and anything else is not a leaf.
 - :func:`relative_key`: the last line of defence in the storage layer: every
   key is relative, and no component is empty, ``.``, ``..``, or holds a NUL
   or a backslash.
@@ -29,7 +31,6 @@ import re
 from typing import Any
 
 from .errors import KeyContainmentError, VersionPointerError
-from .ids import WINDOW_RE
 
 #: the longest component any filesystem the reader runs on accepts (ENAMETOOLONG beyond)
 MAX_COMPONENT = 255
@@ -45,7 +46,6 @@ _BASE_RE = re.compile(r"^-?[1-6]$")
 def is_product_name(name: str) -> bool:
     """True for a name the product grammar allows (``[a-z0-9_-]{1,192}``, not ``-?[1-6]``)."""
     return bool(PRODUCT_RE.match(name)) and not _BASE_RE.match(name)
-_DECIMAL_RE = re.compile(r"^-?[1-6][1-4]{0,27}$")
 
 
 def _refuse(where: str, what: str, value: Any, rule: str, kind=KeyContainmentError) -> KeyContainmentError:
@@ -90,27 +90,11 @@ def array_name(value: Any, where: str) -> str:
     return name
 
 
-def window_label(value: Any, where: str) -> str:
-    """A window label or stem (``[0-9A-Za-z-]{1,32}``; ``all`` passes: it is a stem, never a label)."""
-    name = _component(value, where, "window label")
-    if not WINDOW_RE.match(name):
-        raise _refuse(where, "window label", value, "a window label ([0-9A-Za-z-]{1,32})")
-    return name
-
-
 def product_name(value: Any, where: str) -> str:
     """A product name (``[a-z0-9_-]{1,192}``, never ``-?[1-6]``)."""
     name = _component(value, where, "product name")
     if not is_product_name(name):
         raise _refuse(where, "product name", value, "a product name ([a-z0-9_-]{1,192}, not a base cell)")
-    return name
-
-
-def leaf_id(value: Any, where: str) -> str:
-    """A morton decimal id usable as a path stem (sign, base digit 1-6, digits 1-4)."""
-    name = _component(value, where, "leaf id")
-    if not _DECIMAL_RE.match(name):
-        raise _refuse(where, "leaf id", value, "a morton decimal id")
     return name
 
 
@@ -135,10 +119,8 @@ def relative_key(rel: str, where: str) -> str:
 __all__ = [
     "MAX_COMPONENT",
     "array_name",
-    "leaf_id",
     "product_name",
     "relative_key",
     "sidecar_name",
     "version_name",
-    "window_label",
 ]

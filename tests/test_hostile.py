@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import moczarr
-from moczarr import keys
+from moczarr import ids, keys
 from moczarr.errors import (
     ArgumentError,
     KeyContainmentError,
@@ -108,10 +108,15 @@ HOSTILE = ["", ".", "..", "../x", "a/b", "a\\b", "a\x00b", "x" * 300, "/abs", "\
 
 
 @pytest.mark.parametrize("value", HOSTILE, ids=repr)
-@pytest.mark.parametrize("validator", [keys.array_name, keys.sidecar_name, keys.window_label, keys.product_name, keys.leaf_id])
+@pytest.mark.parametrize("validator", [keys.array_name, keys.sidecar_name, keys.product_name])
 def test_every_grammar_refuses_hostile_components(validator, value):
     with pytest.raises(KeyContainmentError, match="obj"):
         validator(value, "obj")
+
+
+@pytest.mark.parametrize("value", [v for v in HOSTILE if isinstance(v, str)] + ["4331421_../x", "4331421_a/b", "9111"], ids=repr)
+def test_listed_names_that_are_not_leaf_names_are_no_leaves(value):
+    assert ids.parse_leaf_name(f"{value}.zarr") is None
 
 
 @pytest.mark.parametrize("value", HOSTILE + ["run-", "run-a/b", "run-..x/..", "v1", "8"], ids=repr)
@@ -121,8 +126,8 @@ def test_version_names_refuse_hostile_pointers(value):
 
 
 @pytest.mark.parametrize("good,validator", [
-    ("h_tdigest_locations", keys.array_name), ("coverage.moc", keys.sidecar_name), ("2019", keys.window_label),
-    ("atl06_pg3", keys.product_name), ("-5111", keys.leaf_id), ("run-specfixture-153bc66a", keys.version_name),
+    ("h_tdigest_locations", keys.array_name), ("coverage.moc", keys.sidecar_name),
+    ("atl06_pg3", keys.product_name), ("run-specfixture-153bc66a", keys.version_name),
 ])
 def test_grammars_accept_real_names(good, validator):
     assert validator(good, "obj") == good
