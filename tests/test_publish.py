@@ -18,7 +18,6 @@ import http.server
 import json
 import shutil
 import threading
-import warnings
 from pathlib import Path
 from types import SimpleNamespace
 

@@ -364,48 +364,23 @@ def moraine_stac_item(
             ),
         )
         for axis in ("x", "y"):
-            item.add_asset(
-                axis,
-                pystac.Asset(
-                    href=f"{base}/{axis}.zarr",
-                    media_type=_media_type(info),
-                    title=f"{axis} coordinates of the points ({unit})",
-                    roles=["data"],
-                ),
-            )
+            item.add_asset(axis, _zarr_asset(info, f"{base}/{axis}.zarr", f"{axis} coordinates of the points ({unit})", "data"))
     if info.kind == POINT_CLOUD:
         for level in info.levels:
-            item.add_asset(
-                f"idx_{level_name(level)}",
-                pystac.Asset(
-                    href=f"{base}/idx_{level}.zarr",
-                    media_type=_media_type(info),
-                    title=f"level {level}: index of the point shown in each cell (-1: empty)",
-                    roles=["metadata"],
-                    extra_fields={"moraine:level": level},
-                ),
-            )
+            title = f"level {level}: index of the point shown in each cell (-1: empty)"
+            asset = _zarr_asset(info, f"{base}/idx_{level}.zarr", title, "metadata")
+            asset.extra_fields["moraine:level"] = level
+            item.add_asset(f"idx_{level_name(level)}", asset)
         if info.has_rtree:
-            item.add_asset(
-                "rtree",
-                pystac.Asset(
-                    href=f"{base}/rtree.zarr",
-                    media_type=_media_type(info),
-                    title="bounding-box tree of the points (rtree.zarr)",
-                    roles=["metadata"],
-                ),
-            )
+            item.add_asset("rtree", _zarr_asset(info, f"{base}/rtree.zarr", "bounding-box tree of the points (rtree.zarr)", "metadata"))
     if info.channel_stats is not None:
-        item.add_asset(
-            "stats",
-            pystac.Asset(
-                href=f"{base}/stats.zarr",
-                media_type=_media_type(info),
-                title="per-channel statistics (stats.zarr)",
-                roles=["metadata"],
-            ),
-        )
+        item.add_asset("stats", _zarr_asset(info, f"{base}/stats.zarr", "per-channel statistics (stats.zarr)", "metadata"))
     return item
+
+
+def _zarr_asset(info: MorainePyramid, href: str, title: str, role: str) -> pystac.Asset:
+    """A sibling zarr array of the pyramid as an asset of one role."""
+    return pystac.Asset(href=href, media_type=_media_type(info), title=title, roles=[role])
 
 
 # --------------------------------------------------------------------------- validation
