@@ -40,6 +40,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "IndexDegradedWarning",
             "IndexKindMismatchError",
             "KeyContainmentError",
+            "LevelOmittedError",
             "LevelOmittedWarning",
             "ManifestError",
             "MapError",

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from xarray.backends import BackendEntrypoint
 
+from .errors import ArgumentTypeError, LevelOmittedError
+
 #: the words accepted for the cell order, besides ``cell_order`` itself
 CELL_ORDER_ALIASES = ("order", "zoom", "level")
 
@@ -37,18 +39,18 @@ def resolve_cell_order(cell_order=None, **aliases):
     """
     unknown = set(aliases) - set(CELL_ORDER_ALIASES)
     if unknown:
-        raise TypeError(f"unknown keyword(s) {sorted(unknown)}; the cell order is cell_order= (or {', '.join(CELL_ORDER_ALIASES)})")
+        raise ArgumentTypeError(f"unknown keyword(s) {sorted(unknown)}; the cell order is cell_order= (or {', '.join(CELL_ORDER_ALIASES)})")
     given = {k: v for k, v in {"cell_order": cell_order, **aliases}.items() if v is not None and v != ""}
     values = {int(v) for v in given.values()}
     if len(values) > 1:
-        raise TypeError(f"conflicting cell orders {given}: give one of cell_order, {', '.join(CELL_ORDER_ALIASES)}")
+        raise ArgumentTypeError(f"conflicting cell orders {given}: give one of cell_order, {', '.join(CELL_ORDER_ALIASES)}")
     return values.pop() if values else None
 
 
 def _location(filename_or_obj) -> str:
     if isinstance(filename_or_obj, (str, os.PathLike)):
         return os.fspath(filename_or_obj)
-    raise TypeError(f"the moczarr engine opens a store root (path or URL), not {type(filename_or_obj).__name__}")
+    raise ArgumentTypeError(f"the moczarr engine opens a store root (path or URL), not {type(filename_or_obj).__name__}")
 
 
 class MoczarrBackendEntrypoint(BackendEntrypoint):
@@ -85,7 +87,7 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
     ):
         """:func:`moczarr.open_level` of the store at ``filename_or_obj`` (native order by default).
 
-        Raises :class:`LookupError` when the level has no materialized object
+        Raises :class:`~moczarr.errors.LevelOmittedError` (a ``LookupError``) when the level has no materialized object
         (``open_level`` returned None with a ``LevelOmittedWarning``).
         """
         from .pyramid import open_level
@@ -94,7 +96,7 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
         r = resolve_cell_order(cell_order, order=order, zoom=zoom, level=level)
         ds = open_level(root, r, window or None, aoi, bool(all_time), storage_options=storage_options)
         if ds is None:
-            raise LookupError(f"{root}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects")
+            raise LevelOmittedError(f"{root}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects")
         if drop_variables:
             ds = ds.drop_vars([drop_variables] if isinstance(drop_variables, str) else list(drop_variables), errors="ignore")
         return ds

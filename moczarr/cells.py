@@ -13,7 +13,7 @@ import numpy as np
 import xarray as xr
 
 from .assemble import CELLS, COORD
-from .errors import MixedOrderError
+from .errors import ArgumentError, MixedOrderError
 
 
 def _order_of(ds: xr.Dataset) -> int:
@@ -35,7 +35,7 @@ def parent_cells(ds: xr.Dataset, order: int) -> xr.DataArray:
     """
     own = _order_of(ds)
     if order > own:
-        raise ValueError(f"order {order} is finer than the Dataset's cell order {own}")
+        raise ArgumentError(f"order {order} is finer than the Dataset's cell order {own}")
     words = np.asarray(ds[COORD].values, dtype=np.uint64)
     parents = np.asarray(mortie.clip2order(order, words), dtype=np.uint64) if words.size else words
     return xr.DataArray(parents, dims=(CELLS,), name="parent", attrs={"order": order})
@@ -62,7 +62,7 @@ def join_coarse(fine: xr.Dataset, coarse: xr.Dataset, *, suffix: str = "") -> xr
         if CELLS not in var.dims:
             continue
         if name + suffix in out:
-            raise ValueError(f"variable {name + suffix!r} exists in the fine Dataset; pass suffix=")
+            raise ArgumentError(f"variable {name + suffix!r} exists in the fine Dataset; pass suffix=")
         if have.size:
             taken = var.variable.isel({CELLS: picker.values})
             joined = xr.DataArray(taken, dims=var.dims)
@@ -96,7 +96,7 @@ def compose(levels, cell_order: int, *, methods: dict[str, str] | None = None) -
         datasets = [levels.ds]  # a flat product node holds its source level itself
     sources = [ds for ds in datasets if (ds.attrs.get("zagg_level") or {}).get("artifact", "source") == "source" and _order_of(ds) >= cell_order]
     if not sources:
-        raise ValueError(f"no source level at or finer than cell order {cell_order}")
+        raise ArgumentError(f"no source level at or finer than cell order {cell_order}")
     laws = dict(methods or {})
     for ds in sources:
         for name, spec in ((ds.attrs.get("zagg_level") or {}).get("fields") or {}).items():

@@ -167,6 +167,10 @@ class LevelOmittedWarning(MoczarrWarning):
     """A declared pyramid level could not be opened and was left out of the tree."""
 
 
+class LevelOmittedError(MoczarrError, LookupError):
+    """A level asked for by name has no materialized object to open (see :class:`LevelOmittedWarning`)."""
+
+
 class UncommittedError(MoczarrError, LookupError):
     """A zarr object that was asked for by name carries no commit stamp (missing or debris)."""
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .errors import ArgumentError
+
 SEVERITIES = ("error", "warning", "info")
 
 
@@ -52,7 +54,7 @@ class VerifyReport:
 
     def add(self, kind: str, severity: str, obj: str, message: str) -> None:
         if severity not in SEVERITIES:
-            raise ValueError(f"severity {severity!r} is not one of {SEVERITIES}")
+            raise ArgumentError(f"severity {severity!r} is not one of {SEVERITIES}")
         self.findings.append(Finding(kind, severity, obj, message))
 
     def to_dict(self) -> dict:

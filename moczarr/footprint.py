@@ -17,6 +17,8 @@ import json
 import mortie
 import numpy as np
 
+from .errors import ArgumentError
+
 _AREA_RTOL = 1e-9
 MAX_DENSIFIED = 2_000_000  # cells a mixed-order cover may expand to at its finest order before union_all takes over
 
@@ -139,7 +141,7 @@ def _polygons(geometry: dict) -> list:
         return [geometry["coordinates"]]
     if geometry["type"] == "MultiPolygon":
         return list(geometry["coordinates"])
-    raise ValueError(f"not a polygonal geometry: {geometry['type']}")
+    raise ArgumentError(f"not a polygonal geometry: {geometry['type']}")
 
 
 def geometry_bbox(geometry: dict, *, pole_spans_all: bool = True) -> list[float]:

@@ -16,7 +16,7 @@ from typing import Any
 import mortie
 import numpy as np
 
-from .errors import AOIError, AOITypeError, MoczarrError
+from .errors import AOIError, AOITypeError, ArgumentError, MoczarrError
 
 #: A morton decimal id as it appears in paths: sign, base digit, order digits (never ``p``).
 DECIMAL_RE = re.compile(r"^-?[1-6][1-4]*$")
@@ -324,9 +324,9 @@ def check_rank_order(order: Any) -> int:
     try:
         o = int(order)
     except (TypeError, ValueError):
-        raise ValueError(f"order must be an integer, got {order!r}") from None
+        raise ArgumentError(f"order must be an integer, got {order!r}") from None
     if o != order or not 0 <= o <= MAX_RANK_ORDER:
-        raise ValueError(
+        raise ArgumentError(
             f"rank space is defined for cell orders 0..{MAX_RANK_ORDER}, got {order!r} "
             "(at orders 28/29 the suffix packs digit tuples and ranks are not unit-stride)"
         )

@@ -33,7 +33,14 @@ import pandas as pd
 import xarray as xr
 from xarray.indexes import CoordinateTransform, CoordinateTransformIndex, Index
 
-from .errors import IndexDegradedWarning, IndexKindMismatchError, MixedOrderError, warn
+from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    IndexDegradedWarning,
+    IndexKindMismatchError,
+    MixedOrderError,
+    warn,
+)
 from .ranges import MortonRanges, as_words
 
 __all__ = ["IndexKindMismatchError", "MortonMocIndex", "MortonRangesTransform"]
@@ -127,7 +134,7 @@ class MortonMocIndex(CoordinateTransformIndex):
 
     def __init__(self, transform: MortonRangesTransform):
         if not isinstance(transform, MortonRangesTransform):
-            raise TypeError("MortonMocIndex wraps a MortonRangesTransform; use from_ranges()")
+            raise ArgumentTypeError("MortonMocIndex wraps a MortonRangesTransform; use from_ranges()")
         super().__init__(transform)
 
     # -- construction ---------------------------------------------------------------------
@@ -138,7 +145,7 @@ class MortonMocIndex(CoordinateTransformIndex):
     ) -> MortonMocIndex:
         """Index the rows of ``ranges`` along ``dim`` under coordinate ``coord_name``."""
         if not isinstance(ranges, MortonRanges):
-            raise TypeError(f"expected MortonRanges, got {type(ranges).__name__}")
+            raise ArgumentTypeError(f"expected MortonRanges, got {type(ranges).__name__}")
         return cls(MortonRangesTransform(ranges, coord_name, dim))
 
     @classmethod
@@ -153,13 +160,13 @@ class MortonMocIndex(CoordinateTransformIndex):
         set: use a PandasIndex), :class:`MixedOrderError` for mixed orders.
         """
         if len(variables) != 1:
-            raise ValueError(f"MortonMocIndex indexes one coordinate, got {len(variables)}")
+            raise ArgumentError(f"MortonMocIndex indexes one coordinate, got {len(variables)}")
         (name, var), = variables.items()
         if var.ndim != 1:
-            raise ValueError(f"MortonMocIndex needs a 1-D coordinate, {name!r} has {var.ndim} dims")
+            raise ArgumentError(f"MortonMocIndex needs a 1-D coordinate, {name!r} has {var.ndim} dims")
         words = as_words(np.asarray(var.values))
         if words.size > 1 and np.any(words[1:] <= words[:-1]):
-            raise ValueError(
+            raise ArgumentError(
                 f"coordinate {name!r} is not strictly ascending; a MortonMocIndex keeps rows in "
                 "ascending word order (sort first, or use a PandasIndex / index_kind='pandas')"
             )
@@ -229,7 +236,7 @@ class MortonMocIndex(CoordinateTransformIndex):
             stop = max(start, bound(label.stop, "right", len(self.ranges)))
             return IndexSelResult({self.dim: slice(start, stop, label.step)})
         if isinstance(label, Mapping):
-            raise ValueError("cannot select a MortonMocIndex with a dict-like label")
+            raise ArgumentError("cannot select a MortonMocIndex with a dict-like label")
         data = label.data if isinstance(label, xr.Variable | xr.DataArray) else label
         if _is_bool_mask(data):
             indexer: Any = np.asarray(data)
@@ -297,7 +304,7 @@ class MortonMocIndex(CoordinateTransformIndex):
             return self._replace(self.ranges.intersection(other.ranges))
         if how == "outer":
             return self._replace(self.ranges.union(other.ranges))
-        raise ValueError(f"join how={how!r}: expected 'inner' or 'outer'")
+        raise ArgumentError(f"join how={how!r}: expected 'inner' or 'outer'")
 
     def reindex_like(
         self, other: MortonMocIndex, method: Any = None, tolerance: Any = None
@@ -330,7 +337,7 @@ class MortonMocIndex(CoordinateTransformIndex):
         """
         indexes = list(indexes)
         if not indexes:
-            raise ValueError("nothing to concatenate")
+            raise ArgumentError("nothing to concatenate")
         if not all(isinstance(idx, MortonMocIndex) for idx in indexes):
             name = getattr(indexes[0], "coord_name", dim)
             raise IndexKindMismatchError(_KIND_HINT.format(name=name))

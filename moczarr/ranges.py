@@ -27,7 +27,7 @@ from typing import Any
 import mortie
 import numpy as np
 
-from .errors import MixedOrderError
+from .errors import ArgumentError, ArgumentTypeError, MixedOrderError, SelectionError
 from .ids import MAX_RANK_ORDER, check_rank_order, packing, to_words
 
 __all__ = ["MAX_RANK_ORDER", "MortonRanges", "as_words", "packing"]
@@ -96,18 +96,18 @@ class MortonRanges:
         lo = np.asarray(lo)
         hi = np.asarray(hi)
         if lo.shape != hi.shape or lo.ndim != 1:
-            raise ValueError("lo and hi must be 1-D arrays of the same length")
+            raise ArgumentError("lo and hi must be 1-D arrays of the same length")
         for a in (lo, hi):
             if a.size and a.dtype.kind not in "ui":
-                raise TypeError(f"ranks must be integers, got dtype {a.dtype}")
+                raise ArgumentTypeError(f"ranks must be integers, got dtype {a.dtype}")
         lo64 = lo.astype(_I64)  # a copy: the caller's arrays stay theirs (words >= 2**63 go negative
         hi64 = hi.astype(_I64)  # and fail the span check below)
         kmin, kend = 1 << 2 * order, 13 << 2 * order
         if lo64.size:
             if np.any(lo64 > hi64):
-                raise ValueError("every interval needs lo <= hi")
+                raise ArgumentError("every interval needs lo <= hi")
             if lo64.min() < kmin or hi64.max() >= kend:
-                raise ValueError(
+                raise ArgumentError(
                     f"ranks at order {order} lie in [{kmin}, {kend - 1}] (base prefix 1..12); "
                     f"got [{lo64.min()}, {hi64.max()}]"
                 )
@@ -167,10 +167,10 @@ class MortonRanges:
         w = as_words(words).ravel()
         if w.size == 0:
             if order is None:
-                raise ValueError("cannot infer the order of an empty word list; pass order=")
+                raise ArgumentError("cannot infer the order of an empty word list; pass order=")
             return cls.empty(order)
         if np.any(w == 0):
-            raise ValueError("0 is the empty morton word, not a cell")
+            raise ArgumentError("0 is the empty morton word, not a cell")
         mortie.validate_morton(w)
         orders = np.flatnonzero(np.bincount(mortie.orders_of(w), minlength=64))
         if orders.size > 1 or (order is not None and int(orders[0]) != order):
@@ -200,11 +200,11 @@ class MortonRanges:
         if a.size == 0:
             return cls.empty(order)
         if np.any(a == 0):
-            raise ValueError("0 is the empty morton word, not a cell")
+            raise ArgumentError("0 is the empty morton word, not a cell")
         mortie.validate_morton(a)
         k = mortie.orders_of(a).astype(_I64)
         if k.max() > order:
-            raise ValueError(
+            raise ArgumentError(
                 f"ancestors must be at orders <= {order}; got order {int(k.max())}"
             )
         ks = np.unique(k)
@@ -212,7 +212,7 @@ class MortonRanges:
         slot = np.searchsorted(ks, k)
         shifts, markers = table[slot, 0], table[slot, 1]
         if np.any((a & ((np.uint64(1) << shifts.astype(_U64)) - np.uint64(1))) != markers.astype(_U64)):
-            raise ValueError("ancestor words do not carry their order's marker")
+            raise ArgumentError("ancestor words do not carry their order's marker")
         k_a = (a >> shifts.astype(_U64)).view(_I64)
         d = 2 * (order - k)
         return cls._new(*_normalize(k_a << d, ((k_a + 1) << d) - 1), order)
@@ -230,7 +230,7 @@ class MortonRanges:
         """
         items = list(items)
         if not items:
-            raise ValueError("nothing to concatenate")
+            raise ArgumentError("nothing to concatenate")
         _same_order(items)
         full = [r for r in items if r.n_intervals]
         if not full:
@@ -239,7 +239,7 @@ class MortonRanges:
         lasts = np.array([r._hi64[-1] for r in full])
         if np.any(firsts[1:] <= lasts[:-1]):
             bad = int(np.flatnonzero(firsts[1:] <= lasts[:-1])[0])
-            raise ValueError(
+            raise ArgumentError(
                 f"domain {bad + 1} does not start after domain {bad} ends "
                 "(overlapping, interleaved or reversed domains)"
             )
@@ -307,7 +307,7 @@ class MortonRanges:
         """int64 positions with negatives wrapped; ``IndexError`` when out of range."""
         p = np.asarray(positions)
         if p.size and p.dtype.kind not in "iu":
-            raise TypeError(f"positions must be integers, got dtype {p.dtype}")
+            raise ArgumentTypeError(f"positions must be integers, got dtype {p.dtype}")
         p = p.astype(_I64)
         p = np.where(p < 0, p + self._size, p)
         if p.size and (p.min() < 0 or p.max() >= self._size):
@@ -362,7 +362,7 @@ class MortonRanges:
         if pos.size and pos.min() < 0:
             w = as_words(words).ravel()
             missing = w[np.flatnonzero(pos.ravel() < 0)]
-            raise KeyError(
+            raise SelectionError(
                 f"{missing.size} of {w.size} morton word(s) not in the domain, first "
                 f"{int(missing[0])} ({_decimal(missing[:1])[0]}) [{self!r}]"
             )
@@ -380,7 +380,7 @@ class MortonRanges:
         ``slice(searchsorted(a, "left"), searchsorted(b, "right"))``.
         """
         if side not in ("left", "right"):
-            raise ValueError("side must be 'left' or 'right'")
+            raise ArgumentError("side must be 'left' or 'right'")
         v = as_words(words)
         flat = v.ravel()
         if side == "left":  # count of words < v == count of words <= v - 1
@@ -484,10 +484,10 @@ class MortonRanges:
         hold: ``ValueError``.
         """
         if not isinstance(key, slice):
-            raise TypeError("isel takes a slice; use take() for integer positions")
+            raise ArgumentTypeError("isel takes a slice; use take() for integer positions")
         start, stop, step = key.indices(self._size)
         if step < 0:
-            raise ValueError("a negative step reverses the rows; an interval set is ascending")
+            raise ArgumentError("a negative step reverses the rows; an interval set is ascending")
         if step > 1:
             return self.take(np.arange(start, stop, step, dtype=_I64))
         if stop <= start:
@@ -510,9 +510,9 @@ class MortonRanges:
         """
         p = self._positions(positions)
         if p.ndim != 1:
-            raise ValueError("positions must be 1-D")
+            raise ArgumentError("positions must be 1-D")
         if p.size > 1 and np.any(p[1:] <= p[:-1]):
-            raise ValueError("positions must be strictly ascending to stay an interval set")
+            raise ArgumentError("positions must be strictly ascending to stay an interval set")
         return MortonRanges._new(*_runs(self._rank_at(p)), self.order)
 
     def iter_words(self, block_size: int = 1 << 20) -> Iterator[np.ndarray]:
@@ -522,7 +522,7 @@ class MortonRanges:
         """
         block_size = int(block_size)
         if block_size < 1:
-            raise ValueError("block_size must be >= 1")
+            raise ArgumentError("block_size must be >= 1")
         for start in range(0, self._size, block_size):
             yield self.isel(slice(start, start + block_size)).words()
 
@@ -534,7 +534,7 @@ def _restore(lo64: np.ndarray, hi64: np.ndarray, order: int) -> MortonRanges:
 def _same_order(items: Sequence[Any]) -> None:
     for r in items:
         if not isinstance(r, MortonRanges):
-            raise TypeError(f"expected MortonRanges, got {type(r).__name__}")
+            raise ArgumentTypeError(f"expected MortonRanges, got {type(r).__name__}")
     orders = sorted({r.order for r in items})
     if len(orders) > 1:
         raise MixedOrderError(

@@ -19,7 +19,13 @@ from . import ids
 from .assemble import read_schema
 from .coverage import ROOT_MOC_NAME, parse_root_moc
 from .declaration import PyramidDeclaration, pyramid_declaration, pyramid_levels
-from .errors import MoczarrError, NotAHiveStoreError, ObjectDroppedWarning, warn
+from .errors import (
+    MoczarrError,
+    NotAHiveStoreError,
+    ObjectDroppedWarning,
+    SelectionError,
+    warn,
+)
 from .footprint import footprint_geometry, geometry_bbox
 from .manifest import MANIFEST_NAME, Manifest, parse_manifest
 from .roster import read_roster
@@ -103,7 +109,7 @@ class ProductSummary:
         for lv in self.levels:
             if lv.cell_order == cell_order:
                 return lv
-        raise KeyError(f"{self.root}: no level at cell order {cell_order}; levels: {self.orders}")
+        raise SelectionError(f"{self.root}: no level at cell order {cell_order}; levels: {self.orders}")
 
     def metadata(self) -> dict:
         """The Intake entry metadata (plain JSON types)."""

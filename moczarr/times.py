@@ -28,7 +28,7 @@ import pandas as pd
 import xarray as xr
 
 from .assemble import CELLS, COORD, NESTED, fabricated_cell_ids
-from .errors import EmptySelectionWarning, WindowError, warn
+from .errors import EmptySelectionWarning, SelectionError, WindowError, warn
 
 #: the attrs a per-cell toc envelope array declares (FORMAT.md §10.3)
 PER_CELL = "per-cell"
@@ -236,16 +236,16 @@ def observed_mask(ds: xr.Dataset, start, end, *, variable: str | None = None) ->
     names = observed_variables(ds)
     if variable is None:
         if len(names) != 1:
-            raise KeyError(
+            raise SelectionError(
                 f"the Dataset has {len(names)} per-cell toc envelope arrays ({', '.join(names) or 'none'}); "
                 "observed_between needs exactly one (pass variable=)"
             )
         variable = names[0]
     elif variable not in names:
-        raise KeyError(f"{variable!r} is not a per-cell toc envelope array of the Dataset (have: {', '.join(names) or 'none'})")
+        raise SelectionError(f"{variable!r} is not a per-cell toc envelope array of the Dataset (have: {', '.join(names) or 'none'})")
     words = np.asarray(ds[variable].values, dtype=np.uint64)
     if words.ndim != 1:
-        raise KeyError(f"{variable!r} has dims {ds[variable].dims}; observed_between works on one cells axis")
+        raise SelectionError(f"{variable!r} has dims {ds[variable].dims}; observed_between works on one cells axis")
     lo = int(mortie.from_datetime64(span.start))
     hi = int(mortie.from_datetime64(span.end))
     live = words != 0

@@ -18,7 +18,7 @@ from intake.catalog.local import LocalCatalogEntry, UserParameter
 from intake.source.base import DataSource, Schema
 
 import moczarr
-from moczarr import resolve_cell_order
+from moczarr import LevelOmittedError, resolve_cell_order
 from moczarr.metadata import ProductSummary, summarize_store
 
 from .params import AOI_HELP, none_if_blank, parse_aoi
@@ -96,7 +96,7 @@ class MortonLevelSource(LazyXarraySource):
         )
         if ds is None:
             level = "the native level" if self.order is None else f"level o{self.order}"
-            raise LookupError(f"{self.store_root}: {level} has no materialized objects (see the LevelOmittedWarning)")
+            raise LevelOmittedError(f"{self.store_root}: {level} has no materialized objects (see the LevelOmittedWarning)")
         return ds
 
 

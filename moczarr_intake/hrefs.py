@@ -20,6 +20,7 @@ import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from moczarr import ArgumentError
 from moczarr.metadata import is_remote, normalize_location
 
 #: how a located address is to be written
@@ -74,7 +75,7 @@ class HrefPolicy:
         if self.href_base is not None:
             base = self.stores_root
             if base is None or not Path(path).is_relative_to(base):
-                raise ValueError(f"{path} is not under the stores root {base}: it has no address below {self.href_base}")
+                raise ArgumentError(f"{path} is not under the stores root {base}: it has no address below {self.href_base}")
             rel = Path(path).relative_to(base).as_posix()
             return URL, self.href_base if rel == "." else posixpath.join(self.href_base, rel)
         if path not in self.machine_paths:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from intake.source.base import Schema
 
-from moczarr import MissingSchemaError
+from moczarr import ArgumentTypeError, MissingSchemaError
 from moczarr_moraine import (
     POINT_CLOUD,
     MorainePyramid,
@@ -69,12 +69,12 @@ __all__ = [
 def _as_level(level: Any) -> int:
     """``level`` as an int: ints, numpy ints and decimal strings (what YAML templates render)."""
     if isinstance(level, (bool, np.bool_)):
-        raise TypeError(f"level must be an integer, got {level!r}")
+        raise ArgumentTypeError(f"level must be an integer, got {level!r}")
     if isinstance(level, (int, np.integer)):
         return int(level)
     if isinstance(level, str) and re.fullmatch(r"\s*[+-]?\d+\s*", level):
         return int(level)
-    raise TypeError(f"level must be an integer, got {level!r}")
+    raise ArgumentTypeError(f"level must be an integer, got {level!r}")
 
 
 class MoraineLevelSource(LazyXarraySource):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from moczarr.errors import ArgumentError
+
 #: points per leaf page of the tree the moraine writer builds
 DEFAULT_PAGE_SIZE = 512
 
@@ -32,9 +34,9 @@ def build_rtree(x, y, page_size: int = DEFAULT_PAGE_SIZE) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64).ravel()
     y = np.asarray(y, dtype=np.float64).ravel()
     if isinstance(page_size, bool) or int(page_size) != page_size or page_size < 1:
-        raise ValueError(f"page_size must be a positive integer, got {page_size!r}")
+        raise ArgumentError(f"page_size must be a positive integer, got {page_size!r}")
     if x.size != y.size:
-        raise ValueError(f"x has {x.size} points and y {y.size}")
+        raise ArgumentError(f"x has {x.size} points and y {y.size}")
     page_size = int(page_size)
     n = x.size
     if n == 0:

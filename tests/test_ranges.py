@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from moczarr.errors import MixedOrderError, MoczarrError
+from moczarr.errors import AOIError, AOITypeError, ArgumentError, ArgumentTypeError, MixedOrderError, MoczarrError, SelectionError
 from moczarr.ranges import MortonRanges, as_words, packing
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -81,7 +81,7 @@ def test_packing_matches_format_for_every_rank_order():
 
 @pytest.mark.parametrize("bad", [28, 29, -1, 30, 2.5, "8"])
 def test_packing_refuses_orders_outside_rank_space(bad):
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         packing(bad)
 
 
@@ -172,11 +172,11 @@ def test_mixed_orders_are_refused():
 
 
 def test_orders_28_and_29_are_refused():
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         MortonRanges.from_words(["4" + "1" * 28])
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         MortonRanges.empty(28)
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         MortonRanges.from_subtrees(["4"], 29)
 
 
@@ -193,20 +193,20 @@ def test_order_0_and_27_extremes():
 
 
 def test_bad_inputs():
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         MortonRanges.from_words([])  # no order to infer
     assert len(MortonRanges.from_words([], order=5)) == 0
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         MortonRanges.from_words([0], order=5)
-    with pytest.raises(ValueError):
+    with pytest.raises(AOIError):
         MortonRanges.from_words(["4331427"])  # digit 7
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         MortonRanges.from_subtrees(["433142111"], 7)  # ancestor finer than the order
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         MortonRanges.from_rank_intervals([10], [5], 1)  # lo > hi
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         MortonRanges.from_rank_intervals([1], [5], 1)  # below 4**order: no base prefix
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         MortonRanges.from_rank_intervals([4], [13 * 4], 1)  # past the last cell
 
 
@@ -224,13 +224,13 @@ def test_as_words():
     assert out.dtype == U64 and out.tolist() == [w("433142111"), big, 5]
     assert as_words(["433", 5]).tolist() == [w("433"), 5]  # 5 stays an int, never the id "5"
     assert as_words("4").shape == ()
-    with pytest.raises(ValueError):
+    with pytest.raises(AOIError):
         as_words([-1])
-    with pytest.raises(ValueError):
+    with pytest.raises(AOIError):
         as_words(np.array([-3]))
-    with pytest.raises(TypeError):
+    with pytest.raises(AOITypeError):
         as_words([1.5])
-    with pytest.raises(TypeError):
+    with pytest.raises(AOITypeError):
         as_words(np.array([1.0]))
 
 
@@ -259,7 +259,7 @@ def test_position_word_round_trip(dom, data):
 
 def test_position_of_names_the_missing_word():
     r = MortonRanges.from_subtrees(["4331421"], 8)
-    with pytest.raises(KeyError, match="433142211"):
+    with pytest.raises(SelectionError, match="433142211"):
         r.position_of(["433142111", "433142211"])
     assert r.find(["43314211"]).tolist() == [-1]  # other order: absent, not mis-ranked
 
@@ -323,7 +323,7 @@ def test_isel_slices_match_numpy(dom, start, stop, step):
 
 def test_isel_refuses_negative_steps():
     r = MortonRanges.from_subtrees(["4331421"], 8)
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         r.isel(slice(None, None, -1))
 
 
@@ -338,9 +338,9 @@ def test_take_ascending_positions(dom, data):
     pos = sorted(data.draw(st.sets(st.integers(0, ref.size - 1), max_size=40)))
     np.testing.assert_array_equal(r.take(np.asarray(pos, dtype=np.int64)).words(), ref[pos])
     if len(pos) >= 2:
-        with pytest.raises(ValueError):
+        with pytest.raises(ArgumentError):
             r.take(pos[::-1])
-        with pytest.raises(ValueError):
+        with pytest.raises(ArgumentError):
             r.take([pos[0], pos[0]])
 
 
@@ -356,7 +356,7 @@ def test_iter_words_in_blocks(dom, block):
 
 
 def test_iter_words_rejects_bad_block():
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         list(MortonRanges.empty(3).iter_words(0))
 
 
@@ -377,7 +377,7 @@ def test_concat_of_ascending_disjoint_domains():
     ids=["overlapping", "reversed", "interleaved"],
 )
 def test_concat_refuses_non_ascending(a, b):
-    with pytest.raises(ValueError):
+    with pytest.raises(ArgumentError):
         MortonRanges.concat([MortonRanges.from_subtrees(a, 8), MortonRanges.from_subtrees(b, 8)])
 
 

@@ -32,6 +32,7 @@ import numpy as np
 import pystac
 from tqdm import tqdm
 
+from moczarr import ArgumentError
 from moczarr.metadata import (
     MANIFEST_NAME,
     ROOT_MOC_NAME,
@@ -620,9 +621,9 @@ def build_stac(
     given = list(roots or []) + list(summaries or [])
     moraine = list(moraine or [])
     if not given and not moraine:
-        raise ValueError("build_stac needs at least one store root (or summary)")
+        raise ArgumentError("build_stac needs at least one store root (or summary)")
     if thumbnails and out_dir is None:
-        raise ValueError("thumbnails=True writes PNG files: pass out_dir")
+        raise ArgumentError("thumbnails=True writes PNG files: pass out_dir")
     report, bar = _progress(progress, given)
     stores: list[StoreSummary] = []
     for root in given:
@@ -631,7 +632,7 @@ def build_stac(
         report("store", store.root)
     locations = [normalize_location(s.root) for s in stores]
     if len(set(locations)) != len(locations):
-        raise ValueError(f"a store root is given twice: {locations}")
+        raise ArgumentError(f"a store root is given twice: {locations}")
     entries = catalog_entries(stores, moraine)
     labels = root_labels([s.root for s in stores]) if stores else []
     names = [p.name for s in stores for p in s.products]

@@ -25,7 +25,7 @@ from pathlib import Path
 import pystac
 import rustac
 
-from moczarr import MoczarrWarning
+from moczarr import ArgumentError, MoczarrWarning
 from moczarr.metadata import is_remote, join_location, warn
 
 #: links that tie an Item to the static catalog's files; a STAC API adds its own
@@ -51,7 +51,7 @@ def write_geoparquet(catalog_or_items, path: str | os.PathLike) -> Path | None:
         items = catalog_or_items
     docs = [location_free(item) for item in items]
     if not docs:
-        raise ValueError("write_geoparquet: no Items to write")
+        raise ArgumentError("write_geoparquet: no Items to write")
     rows = [doc for doc in docs if doc.get("geometry")]
     if len(rows) < len(docs):
         left_out = [doc.get("id") for doc in docs if not doc.get("geometry")]
@@ -74,13 +74,13 @@ def location_free(item: pystac.Item | dict) -> dict:
         doc = copy.deepcopy(item)
         base = next((link.get("href") for link in doc.get("links", []) if link.get("rel") == "self"), None)
     else:
-        raise ValueError(f"write_geoparquet: {type(item).__name__} {getattr(item, 'id', '')!r} is not a STAC Item")
+        raise ArgumentError(f"write_geoparquet: {type(item).__name__} {getattr(item, 'id', '')!r} is not a STAC Item")
 
     def absolute(href):
         if not isinstance(href, str) or is_remote(href) or os.path.isabs(href):
             return href
         if base is None:
-            raise ValueError(f"Item {doc.get('id')!r}: relative href {href!r} and no self href to resolve it against")
+            raise ArgumentError(f"Item {doc.get('id')!r}: relative href {href!r} and no self href to resolve it against")
         return join_location(base, "..", href)
 
     doc["links"] = [

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pystac
 
+from moczarr import ArgumentError
 from moczarr_moraine import POINT_CLOUD, MorainePyramid, level_name
 
 from .validate import validate_document
@@ -264,11 +265,11 @@ def moraine_stac_item(
         crs = moraine_crs(info)
     elif crs is not None:
         if crs != "EPSG:3857":
-            raise ValueError(f"crs must be 'auto', 'EPSG:3857' or None, got {crs!r}")
+            raise ArgumentError(f"crs must be 'auto', 'EPSG:3857' or None, got {crs!r}")
         if info.kind != POINT_CLOUD:
-            raise ValueError(f"{info.path}: a raster pyramid has no coordinates, so it cannot be in {crs}")
+            raise ArgumentError(f"{info.path}: a raster pyramid has no coordinates, so it cannot be in {crs}")
         if info.resolution is None or max(abs(v) for v in _grid_edges(info, 0)) > MERCATOR_LIMIT:
-            raise ValueError(f"{info.path}: bounds {list(info.bounds)} do not fit in {crs} (|x|, |y| <= {MERCATOR_LIMIT})")
+            raise ArgumentError(f"{info.path}: bounds {list(info.bounds)} do not fit in {crs} (|x|, |y| <= {MERCATOR_LIMIT})")
     name = pyramid_name(info)
     base = (href_base if href_base is not None else info.path).rstrip("/")
 

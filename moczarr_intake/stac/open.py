@@ -7,6 +7,7 @@ import os
 import pystac
 
 import moczarr
+from moczarr import ArgumentError, ArgumentTypeError
 from moczarr.metadata import is_remote, join_location
 from moczarr_moraine import open_moraine_level, open_moraine_points
 
@@ -47,7 +48,7 @@ def open_hint(obj, asset: str | None = None, level: int | None = None) -> dict:
     hint = chosen.extra_fields.get("moczarr:open") if chosen is not None else None
     if not _valid(hint):
         what = f"asset {asset!r}" if asset else ("a 'data' asset" if level is None else f"a level-{level} asset")
-        raise ValueError(f"STAC object {obj.id!r} carries no moczarr:open hint on {what}")
+        raise ArgumentError(f"STAC object {obj.id!r} carries no moczarr:open hint on {what}")
     return hint
 
 
@@ -71,15 +72,15 @@ def open_stac(obj_or_href, *, asset: str | None = None, level: int | None = None
     elif isinstance(obj_or_href, (pystac.Item, pystac.Collection)):
         obj = obj_or_href
     elif isinstance(obj_or_href, pystac.Catalog):
-        raise TypeError(f"{obj_or_href.id!r} is a Catalog: open one of its Collections or Items")
+        raise ArgumentTypeError(f"{obj_or_href.id!r} is a Catalog: open one of its Collections or Items")
     else:
         obj = pystac.read_file(os.fspath(obj_or_href))
     if not isinstance(obj, (pystac.Item, pystac.Collection)):
-        raise TypeError(f"{obj.id!r} is a {type(obj).__name__}: open one of its Collections or Items")
+        raise ArgumentTypeError(f"{obj.id!r} is a {type(obj).__name__}: open one of its Collections or Items")
     hint = open_hint(obj, asset, level)
     opener = OPENERS.get(hint["function"])
     if opener is None:
-        raise ValueError(f"{obj.id!r}: open hint names {hint['function']!r}, which is not a moczarr reader")
+        raise ArgumentError(f"{obj.id!r}: open hint names {hint['function']!r}, which is not a moczarr reader")
     kwargs = dict(hint["kwargs"])
     self_href = obj.get_self_href()
     for key in LOCATION_ARGS:
@@ -88,6 +89,6 @@ def open_stac(obj_or_href, *, asset: str | None = None, level: int | None = None
             kwargs[key] = join_location(self_href, "..", root)
     for key, value in kw.items():
         if key in kwargs and kwargs[key] != value:
-            raise ValueError(f"{obj.id!r} fixes {key}={kwargs[key]!r}; got {key}={value!r}")
+            raise ArgumentError(f"{obj.id!r} fixes {key}={kwargs[key]!r}; got {key}={value!r}")
         kwargs[key] = value
     return opener(**kwargs)
