@@ -13,7 +13,8 @@ reveal those states, and reports each as a :class:`Finding`:
 - **deep**: additionally every object of every stamped leaf, overview and
   column once (batched, bounded concurrency), recomputing the O11
   ``content_hashes`` (FORMAT.md §8.6) and checking box, bitmap and ``count``
-  against one another.
+  against one another, and each leaf's D20 sidecars (its stats record and
+  granule-id list, FORMAT.md §8.1-8.2) against the leaf.
 
 Nothing is ever written. Every rule about what the reader accepts is the
 reader's own function, imported below; this module only classifies.
@@ -466,7 +467,8 @@ class _ProductCheck:
             # a leaf's root document (stamp or version stamp) was read by the shallow pass: not again
             objects = _read_objects(self.storage, [data for data, _ in batch], [lf is not None for _, lf in batch])
             decoded = _decode_arrays(objects)
-            for (data, lf), objs, arrays in zip(batch, objects, decoded):
+            sidecars = self._read_sidecars([lf for _, lf in batch])
+            for (data, lf), objs, arrays, records in zip(batch, objects, decoded, sidecars):
                 if lf is not None:
                     stamp = lf.stamp
                     if f"{self.group}/zarr.json" not in objs:
@@ -480,11 +482,13 @@ class _ProductCheck:
                         self.add("stamp-unparsable", "error", f"{data}/zarr.json", str(exc))
                         continue
                 recorded = _recorded_hashes(stamp)
-                if recorded is None:
-                    unrecorded += 1
-                arrays = self._hash_object(data, objs, arrays, stamp, recorded)
+                arrays, digests = self._hash_object(data, objs, arrays, stamp, recorded)
+                verified_by_record = False
                 if lf is not None:
                     self._occupancy(lf, objs, arrays)
+                    verified_by_record = self._check_sidecars(lf, records, digests, recorded)
+                if recorded is None and not verified_by_record:
+                    unrecorded += 1
             self.tick(len(batch), 0)
         if unrecorded:
             self.add("content-unrecorded", "info", "",
@@ -492,8 +496,11 @@ class _ProductCheck:
 
     def _hash_object(
         self, data: str, objs: dict[str, bytes], decoded: dict, stamp: dict | None, recorded: dict | None
-    ) -> dict[str, np.ndarray]:
-        """Recompute the O11 digests of the decoded arrays of ``data``; report against ``recorded``."""
+    ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        """Recompute the O11 digests of the decoded arrays of ``data``; report against ``recorded``.
+
+        Returns the decoded values and their digests, by array path.
+        """
         names = sorted(decoded)
         values: dict[str, np.ndarray] = {}
         digests: dict[str, str] = {}
@@ -507,7 +514,7 @@ class _ProductCheck:
             digests[name] = content_digest(result)
         self.count("arrays_hashed", len(digests))
         if recorded is None:
-            return values
+            return values, digests
         combined = stamp["content_hashes"].get("combined")
         if isinstance(combined, str) and combined != combined_digest(list(recorded.values())):
             self.add("content-combined-mismatch", "error", f"{data}/zarr.json",
@@ -524,7 +531,97 @@ class _ProductCheck:
                 self.add("content-mismatch", "error", f"{data}/{name}",
                          f"decoded content hashes to {digests[name][:12]}…, the stamp records {recorded[name][:12]}… "
                          f"({chunks}): a replaced, truncated or missing chunk reads as fill under zarr")
-        return values
+        return values, digests
+
+    # -- D20 sidecars (FORMAT.md §4.5, §8.1, §8.2) ---------------------------------------------------
+    def _sidecar_keys(self, ref: LeafRef) -> tuple[str, str]:
+        """The D20 stats record and the granule-id list of a leaf: siblings of its stable root."""
+        node = ref.path.rpartition("/")[0]
+        suffix = "" if ref.window is None else f"_{ref.window}"
+        return f"{node}/stats{suffix}.json", f"{node}/granules{suffix}.json"
+
+    def _read_sidecars(self, leaves: Sequence[_Leaf | None]) -> list[tuple[bytes | None, bytes | None]]:
+        """Both sidecars of every leaf of a deep batch (``(None, None)`` for derived objects), in one batched read."""
+        keys = [k for lf in leaves if lf is not None for k in self._sidecar_keys(lf.ref)]
+        payloads = iter(self.storage.get_many(keys))
+        return [(None, None) if lf is None else (next(payloads), next(payloads)) for lf in leaves]
+
+    def _sidecar_document(self, key: str, payload: bytes | None) -> dict | None:
+        """A sidecar's JSON object, or None when absent (fail-open) or unreadable (a warning)."""
+        if payload is None:
+            return None
+        try:
+            doc = parse_json(payload, self.storage.describe(key))
+        except MoczarrError as exc:
+            self.add("sidecar-unreadable", "warning", key, f"{exc}; it is left out (a sidecar is fail-open)")
+            return None
+        if not isinstance(doc, dict):
+            self.add("sidecar-unreadable", "warning", key, f"a sidecar is a JSON object, this is a {type(doc).__name__}")
+            return None
+        return doc
+
+    def _check_sidecars(
+        self, lf: _Leaf, payloads: tuple[bytes | None, bytes | None], digests: dict[str, str], stamped: dict | None
+    ) -> bool:
+        """Check a leaf's D20 record and granule-id list against the leaf; True when the record verified its content.
+
+        Sidecars are written after the stamp and are fail-open (FORMAT.md §4.4):
+        an absent one is unverifiable, never tampered, so every finding here is
+        a warning. Where the stamp records no content hashes (older writers),
+        the D20 record's are the only ones, and a match verifies the content.
+        """
+        stats_key, granules_key = self._sidecar_keys(lf.ref)
+        record = self._sidecar_document(stats_key, payloads[0])
+        listing = self._sidecar_document(granules_key, payloads[1])
+        verified = False
+        if record is not None and record.get("schema_version") != 1:
+            self.add("sidecar-unsupported", "warning", stats_key,
+                     f"a D20 record of schema_version {record.get('schema_version')!r}; this verifier reads version 1")
+            record = None
+        if record is not None:
+            word = int(ids.to_words(lf.ref.decimal)[0])
+            if record.get("shard_key") != word or record.get("window") != lf.ref.window:
+                self.add("sidecar-foreign", "warning", stats_key,
+                         f"the D20 record is of shard_key {record.get('shard_key')!r}, window {record.get('window')!r}, "
+                         f"not of this leaf ({word}, {lf.ref.window!r}); it is left out")
+                record = None
+        hashes = _recorded_hashes(record)
+        if hashes is not None and stamped is not None and hashes != stamped:
+            self.add("sidecar-stale", "warning", stats_key,
+                     "the D20 record's content hashes differ from the stamp's: a record of another run "
+                     "(the stamp is authoritative)")
+        elif hashes is not None and stamped is None:
+            bad = sorted(name for name, hexdigest in hashes.items() if digests.get(name) != hexdigest)
+            if bad:
+                self.add("sidecar-content-mismatch", "warning", stats_key,
+                         f"{len(bad)} arrays (e.g. {bad[0]}) do not hash as the D20 record says and the stamp records "
+                         "no hashes to decide: altered content, or a record left by an earlier run")
+            else:
+                verified = True
+                self.count("arrays_verified_by_record", len(hashes))
+        if listing is not None:
+            self._check_granules(lf, granules_key, listing, record)
+        return verified
+
+    def _check_granules(self, lf: _Leaf, key: str, listing: dict, record: dict | None) -> None:
+        """A granule-id list is trusted only when it hashes to its ``granules_sha256`` and that is the D20 record's."""
+        names, claimed = listing.get("granule_ids"), listing.get("granules_sha256")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            self.add("sidecar-unreadable", "warning", key, "'granule_ids' is not a list of strings; the list is left out")
+            return
+        own = hashlib.sha256("\n".join(sorted(names)).encode("utf-8")).hexdigest()
+        if claimed != own:
+            self.add("granules-hash-mismatch", "warning", key,
+                     f"the {len(names)} ids do not hash to the list's own granules_sha256: the list is untrusted")
+            return
+        if record is not None and record.get("granules_sha256") not in (None, claimed):
+            self.add("granules-unmatched", "warning", key,
+                     "granules_sha256 differs from the D20 record's: the list is of another run and untrusted (FORMAT.md §8.2)")
+            return
+        count = lf.stamp.get("granule_count")
+        if isinstance(count, int) and not isinstance(count, bool) and count != len(names):
+            self.add("granule-count-mismatch", "warning", lf.ref.path,
+                     f"the stamp says granule_count {count}, its trusted granule-id list holds {len(names)}")
 
     def _occupancy(self, lf: _Leaf, objs: dict[str, bytes], arrays: dict[str, np.ndarray]) -> None:
         """Box ⊇ bitmap, bitmap == ``count > 0``, ``cells_with_data`` == populated cells (deep only)."""

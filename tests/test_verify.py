@@ -229,6 +229,98 @@ def test_replaced_chunk_in_sharded_leaf(zagg):
     assert kinds <= {"content-mismatch", "bitmap-count-mismatch", "cells-with-data-mismatch"}
 
 
+# -- D20 sidecars ------------------------------------------------------------------------------------
+LEAF = "1111114"
+LEAF_PATH = "1/1/1/1/1/1/4/1111114.zarr"
+NODE = "1/1/1/1/1/1/4"
+
+
+def drop_stamp_hashes(store: Path) -> None:
+    """The leaf's stamp as an older writer wrote it: no content_hashes (its D20 record keeps them)."""
+    set_attrs(leaf_dir(store, LEAF) / "zarr.json", lambda a: a["morton_hive_commit"].pop("content_hashes"))
+
+
+def edit_sidecar(store: Path, name: str, update) -> None:
+    path = store / NODE / name
+    doc = load_json(path)
+    update(doc)
+    write_json(path, doc)
+
+
+def test_d20_record_verifies_a_leaf_whose_stamp_records_no_hashes(zagg):
+    store, _ = zagg("single_8")
+    drop_stamp_hashes(store)
+    report = verify_store(store, deep=True)
+    assert problems(report) == [] and "content-unrecorded" not in report.kinds()
+    assert report.counts["arrays_verified_by_record"] == len(load_json(store / NODE / "stats.json")["content_hashes"]["arrays"])
+
+
+def test_d20_record_catches_altered_content_the_stamp_cannot(zagg):
+    store, _ = zagg("single_8")
+    drop_stamp_hashes(store)
+    chunk = leaf_dir(store, LEAF) / "8" / "h_max" / "c" / "0"
+    data = bytearray(chunk.read_bytes())
+    data[5] ^= 0x40
+    chunk.write_bytes(bytes(data))
+    report = verify_store(store, deep=True)
+    assert problems(report) == [("sidecar-content-mismatch", "warning", f"{NODE}/stats.json")]
+    assert "8/h_max" in report.findings[[f.kind for f in report.findings].index("sidecar-content-mismatch")].message
+    assert report.ok  # fail-open: a record may be left by an earlier run, so it cannot prove tampering
+
+
+@pytest.mark.parametrize(
+    "damage, kind",
+    [
+        (lambda d: d["content_hashes"]["arrays"].update({"8/h_max": "0" * 64}), "sidecar-stale"),
+        (lambda d: d.update(shard_key=d["shard_key"] + 1), "sidecar-foreign"),
+        (lambda d: d.update(window="2019"), "sidecar-foreign"),
+        (lambda d: d.update(schema_version=2), "sidecar-unsupported"),
+        (lambda d: d.update(granules_sha256="f" * 64), "granules-unmatched"),
+    ],
+    ids=["hashes-of-another-run", "other-shard", "other-window", "schema-2", "granules-of-another-run"],
+)
+def test_damaged_d20_record_is_a_warning(zagg, damage, kind):
+    store, _ = zagg("single_8")
+    edit_sidecar(store, "stats.json", damage)
+    report = verify_store(store, deep=True)
+    where = f"{NODE}/granules.json" if kind.startswith("granules") else f"{NODE}/stats.json"
+    assert problems(report) == [(kind, "warning", where)]
+    assert report.ok and verify_store(store).ok  # the shallow verify reads no sidecar
+
+
+def test_unreadable_sidecars(zagg):
+    store, _ = zagg("single_8")
+    (store / NODE / "stats.json").write_bytes(b"{not json")
+    (store / NODE / "granules.json").write_text("[1, 2]")
+    report = verify_store(store, deep=True)
+    assert sorted(problems(report)) == [
+        ("sidecar-unreadable", "warning", f"{NODE}/granules.json"),
+        ("sidecar-unreadable", "warning", f"{NODE}/stats.json"),
+    ]
+
+
+def test_granule_list_that_does_not_hash_to_itself(zagg):
+    store, _ = zagg("single_8")
+    edit_sidecar(store, "granules.json", lambda d: d["granule_ids"].append("ATL06_forged.h5"))
+    assert problems(verify_store(store, deep=True)) == [("granules-hash-mismatch", "warning", f"{NODE}/granules.json")]
+
+
+def test_stamp_granule_count_against_the_trusted_list(zagg):
+    store, _ = zagg("single_8")
+    names = load_json(store / NODE / "granules.json")["granule_ids"]
+    set_attrs(leaf_dir(store, LEAF) / "zarr.json", lambda a: a["morton_hive_commit"].update(granule_count=len(names) + 3))
+    assert problems(verify_store(store, deep=True)) == [("granule-count-mismatch", "warning", LEAF_PATH)]
+
+
+def test_absent_sidecars_are_unverifiable_not_findings(zagg):
+    store, _ = zagg("single_8")
+    for sidecar in store.rglob("*.json"):
+        if sidecar.name in ("stats.json", "granules.json"):
+            sidecar.unlink()
+    report = verify_store(store, deep=True)
+    assert report.ok and problems(report) == []
+
+
 @pytest.mark.conformance("pins the FORMAT.md §8.6 digests of the shared spec/versioned store")
 def test_hashes_match_the_writer_goldens():
     # FORMAT.md §8.6 goldens of spec/versioned (= spec/minimal): recompute from the decoded arrays
