@@ -9,7 +9,8 @@
 ``build`` tells morton-hive roots and moraine pyramid folders apart by content,
 writes ``DIR/stac/catalog.json`` (static STAC) and ``DIR/catalog.yaml``
 (Intake, version 1 drivers) plus ``DIR/catalog_v2.yaml`` (Intake readers), and
-the STAC Items as stac-geoparquet ``DIR/stac/items.parquet`` (what ``rustac serve`` loads).
+the STAC Items as stac-geoparquet ``DIR/stac/items.parquet`` and the Collections as
+``DIR/stac/api-collections/*.json`` (what ``rustac serve`` loads).
 Each degraded product and each reader warning is one line on stderr; a
 failure is one ``error:`` line and a non-zero exit (``--strict``: exit 1 on
 any degrade). ``DIR`` is only changed when the build succeeds.
@@ -41,7 +42,7 @@ from . import verify_cli
 from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
 from .entries import catalog_entries
 from .hrefs import HrefPolicy
-from .stac import build_stac
+from .stac import API_COLLECTIONS, build_stac
 
 
 def _storage_options(args) -> dict | None:
@@ -159,6 +160,7 @@ def build(
         "intake": out / "catalog.yaml", "intake_v2": out / "catalog_v2.yaml", "stac": out / "stac" / "catalog.json",
         "summaries": summaries, "moraine": moraine, "notes": notes, "entries": entries,
         "geoparquet": parquet if parquet.exists() else None,
+        "api_collections": sorted((out / "stac" / API_COLLECTIONS).glob("*.json")),
     }
 
 
@@ -320,7 +322,8 @@ def run(argv: list[str] | None = None) -> int:
         for note in written["notes"]:
             print(note, file=sys.stderr)
         print(f"wrote {written['intake']}, {written['intake_v2']}, {written['stac']}"
-              + (f", {written['geoparquet']}" if written["geoparquet"] else ""))
+              + (f", {written['geoparquet']}" if written["geoparquet"] else "")
+              + (f", {written['api_collections'][0].parent}/ ({len(written['api_collections'])} Collections)" if written["api_collections"] else ""))
     elif args.cmd == "show":
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", MoczarrWarning)

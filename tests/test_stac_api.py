@@ -4,7 +4,8 @@ The catalog is built by ``moczarr-catalog build`` over copies of the bundled
 sample (``catalogs/sample``: a root of two products) and of two shared fixtures, all inside
 the output folder, so the catalog's hrefs are relative and the geoparquet
 export must resolve them. ``rustac serve`` (its in-memory backend) serves
-``OUT/stac/items.parquet`` on a free 127.0.0.1 port for the module; searches go
+``OUT/stac/items.parquet`` and the Collections ``OUT/stac/api-collections/*.json``
+on a free 127.0.0.1 port for the module; searches go
 through pystac-client, and what they find is checked against the Items whose
 geometry meets the box (shapely) and whose time overlaps (STAC API closed
 intervals), computed from the built catalog on disk.
@@ -96,7 +97,8 @@ def built(stores):
     assert rc == 0
     catalog = pystac.Catalog.from_file(str(out / "stac" / "catalog.json"))
     items = list(catalog.get_items(recursive=True))
-    return SimpleNamespace(out=out, parquet=out / "stac" / "items.parquet", catalog=catalog, items=items)
+    collections = sorted((out / "stac" / "api-collections").glob("*.json"))
+    return SimpleNamespace(out=out, parquet=out / "stac" / "items.parquet", collections=collections, catalog=catalog, items=items)
 
 
 def free_port() -> int:
@@ -126,7 +128,7 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-def start_server(parquet: Path, log: Path) -> tuple[subprocess.Popen, str]:
+def start_server(parquet: Path, collections: list[Path], log: Path) -> tuple[subprocess.Popen, str]:
     """``rustac serve`` on a free 127.0.0.1 port, answering within SERVER_START_SECONDS, or the test fails.
 
     A port taken between choosing and binding it makes the server exit: up to
@@ -136,8 +138,8 @@ def start_server(parquet: Path, log: Path) -> tuple[subprocess.Popen, str]:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         # --use-duckdb false: the DuckDB backend fetches DuckDB extensions on first use; the in-memory one needs nothing
-        cmd = [rustac_command(), "serve", str(parquet), "--use-duckdb", "false",
-               "--create-collections", "--addr", f"127.0.0.1:{port}"]
+        cmd = [rustac_command(), "serve", str(parquet), *map(str, collections), "--use-duckdb", "false",
+               "--addr", f"127.0.0.1:{port}"]
         with open(log, "wb") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + SERVER_START_SECONDS
@@ -161,7 +163,7 @@ def start_server(parquet: Path, log: Path) -> tuple[subprocess.Popen, str]:
 def api(built, tmp_path_factory):
     """``rustac serve`` over the built geoparquet on 127.0.0.1; stopped when the module is done."""
     log = tmp_path_factory.mktemp("rustac") / "stderr.txt"
-    proc, url = start_server(built.parquet, log)
+    proc, url = start_server(built.parquet, built.collections, log)
     try:
         with pytest.MonkeyPatch.context() as mp:  # pystac-client (requests) must not send loopback traffic to a proxy
             for name in ("NO_PROXY", "no_proxy"):
@@ -306,6 +308,33 @@ def test_served_items_are_the_built_items(api, built, stores):
         assert got["assets"].keys() == want["assets"].keys()
         self_link = [link["href"] for link in got["links"] if link["rel"] == "self"]
         assert self_link == [f"{api.url}/collections/{item.collection_id}/items/{item.id}"]
+
+
+def test_the_api_serves_the_catalogs_own_collections(api, built):
+    want = {c.id: c for c in built.catalog.get_all_collections()}
+    assert [p.stem for p in built.collections] == sorted(want)
+    served = {c.id: c for c in api.client.get_collections()}
+    assert set(served) == set(want)
+    for cid, collection in want.items():
+        got, doc = served[cid].to_dict(), collection.to_dict(transform_hrefs=False)
+        for key in ("title", "description", "license", "extent", "providers", "summaries", "item_assets", "cube:dimensions"):
+            assert prune_nulls(got.get(key)) == prune_nulls(doc.get(key)), (cid, key)
+        assert {link["rel"] for link in got["links"]} >= {"self", "items"}  # the API's own links
+        assert not any(link["href"].startswith(".") for link in got["links"])
+
+
+def test_served_collections_open_to_what_open_store_gives(api, stores):
+    opened = 0
+    for collection in api.client.get_collections():
+        if collection.summaries.get_list("moczarr:window"):
+            continue  # a windowed product's tree needs window=: the Items cover each window
+        hint = collection.assets["data"].extra_fields["moczarr:open"]["kwargs"]
+        assert hint["store_root"] in stores.products | {str(r) for r in stores.roots}  # resolved, not relative
+        tree = quiet(open_stac, collection)
+        want = quiet(moczarr.open_store, hint["store_root"], **{k: v for k, v in hint.items() if k != "store_root"})
+        xr.testing.assert_identical(tree.load(), want.load())
+        opened += 1
+    assert opened
 
 
 def served_level_items(api, bbox, datetime):

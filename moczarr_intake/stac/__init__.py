@@ -27,12 +27,13 @@ from .build import (
     relativize_local_hrefs,
     stac_hrefs,
 )
-from .geoparquet import write_geoparquet
+from .geoparquet import API_COLLECTIONS, write_api_collections, write_geoparquet
 from .open import open_hint, open_stac
 from .thumbnails import draw_level_thumbnail, draw_moraine_thumbnail, draw_thumbnail
 from .validate import schema_dir, validate_document, validate_offline
 
 __all__ = [
+    "API_COLLECTIONS",
     "DATACUBE",
     "ENGINE",
     "FILE",
@@ -60,5 +61,6 @@ __all__ = [
     "validate_document",
     "validate_offline",
     "window_interval",
+    "write_api_collections",
     "write_geoparquet",
 ]

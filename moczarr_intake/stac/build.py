@@ -51,7 +51,7 @@ from moczarr.metadata import (
 from ..entries import catalog_entries
 from ..hrefs import HrefPolicy
 from ..naming import root_labels, slug
-from .geoparquet import write_geoparquet
+from .geoparquet import API_COLLECTIONS, write_api_collections, write_geoparquet
 from .moraine import moraine_stac_item
 from .thumbnails import (
     PNG_TYPE,
@@ -614,7 +614,9 @@ def build_stac(
     CLI writes to a temporary sibling and renames). Returns the top Catalog.
     Without thumbnails no request is made beyond the summaries'.
     Its Items are also written as stac-geoparquet (``items.parquet``,
-    :func:`.geoparquet.write_geoparquet`), the file a STAC API server loads.
+    :func:`.geoparquet.write_geoparquet`) and its Collections as location-free
+    JSON (``api-collections/{id}.json``, :func:`.geoparquet.write_api_collections`):
+    what a STAC API server loads.
     """
     if isinstance(roots, (str, os.PathLike, StoreSummary)):
         roots = [roots]
@@ -695,13 +697,16 @@ def build_stac(
         if policy is None:
             policy = HrefPolicy(Path(relative_to) if relative_to is not None else None)
         dest = Path(dest_dir) if dest_dir is not None else out_dir
+        if any(child.id == API_COLLECTIONS for child in top.get_children()):
+            raise ArgumentError(f"a store or product named {API_COLLECTIONS!r} would share the folder of the API Collections")
         top.normalize_hrefs(catalog_url.rstrip("/") if catalog_url else os.fspath(out_dir))
         if thumbnails:
             _write_thumbnails(built, moraine_items, _local_dirs(out_dir, dest, catalog_url), storage_options)
         apply_href_policy(top, policy, _local_dirs(out_dir, out_dir, catalog_url))
         kind = pystac.CatalogType.RELATIVE_PUBLISHED if catalog_url else pystac.CatalogType.SELF_CONTAINED
         top.save(kind, dest_href=os.fspath(dest))
-        write_geoparquet(top, dest / "items.parquet")  # the file a STAC API server loads
+        write_geoparquet(top, dest / "items.parquet")  # what a STAC API server loads: the Items ...
+        write_api_collections(top, dest / API_COLLECTIONS)  # ... and the Collections
     return top
 
 

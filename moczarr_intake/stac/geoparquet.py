@@ -1,4 +1,4 @@
-"""Write a catalog's Items as stac-geoparquet, the file a STAC API server loads (``rustac serve``).
+"""Write what a STAC API server loads (``rustac serve``): the Items as stac-geoparquet, the Collections as JSON.
 
 A served Item no longer sits beside the documents it was written with: the
 API gives it its own ``self``, ``root``, ``parent`` and ``collection`` links.
@@ -13,11 +13,17 @@ but present in another (a variable in ``cube:variables``, an optional hint
 argument) reads back as ``null``: readers treat null and absent alike. An
 Item without geometry (a store with no usable root coverage) has no row: the
 format needs a geometry, and a STAC API searches by it.
+
+The Collections are written the same way, one location-free JSON document
+each (:func:`write_api_collections`), so the API serves the catalog's own
+Collections (titles, license, providers, extents, datacube fields, their
+``open_store`` hints) rather than ones it derives from the Items.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -28,8 +34,10 @@ import rustac
 from moczarr import ArgumentError, MoczarrWarning
 from moczarr.metadata import is_remote, join_location, warn
 
-#: links that tie an Item to the static catalog's files; a STAC API adds its own
-STRUCTURAL_RELS = {"self", "root", "parent", "collection"}
+#: links that tie an Item or Collection to the static catalog's files; a STAC API adds its own
+STRUCTURAL_RELS = {"self", "root", "parent", "collection", "child", "item"}
+#: the folder, beside ``items.parquet``, of the Collections a STAC API server loads
+API_COLLECTIONS = "api-collections"
 
 
 def write_geoparquet(catalog_or_items, path: str | os.PathLike) -> Path | None:
@@ -65,12 +73,36 @@ def write_geoparquet(catalog_or_items, path: str | os.PathLike) -> Path | None:
     return path
 
 
-def location_free(item: pystac.Item | dict) -> dict:
-    """An Item's document with structural links dropped and relative hrefs made absolute (a copy)."""
-    if isinstance(item, pystac.Item):
+def write_api_collections(catalog: pystac.Catalog, folder: str | os.PathLike) -> list[Path]:
+    """Write every Collection of ``catalog`` (recursively) as a location-free ``{folder}/{id}.json``.
+
+    The documents a STAC API server loads beside the Items
+    (``rustac serve items.parquet folder/*.json``). ``folder`` is emptied of
+    earlier ``*.json`` first. Raises :class:`moczarr.ArgumentError` when two
+    Collections share an id (an API serves one per id).
+    """
+    folder = Path(folder)
+    collections = list(catalog.get_all_collections())
+    ids = [c.id for c in collections]
+    if len(set(ids)) < len(ids):
+        raise ArgumentError(f"write_api_collections: Collection ids are not unique: {sorted({i for i in ids if ids.count(i) > 1})}")
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.json"):
+        old.unlink()
+    written = []
+    for collection in collections:
+        path = folder / f"{collection.id}.json"
+        path.write_text(json.dumps(location_free(collection), indent=1) + "\n")
+        written.append(path)
+    return written
+
+
+def location_free(item: pystac.Item | pystac.Collection | dict) -> dict:
+    """An Item's (or Collection's) document with structural links dropped and relative hrefs made absolute (a copy)."""
+    if isinstance(item, (pystac.Item, pystac.Collection)):
         base = item.get_self_href()
         doc = item.to_dict(include_self_link=False, transform_hrefs=False)
-    elif isinstance(item, dict) and item.get("type") == "Feature":
+    elif isinstance(item, dict) and item.get("type") in ("Feature", "Collection"):
         doc = copy.deepcopy(item)
         base = next((link.get("href") for link in doc.get("links", []) if link.get("rel") == "self"), None)
     else:
@@ -86,9 +118,9 @@ def location_free(item: pystac.Item | dict) -> dict:
     doc["links"] = [
         {**link, "href": absolute(link["href"])} for link in doc.get("links", []) if link.get("rel") not in STRUCTURAL_RELS
     ]
-    props = doc.get("properties", {})
-    if "moczarr:store_root" in props:
-        props["moczarr:store_root"] = absolute(props["moczarr:store_root"])
+    fields = doc.get("properties", {}) if doc.get("type") == "Feature" else doc  # a Collection's own fields
+    if "moczarr:store_root" in fields:
+        fields["moczarr:store_root"] = absolute(fields["moczarr:store_root"])
     for asset in doc.get("assets", {}).values():
         asset["href"] = absolute(asset["href"])
         hint = asset.get("moczarr:open")
