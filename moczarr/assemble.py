@@ -241,10 +241,18 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None) -> xr.Dataset:
     rows, _ = cells_rows(positions, ds.sizes[CELLS])
     out = ds.isel({CELLS: rows})
     for name, var in ds.variables.items():
-        source = _SOURCES.get(getattr(var.data, "name", None)) if CELLS in var.dims and var.chunks else None
+        source = _source_of(var.data) if CELLS in var.dims and var.chunks else None
         if source is not None:
             out.variables[name].data = picked_array(source, rows, max(var.chunks[var.dims.index(CELLS)]))
     return out
+
+
+def _source_of(arr) -> CellsSource | None:
+    """The source of an array still exactly as built (not persisted: its blocks still come from reads)."""
+    source = _SOURCES.get(getattr(arr, "name", None))
+    if source is None or not arr.__dask_graph__().dependencies.get(arr.name):
+        return None
+    return source
 
 
 def lazy_cells_array(

@@ -100,6 +100,15 @@ def test_pick_stays_lazy_and_its_slices_read_only_their_objects():
     np.testing.assert_array_equal(head, ds["count"].values[np.arange(0, 4) * (per_leaf // 2)])
 
 
+def test_pick_of_persisted_values_reads_nothing():
+    ds, _ = _open()
+    held = ds.persist()
+    with _quiet(), count_requests() as counter:
+        got = pick_cells(held, [9, 1]).compute()
+    assert counter.gets == 0, counter.summary()
+    np.testing.assert_array_equal(got["count"].values, ds["count"].values[[9, 1]])
+
+
 def test_pick_of_an_aoi_open_keeps_the_aoi_rows():
     full_ds, _ = _open()
     leaves = full_ds.attrs["morton_hive"]["leaves"]
