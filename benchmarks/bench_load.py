@@ -20,6 +20,7 @@ hold beyond the result, which should be the same at every size.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -99,8 +100,8 @@ def main() -> None:
         plan = chunk_plan(store, ds)
         raw_floor(plan)  # warm the page cache
         timed_load(store)
-        floor = median_of(lambda: raw_floor(plan), args.repeats)
-        load = median_of(lambda: timed_load(store), args.repeats)
+        floor = median_of(functools.partial(raw_floor, plan), args.repeats)
+        load = median_of(functools.partial(timed_load, store), args.repeats)
         with count_requests() as counter:
             moczarr.open_hive(store).load()
         tasks = sum(len(v.data.__dask_graph__()) for v in ds.variables.values() if v.chunks is not None)

@@ -183,7 +183,7 @@ def check_array_contract(meta: dict, where: str) -> None:
 
 
 #: the open arrays still exactly as built, by dask name -> their source (what :func:`pick_cells` rebuilds)
-_SOURCES: "weakref.WeakValueDictionary[str, CellsSource]" = weakref.WeakValueDictionary()
+_SOURCES: weakref.WeakValueDictionary[str, CellsSource] = weakref.WeakValueDictionary()
 
 
 def cells_array(source: CellsSource, row_chunks: tuple[int, ...], name: str) -> da.Array:
@@ -458,8 +458,8 @@ __all__ = [
     "Schema",
     "build_dataset",
     "domain_of",
+    "ids",
     "pick_cells",
     "read_schema",
     "rows_in",
-    "ids",
 ]

@@ -245,7 +245,7 @@ class CellsSource:
     def __dask_tokenize__(self):
         return ("moczarr.CellsSource", self.token)
 
-    def pick(self, rows: np.ndarray, token: str = "") -> "CellsSource":
+    def pick(self, rows: np.ndarray, token: str = "") -> CellsSource:
         """The rows at ``rows`` (valid positions, any order, repeats allowed) as a source of their own.
 
         Consecutive rows of one segment become one segment; nothing is read.
