@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import weakref
 from dataclasses import dataclass, field
 
 import dask.array as da
@@ -27,6 +28,7 @@ from .dataplane import (
     DEFAULT_BATCH_BYTES,
     CellsSource,
     batch_row_chunks,
+    cells_rows,
     read_whole,
     row_bytes,
 )
@@ -180,13 +182,87 @@ def check_array_contract(meta: dict, where: str) -> None:
         raise ArrayContractError(f"{where}: vlen-ndarray (zagg-ragged/2) needs the zarr-vlen-ndarray extension; install it")
 
 
+#: the open arrays still exactly as built, by dask name -> their source (what :func:`pick_cells` rebuilds)
+_SOURCES: weakref.WeakValueDictionary[str, CellsSource] = weakref.WeakValueDictionary()
+
+
+def cells_array(source: CellsSource, row_chunks: tuple[int, ...], name: str) -> da.Array:
+    """The dask array of ``source`` in batches of ``row_chunks`` rows (object-aligned), named ``name``.
+
+    One task per batch; dask fuses a later slice or integer into the task's
+    key, so it reads only the objects the slice touches.
+    """
+    axis = source.axis
+    chunks = [(s,) for i, s in enumerate(source.shape) if i != axis]
+    chunks.insert(axis, row_chunks)
+    meta = np.empty((0,) * source.ndim, dtype=source.dtype)
+    arr = da.from_array(source, chunks=tuple(chunks), name=name, meta=meta, asarray=False)
+    _SOURCES[arr.name] = source
+    return arr
+
+
+def picked_array(source: CellsSource, rows: np.ndarray, max_rows: int) -> da.Array:
+    """Rows ``rows`` of ``source`` (valid positions, any order, repeats) lazily, in batches of at most ``max_rows``.
+
+    Each task reads only the objects holding its rows, each once per sub-batch.
+    """
+    token = tokenize(source.token, rows)
+    picked = source.pick(rows, token)
+    if not picked.groups:
+        return da.from_array(np.empty(picked.shape, dtype=source.dtype), chunks=-1)
+    row_chunks = batch_row_chunks(np.diff(picked.offsets).tolist(), 1, max_rows)
+    return cells_array(picked, row_chunks, f"moczarr-{source.name}-{token}")
+
+
+def pick_cells(ds: xr.Dataset, cells=None, *, morton=None) -> xr.Dataset:
+    """``ds.isel(cells=cells)`` (or ``ds.sel(morton=morton)``) that reads only the objects holding the picked cells.
+
+    ``cells`` are positions (integers in any order, repeats and negatives
+    allowed) or a boolean mask; ``morton`` are labels of the ``morton`` index
+    (words, decimal strings). dask answers an integer-array index with a
+    shuffle whose tasks compute every batch the positions fall in, so a plain
+    ``isel`` of a few scattered cells reads whole batches; here every variable
+    still exactly as opened is rebuilt over just the picked rows
+    (:func:`picked_array`) and everything else (coordinates, the index,
+    derived variables) is ``isel``'s. Raises
+    :class:`~moczarr.errors.ArgumentError` for anything but one of
+    ``cells``/``morton`` as a 1-D pick, :class:`IndexError` for positions out
+    of range, ``KeyError`` for an absent label.
+    """
+    if (cells is None) == (morton is None):
+        raise ArgumentError("pick_cells takes exactly one of cells= (positions or a mask) and morton= (labels)")
+    if morton is not None:
+        cells = ds.xindexes[COORD].sel({COORD: morton}).dim_indexers[CELLS]
+    positions = np.asarray(cells)
+    if positions.size == 0:
+        positions = positions.astype(np.int64)
+    if positions.ndim != 1 or positions.dtype.kind not in "biu":
+        raise ArgumentError(f"pick_cells: cells must be 1-D integer positions or a boolean mask, got {cells!r}")
+    rows, _ = cells_rows(positions, ds.sizes[CELLS])
+    out = ds.isel({CELLS: rows})
+    for name, var in ds.variables.items():
+        source = _source_of(var.data) if CELLS in var.dims and var.chunks else None
+        if source is not None:
+            out.variables[name].data = picked_array(source, rows, max(var.chunks[var.dims.index(CELLS)]))
+    return out
+
+
+def _source_of(arr) -> CellsSource | None:
+    """The source of an array still exactly as built (not persisted: its blocks still come from reads)."""
+    source = _SOURCES.get(getattr(arr, "name", None))
+    if source is None or not arr.__dask_graph__().dependencies.get(arr.name):
+        return None
+    return source
+
+
 def lazy_cells_array(
     storage: Storage, schema: ArraySchema, parts: list[Part], row_chunks: tuple[int, ...], parts_token: str = ""
 ) -> da.Array:
     """A dask array over the ``cells`` axis, one task per batch of parts (``row_chunks``, part-aligned).
 
-    Each task reads its parts' chunks of this array in one batched read; a
-    later slice is fused into the task, so it reads only the parts it touches.
+    Each task reads its parts' chunks of this array in batched reads; a
+    later slice is fused into the task, so it reads only the parts it
+    touches (scattered picks: :func:`pick_cells`).
     """
     axis = schema.cells_axis
     if not parts:
@@ -198,10 +274,7 @@ def lazy_cells_array(
         storage, schema.name, schema.metadata, axis, [p.group for p in parts], [p.sel for p in parts],
         [p.n_cells for p in parts], token=token,
     )
-    chunks = [(s,) for i, s in enumerate(source.shape) if i != axis]
-    chunks.insert(axis, row_chunks)
-    meta = np.empty((0,) * source.ndim, dtype=schema.dtype)
-    return da.from_array(source, chunks=tuple(chunks), name=f"moczarr-{schema.name}-{token}", meta=meta, asarray=False)
+    return cells_array(source, row_chunks, f"moczarr-{schema.name}-{token}")
 
 
 def parts_token_of(storage: Storage, parts: list[Part]) -> str:
@@ -218,12 +291,16 @@ def lazy_whole_array(storage: Storage, schema: ArraySchema, group: str) -> da.Ar
     return da.Array(graph, name, tuple((s,) for s in schema.shape), dtype=schema.dtype)
 
 
+NESTED_ROWS = 2**14  # rows of NESTED ids converted at once (bounds mortie's temporaries, whatever the batch)
+
+
 def _nested_block(domain: MortonRanges, start: int, stop: int) -> np.ndarray:
-    words = domain.isel(slice(start, stop)).words()
-    if words.size == 0:
-        return np.empty(0, dtype=np.uint64)
-    nested, _ = mortie.mort2healpix(words)
-    return np.asarray(nested, dtype=np.uint64)
+    out = np.empty(stop - start, dtype=np.uint64)
+    for a in range(start, stop, NESTED_ROWS):
+        b = min(stop, a + NESTED_ROWS)
+        nested, _ = mortie.mort2healpix(domain.isel(slice(a, b)).words())
+        out[a - start : b - start] = nested
+    return out
 
 
 def fabricated_cell_ids(domain: MortonRanges, row_chunks: tuple[int, ...], where: str) -> da.Array:
@@ -381,7 +458,8 @@ __all__ = [
     "Schema",
     "build_dataset",
     "domain_of",
+    "ids",
+    "pick_cells",
     "read_schema",
     "rows_in",
-    "ids",
 ]

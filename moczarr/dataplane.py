@@ -18,7 +18,8 @@ own synchronous codec chain, parsed once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -26,6 +27,8 @@ from .errors import ArrayContractError, ChunkError, MoczarrError, StampError
 from .storage import Storage
 
 DEFAULT_BATCH_BYTES = 4 * 2**20
+#: chunks whose payloads one read holds at once (a task reads its batch in sub-batches of this many)
+SUB_BATCH_KEYS = 1024
 _OBJECT_ROW_BYTES = 64  # nominal decoded size of one variable-length element, for batch sizing only
 
 
@@ -52,6 +55,7 @@ class ChunkDecoder:
         self.chunk_shape = tuple(int(c) for c in meta.chunk_grid.chunk_shape)
         self.dtype = np.dtype(meta.dtype.to_native_dtype())
         self.fill_value = meta.fill_value
+        self._chunk_keys: dict[tuple[int, ...], str] = {}
         self._raw_dtype, self._zstd = self._fast_path(metadata.get("codecs") or []) if shortcuts else (None, False)
         self._transform = self._spec = None
         if self._raw_dtype is None:
@@ -89,13 +93,16 @@ class ChunkDecoder:
         """Chunks decode with numpy (and ``zstandard``), not through zarr's codec chain."""
         return self._raw_dtype is not None
 
-    @property
+    @functools.cached_property
     def single_chunk(self) -> bool:
         """One chunk holds the whole array (zagg's leaves)."""
         return all(c >= s for c, s in zip(self.chunk_shape, self.shape))
 
     def chunk_key(self, coords: tuple[int, ...]) -> str:
-        return self.meta.encode_chunk_key(coords)
+        key = self._chunk_keys.get(coords)
+        if key is None:
+            key = self._chunk_keys[coords] = self.meta.encode_chunk_key(coords)
+        return key
 
     def fill(self, shape: tuple[int, ...]) -> np.ndarray:
         if self.dtype.kind == "O":
@@ -184,11 +191,15 @@ def row_bytes(dtype: np.dtype, shape: tuple[int, ...], cells_axis: int) -> int:
 class CellsSource:
     """One variable over many objects, concatenated on the cells axis, as a lazily indexed array.
 
-    ``groups[i]`` is object i's data group (store-relative), ``sels[i]`` its
-    kept local cell positions (None = all ``n_cells``). Indexing with slices,
-    integers or integer arrays reads only the objects the key touches, every
-    chunk of them in one batched read. ``source[...]`` of a whole batch is what a
-    dask task computes.
+    The concatenation is made of segments: ``groups[i]`` is segment i's object
+    (its data group, store-relative), ``sels[i]`` the object's local cell
+    positions it holds, in order (None = all ``n_cells[i]``). An open's source
+    has one segment per object; :meth:`pick` makes sources whose segments may
+    repeat objects and positions. Indexing with slices, integers or integer
+    arrays reads only the objects the key touches, each once, in sub-batches of
+    at most :data:`SUB_BATCH_KEYS` chunks whose values are copied straight into
+    the result, so a read holds the result plus a bounded number of payloads.
+    ``source[...]`` of a whole batch is what a dask task computes.
     """
 
     def __init__(
@@ -205,12 +216,14 @@ class CellsSource:
         self.storage, self.name, self.metadata, self.axis = storage, name, metadata, cells_axis
         self.groups = list(groups)
         self.sels = list(sels)
-        counts = np.array([n if s is None else s.size for n, s in zip(n_cells, self.sels)], dtype=np.int64)
+        self.n_cells = [int(n) for n in n_cells]
+        counts = np.array([n if s is None else s.size for n, s in zip(self.n_cells, self.sels)], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.token = token
         self._decoder: ChunkDecoder | None = None
         meta_shape = tuple(int(s) for s in metadata["shape"])
         self._leaf_shape = meta_shape
+        self._origin = [(0,) * len(meta_shape)]  # the one chunk of a single-chunk object
         shape = list(meta_shape)
         shape[cells_axis] = int(self.offsets[-1])
         self.shape = tuple(shape)
@@ -232,10 +245,39 @@ class CellsSource:
     def __dask_tokenize__(self):
         return ("moczarr.CellsSource", self.token)
 
+    def pick(self, rows: np.ndarray, token: str = "") -> CellsSource:
+        """The rows at ``rows`` (valid positions, any order, repeats allowed) as a source of their own.
+
+        Consecutive rows of one segment become one segment; nothing is read.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        seg = np.searchsorted(self.offsets, rows, side="right") - 1
+        local = rows - self.offsets[seg]
+        cuts = np.flatnonzero(np.diff(seg)) + 1
+        groups, sels, n_cells = [], [], []
+        for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [rows.size]])):
+            if a == b:
+                continue
+            p = int(seg[a])
+            sel = self.sels[p]
+            groups.append(self.groups[p])
+            sels.append(local[a:b] if sel is None else sel[local[a:b]])
+            n_cells.append(self.n_cells[p])
+        picked = CellsSource(self.storage, self.name, self.metadata, self.axis, groups, sels, n_cells, token=token)
+        picked._decoder = self._decoder
+        return picked
+
     def __getitem__(self, key) -> np.ndarray:
         key = _normalize_key(key, self.ndim)
-        rows, scalar = _rows_of(key[self.axis], self.shape[self.axis])
-        values = self.read_rows(rows)
+        n = self.shape[self.axis]
+        idx = key[self.axis]
+        scalar = False
+        if isinstance(idx, slice) and idx.indices(n)[2] == 1:
+            start, stop, _ = idx.indices(n)
+            values = self.read_range(start, max(start, stop))
+        else:
+            rows, scalar = cells_rows(idx, n)
+            values = self.read_rows(rows)
         if scalar:
             values = np.take(values, 0, axis=self.axis)
         # the other axes: each indexer applied on its own axis, last axis first so positions stay put
@@ -250,65 +292,163 @@ class CellsSource:
                 values = np.take(values, idx, axis=pos)
         return values
 
+    def read_range(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` of the concatenation, cells axis kept (no per-row index arrays are built)."""
+        first = max(int(np.searchsorted(self.offsets, start, side="right")) - 1, 0)
+        last = min(int(np.searchsorted(self.offsets, stop, side="left")), len(self.groups))
+
+        def pieces():
+            bounds = self.offsets[first : last + 1].tolist()
+            for p, a, b in zip(range(first, last), bounds, bounds[1:]):
+                lo, hi = max(start, a), min(stop, b)
+                if lo < hi:
+                    yield p, slice(lo - a, hi - a), lo - start
+
+        return self._fill(pieces(), stop - start)
+
     def read_rows(self, rows: np.ndarray) -> np.ndarray:
         """Values of the given rows of the concatenation (any order, repeats allowed), cells axis kept."""
-        axis = self.axis
         if rows.size == 0:
-            shape = list(self.shape)
-            shape[axis] = 0
-            return np.empty(shape, dtype=self.dtype)
+            return self._fill((), 0)
         ordered = rows.size == 1 or bool(np.all(rows[1:] > rows[:-1]))
         uniq, inverse = (rows, None) if ordered else np.unique(rows, return_inverse=True)
-        part = np.searchsorted(self.offsets, uniq, side="right") - 1
-        bounds = np.flatnonzero(np.diff(part)) + 1
-        starts = np.concatenate([[0], bounds])
-        stops = np.concatenate([bounds, [uniq.size]])
-        touched = [int(part[s]) for s in starts]
-        wanted = []
-        for p, s, e in zip(touched, starts, stops):
-            local = uniq[s:e] - self.offsets[p]
-            sel = self.sels[p]
-            wanted.append(local if sel is None else sel[local])
-        values = self._read_whole_objects(touched, wanted)
-        if values is None:
-            blocks = self.read_objects(touched, wanted)
-            values = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=axis)
-        if inverse is not None:
-            values = np.take(values, inverse, axis=axis)
-        return values if values.flags.writeable else values.copy()
+        seg = np.searchsorted(self.offsets, uniq, side="right") - 1
+        cuts = np.flatnonzero(np.diff(seg)) + 1
+        pieces = (
+            (int(seg[a]), uniq[a:b] - self.offsets[seg[a]], int(a))
+            for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [uniq.size]]))
+        )
+        values = self._fill(pieces, uniq.size)
+        return values if inverse is None else np.take(values, inverse, axis=self.axis)
 
-    def _read_whole_objects(self, objects: list[int], positions: list[np.ndarray]) -> np.ndarray | None:
-        """Whole single-chunk objects of a plain ``bytes`` array: their chunks joined and viewed once.
+    def _fill(self, pieces: Iterable, n_rows: int) -> np.ndarray:
+        """The result of ``n_rows`` rows, each piece's rows decoded into place.
 
-        None when the shortcut does not apply (any sub-selection, another
-        codec chain, a missing or odd-sized chunk); :meth:`read_objects` then
-        decodes chunk by chunk. Tiny chunks are the norm (zagg leaves), so one
-        array over the joined bytes saves an array object per chunk.
+        A piece is ``(segment, rows of the segment as a slice or positions,
+        first output row)``. Pieces are taken in sub-batches of objects
+        holding at most about :data:`SUB_BATCH_KEYS` chunks; each object of a
+        sub-batch is read once, and its payloads are dropped once copied.
+        """
+        shape = list(self.shape)
+        shape[self.axis] = n_rows
+        out = np.empty(shape, dtype=self.dtype)
+        dec = self.decoder
+        per_object = 1 if dec.single_chunk else int(np.prod([-(-s // c) for s, c in zip(self._leaf_shape, dec.chunk_shape)]))
+        batch: dict[str, list] = {}
+        for piece in pieces:
+            group = self.groups[piece[0]]
+            if group not in batch and len(batch) * per_object >= SUB_BATCH_KEYS:
+                self._fill_batch(out, batch)
+                batch = {}
+            batch.setdefault(group, []).append(piece)
+        if batch:
+            self._fill_batch(out, batch)
+        return out
+
+    def _chunks_of(self, pieces: list) -> list[tuple[int, ...]]:
+        """Coordinates of the chunks of one object the pieces need."""
+        dec = self.decoder
+        if dec.single_chunk:
+            return self._origin
+        step, along = dec.chunk_shape[self.axis], set()
+        for seg, rows, _ in pieces:
+            pos = self._object_positions(seg, rows)
+            if isinstance(pos, slice):
+                along.update(range(pos.start // step, -(-pos.stop // step)))
+            else:
+                along.update(np.unique(pos // step).tolist())
+        along = sorted(along)
+        cshape, axis = dec.chunk_shape, self.axis
+        coords_list = [()]
+        for i, (s, c) in enumerate(zip(self._leaf_shape, cshape)):
+            choices = along if i == axis else range(-(-s // c))
+            coords_list = [cc + (int(x),) for cc in coords_list for x in choices]
+        return coords_list
+
+    def _object_positions(self, seg: int, rows) -> np.ndarray | slice:
+        """The object's local cell positions of a piece's segment rows (a slice when they are contiguous)."""
+        sel = self.sels[seg]
+        if sel is None:
+            return rows
+        return sel[rows]
+
+    def _fill_batch(self, out: np.ndarray, batch: dict[str, list]) -> None:
+        """Read one sub-batch (``{object: its pieces}``) and copy its values into ``out``."""
+        dec = self.decoder
+        plans = [(group, self._chunks_of(pieces), pieces) for group, pieces in batch.items()]
+        if dec.single_chunk:
+            suffix = f"/{self.name}/{dec.chunk_key((0,) * len(self._leaf_shape))}"
+            payloads = self.storage.get_many([group + suffix for group in batch])
+            gone = [group for group, p in zip(batch, payloads) if p is None]
+        else:
+            keys = [f"{group}/{self.name}/{dec.chunk_key(c)}" for group, coords_list, _ in plans for c in coords_list]
+            payloads = self.storage.get_many(keys)
+            del keys
+            k, gone = 0, []
+            for group, coords_list, _ in plans:
+                if all(p is None for p in payloads[k : k + len(coords_list)]):
+                    gone.append(group)
+                k += len(coords_list)
+        self._require_groups(gone)
+        if self._fill_joined(out, plans, payloads):
+            return
+        k = 0
+        for group, coords_list, pieces in plans:
+            leaf = self._decode_object(group, coords_list, payloads[k : k + len(coords_list)])
+            payloads[k : k + len(coords_list)] = [None] * len(coords_list)
+            k += len(coords_list)
+            for seg, rows, at in pieces:
+                pos = self._object_positions(seg, rows)
+                n = pos.stop - pos.start if isinstance(pos, slice) else pos.size
+                target = (slice(None),) * self.axis + (slice(at, at + n),)
+                out[target] = leaf[(slice(None),) * self.axis + (pos,)] if isinstance(pos, slice) else np.take(leaf, pos, axis=self.axis)
+
+    def _fill_joined(self, out: np.ndarray, plans: list, payloads: list) -> bool:
+        """Whole single-chunk objects of a plain ``bytes`` array, landing on consecutive rows: one copy of their joined bytes.
+
+        False (nothing written) when the shortcut does not apply: a
+        sub-selection, another codec chain, a missing or odd-sized chunk, an
+        object read for several pieces. Tiny chunks are the norm (zagg
+        leaves), so one array over the joined bytes saves an array per chunk.
         """
         dec = self.decoder
         n = self._leaf_shape[self.axis]
         if dec._raw_dtype is None or dec._zstd or dec.chunk_shape != self._leaf_shape:
-            return None
-        if any(p.size != n or (n and (p[0] != 0 or p[-1] != n - 1)) for p in positions):
-            return None
-        keys = [f"{self.groups[o]}/{self.name}/{dec.chunk_key((0,) * len(self._leaf_shape))}" for o in objects]
-        payloads = self.storage.get_many(keys)
-        self._require_groups([o for o, p in zip(objects, payloads) if p is None])
+            return False
+        at = plans[0][2][0][2]
+        expect = at
+        for _, _, pieces in plans:
+            if len(pieces) != 1:
+                return False
+            seg, rows, first = pieces[0]
+            if first != expect or self.sels[seg] is not None or not isinstance(rows, slice) or (rows.start, rows.stop) != (0, n):
+                return False
+            expect += n
         nbytes = int(np.prod(self._leaf_shape)) * dec._raw_dtype.itemsize
         if any(p is None or len(p) != nbytes for p in payloads):
-            blocks = [
-                dec.decode(p, self.storage.describe(k)) for p, k in zip(payloads, keys)
-            ]  # fills missing chunks, raises on a corrupt one
-            return np.concatenate(blocks, axis=self.axis)
-        joined = np.frombuffer(bytearray().join(payloads), dtype=dec._raw_dtype)
-        stacked = joined.reshape((len(objects), *self._leaf_shape))
-        values = np.moveaxis(stacked, 0, self.axis)
+            return False
+        stacked = np.frombuffer(b"".join(payloads), dtype=dec._raw_dtype).reshape((len(plans), *self._leaf_shape))
+        payloads.clear()
         shape = list(self._leaf_shape)
-        shape[self.axis] = n * len(objects)
-        values = values.reshape(shape)
-        return values if values.dtype == dec.dtype else values.astype(dec.dtype)
+        shape[self.axis] = n * len(plans)
+        out[(slice(None),) * self.axis + (slice(at, expect),)] = np.moveaxis(stacked, 0, self.axis).reshape(shape)
+        return True
 
-    def _require_groups(self, objects: Sequence[int]) -> None:
+    def _decode_object(self, group: str, coords_list: list, payloads: list) -> np.ndarray:
+        """One object's leaf array from the payloads of its chunks at ``coords_list`` (fill elsewhere)."""
+        dec = self.decoder
+        lshape, cshape = self._leaf_shape, dec.chunk_shape
+        where = self.storage.describe(f"{group}/{self.name}")
+        if dec.single_chunk:
+            return dec.decode(payloads[0], where)[tuple(slice(0, s) for s in lshape)]
+        leaf = dec.fill(lshape)
+        for coords, payload in zip(coords_list, payloads):
+            chunk = dec.decode(payload, where)
+            region = tuple(slice(c * cs, min((c + 1) * cs, s)) for c, cs, s in zip(coords, cshape, lshape))
+            leaf[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
+        return leaf
+
+    def _require_groups(self, groups: Sequence[str]) -> None:
         """Objects none of whose chunks exist: their data group must (else fill would be a silent wrong answer).
 
         zarr leaves an all-fill chunk unwritten, so missing chunks alone prove
@@ -316,8 +456,7 @@ class CellsSource:
         or nulled ``current``). One GET per group, memoized per open, and only
         for objects whose chunks are all absent. Raises :class:`StampError`.
         """
-        for obj in objects:
-            group = self.groups[obj]
+        for group in groups:
             memo_key = ("group_exists", group)
             if memo_key not in self.storage.memo:
                 self.storage.memo[memo_key] = self.storage.get_bytes(f"{group}/zarr.json") is not None
@@ -326,51 +465,6 @@ class CellsSource:
                     f"{self.storage.describe(group)}: the data group of a committed object is missing (its stamp "
                     "says committed; a removed or nulled 'current' pointer?); refusing to read its rows as fill"
                 )
-
-    def read_objects(self, objects: Sequence[int], positions: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Per object, the values at its local cell ``positions``: all their chunks in one batched read."""
-        dec = self.decoder
-        axis, cshape, lshape = self.axis, dec.chunk_shape, self._leaf_shape
-        grids = [range(-(-s // c)) for s, c in zip(lshape, cshape)]
-        plans = []  # per object: the chunk coordinates it needs
-        keys = []
-        for obj, pos in zip(objects, positions):
-            if dec.single_chunk:
-                coords_list = [(0,) * len(lshape)]
-            else:
-                along = np.unique(np.asarray(pos, dtype=np.int64) // cshape[axis]).tolist()
-                coords_list = [()]
-                for i, grid in enumerate(grids):
-                    choices = along if i == axis else list(grid)
-                    coords_list = [c + (int(x),) for c in coords_list for x in choices]
-            plans.append(coords_list)
-            prefix = f"{self.groups[obj]}/{self.name}/"
-            keys.extend(prefix + dec.chunk_key(c) for c in coords_list)
-        payloads = self.storage.get_many(keys)
-        k, gone = 0, []
-        for obj, coords_list in zip(objects, plans):
-            if all(p is None for p in payloads[k : k + len(coords_list)]):
-                gone.append(obj)
-            k += len(coords_list)
-        self._require_groups(gone)
-        out, k = [], 0
-        for obj, pos, coords_list in zip(objects, positions, plans):
-            where = self.storage.describe(f"{self.groups[obj]}/{self.name}")
-            if dec.single_chunk:
-                chunk = dec.decode(payloads[k], where)
-                k += 1
-                leaf = chunk[tuple(slice(0, s) for s in lshape)]
-            else:
-                leaf = dec.fill(lshape)
-                for coords in coords_list:
-                    chunk = dec.decode(payloads[k], where)
-                    k += 1
-                    region = tuple(slice(c * cs, min((c + 1) * cs, s)) for c, cs, s in zip(coords, cshape, lshape))
-                    leaf[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
-            pos = np.asarray(pos, dtype=np.int64)
-            whole = pos.size == lshape[axis] and (pos.size == 0 or (pos[0] == 0 and pos[-1] == pos.size - 1))
-            out.append(leaf if whole else np.take(leaf, pos, axis=axis))
-        return out
 
 
 def read_whole(storage: Storage, name: str, metadata: dict, group: str) -> np.ndarray:
@@ -382,8 +476,7 @@ def read_whole(storage: Storage, name: str, metadata: dict, group: str) -> np.nd
         chunk = dec.decode(storage.get_bytes(f"{group}/{name}/{dec.chunk_key((0,) * len(shape))}"), where)
         values = chunk[tuple(slice(0, s) for s in shape)] if shape else chunk.reshape(())
     else:
-        source = CellsSource(storage, name, metadata, 0, [group], [None], [shape[0]])
-        values = source.read_objects([0], [np.arange(shape[0])])[0]
+        values = CellsSource(storage, name, metadata, 0, [group], [None], [shape[0]])[...]
     return values if values.flags.writeable else values.copy()
 
 
@@ -398,7 +491,7 @@ def _normalize_key(key, ndim: int) -> tuple:
     return tuple(key) + (slice(None),) * (ndim - len(key))
 
 
-def _rows_of(idx, n: int) -> tuple[np.ndarray, bool]:
+def cells_rows(idx, n: int) -> tuple[np.ndarray, bool]:
     """The cells-axis indexer as row positions (and whether it drops the axis)."""
     if isinstance(idx, slice):
         return np.arange(*idx.indices(n), dtype=np.int64), False
@@ -409,6 +502,8 @@ def _rows_of(idx, n: int) -> tuple[np.ndarray, bool]:
         return np.array([i], dtype=np.int64), True
     arr = np.asarray(idx)
     if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise IndexError(f"a boolean index of shape {arr.shape} does not match a cells axis of {n}")
         return np.flatnonzero(arr).astype(np.int64), False
     arr = arr.astype(np.int64).ravel()
     arr = np.where(arr < 0, arr + n, arr)
@@ -417,4 +512,4 @@ def _rows_of(idx, n: int) -> tuple[np.ndarray, bool]:
     return arr, False
 
 
-__all__ = ["DEFAULT_BATCH_BYTES", "CellsSource", "ChunkDecoder", "batch_row_chunks", "read_whole", "row_bytes"]
+__all__ = ["DEFAULT_BATCH_BYTES", "SUB_BATCH_KEYS", "CellsSource", "ChunkDecoder", "batch_row_chunks", "cells_rows", "read_whole", "row_bytes"]

@@ -260,6 +260,57 @@ def test_source_over_chunked_objects_equals_zarr(tmp_path, layout):
         rows = source[(slice(None), slice(16, 20)) if extra else slice(16, 20)]
     np.testing.assert_array_equal(rows, expected[..., 16:20])
     assert 0 < counter.kind("chunk:data") < 5 * 16 // (kwargs["chunks"][-1]), counter.summary()
+    # a pick is a source of its own: unsorted, repeated, across objects (and into a partial one)
+    picks = np.array([30, 2, 17, 2, source.shape[axis] - 1, 16])
+    picked = source.pick(picks)
+    np.testing.assert_array_equal(picked[...], np.take(expected, picks, axis=axis))
+    np.testing.assert_array_equal(picked[(slice(None), slice(1, 4)) if extra else slice(1, 4)], np.take(expected, picks[1:4], axis=axis))
+
+
+def _tiny_objects(root, n: int) -> tuple[dict, list[str], np.ndarray]:
+    """``n`` single-chunk objects of 16 float32 cells written as raw chunk files (zagg's leaf layout)."""
+    meta = {
+        "zarr_format": 3, "node_type": "array", "shape": [16], "data_type": "float32",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": "NaN", "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+    }
+    values = np.arange(16 * n, dtype=np.float32).reshape(n, 16)
+    groups = [f"o{i}.zarr/8" for i in range(n)]
+    for group, row in zip(groups, values):
+        (root / group / "v" / "c").mkdir(parents=True)
+        (root / group / "v" / "c" / "0").write_bytes(row.astype("<f4").tobytes())
+    return meta, groups, values.ravel()
+
+
+def test_a_batch_is_read_in_bounded_sub_batches_straight_into_its_result(tmp_path, monkeypatch):
+    """One task over thousands of tiny objects holds its result plus a bounded number of payloads, not one per object."""
+    import tracemalloc
+
+    from moczarr.dataplane import SUB_BATCH_KEYS
+    from moczarr.storage import Storage
+
+    n = 6 * SUB_BATCH_KEYS + 5
+    meta, groups, expected = _tiny_objects(tmp_path, n)
+    storage = Storage.open(tmp_path)
+    calls = []
+    plain = storage.get_many
+    monkeypatch.setattr(storage, "get_many", lambda rels: calls.append(len(rels)) or plain(rels))
+    source = CellsSource(storage, "v", meta, 0, groups, [None] * n, [16] * n, token="t")
+    source[:16]  # parse the codecs, warm the imports
+    calls.clear()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    values = source[...]
+    after, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    np.testing.assert_array_equal(values, expected)
+    assert sum(calls) == n and max(calls) <= SUB_BATCH_KEYS, calls
+    # what the read held beyond what it kept (the result, the storage's own record): ~0.8 MB for one
+    # sub-batch's keys, payloads and bookkeeping; the same read holding all of them at once peaks at ~3.6 MB
+    transient = peak - after
+    assert transient < 1_500_000, f"{transient} bytes held at the peak beyond the result (base {base})"
+    assert values.flags.writeable and values.base is None, "the result is one array written in place"
 
 
 @pytest.mark.parametrize("shape,chunks", [((), ()), ((6,), (6,)), ((6,), (4,))], ids=["scalar", "one-chunk", "two-chunks"])
