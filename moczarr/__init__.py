@@ -22,6 +22,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     __package__,
     {
+        "assemble": ("pick_cells",),
         "backend": ("resolve_cell_order",),
         "cells": ("compose", "join_coarse", "parent_cells"),
         "coverage": ("aoi_mask",),

@@ -1,7 +1,7 @@
 """Scattered picks read only the objects that hold the picked cells, and equal a full load indexed alike.
 
 dask answers an integer-array index with a shuffle whose tasks take whole
-batches; :func:`moczarr.assemble.pick_cells` rebuilds the open's variables
+batches; :func:`moczarr.pick_cells` rebuilds the open's variables
 over just the picked rows. Counts are GETs of ``chunk:data`` objects.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import moczarr
-from moczarr.assemble import pick_cells
+from moczarr import pick_cells
 from moczarr.storage import count_requests
 
 from .conftest import fixture_path
