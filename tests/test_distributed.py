@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pickle
 
+import distributed
 import numpy as np
 import pytest
 import xarray as xr
@@ -20,15 +21,8 @@ from .conftest import fixture_path, load_json
 STORE = "zagg/single_8/store"
 
 
-def _guard(index_kind: str) -> str:
-    if index_kind == "moc":
-        pytest.importorskip("moczarr.index", reason="moczarr/index.py (MortonMocIndex) not importable yet")
-    return index_kind
-
-
 @pytest.fixture(scope="module")
 def client():
-    distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(
         n_workers=2,
         threads_per_worker=1,
@@ -43,7 +37,7 @@ def client():
 
 @pytest.mark.parametrize("index_kind", ["pandas", "moc"])
 def test_dataset_pickles(index_kind):
-    ds = moczarr.open_hive(fixture_path(STORE), index_kind=_guard(index_kind))
+    ds = moczarr.open_hive(fixture_path(STORE), index_kind=index_kind)
     back = pickle.loads(pickle.dumps(ds))
     assert back["count"].chunks == ds["count"].chunks, "still lazy after the round trip"
     assert back.attrs == ds.attrs

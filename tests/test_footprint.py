@@ -7,10 +7,9 @@ import json
 import mortie
 import numpy as np
 import pytest
+import shapely
 
-shapely = pytest.importorskip("shapely")
-
-from moczarr.footprint import footprint, geometry_bbox  # noqa: E402
+from moczarr.footprint import footprint, geometry_bbox
 
 
 def cover(lats, lons, order: int) -> np.ndarray:

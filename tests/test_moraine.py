@@ -23,7 +23,12 @@ import pytest
 import xarray as xr
 import zarr
 
-from moczarr.errors import ChunkError, MoczarrError, PyramidError, UnsupportedVersionError
+from moczarr.errors import (
+    ChunkError,
+    MoczarrError,
+    PyramidError,
+    UnsupportedVersionError,
+)
 from moczarr_moraine import (
     MoraineLevelError,
     MorainePyramid,
@@ -68,32 +73,18 @@ V1 = [n for n in ALL if not DOC[n]["legacy"]]
 LEGACY = [n for n in ALL if DOC[n]["legacy"]]
 
 
-def _in_ci() -> bool:
-    value = os.environ.get("CI")
-    return value is not None and value.strip().lower() not in ("", "0", "false", "no")
-
-
-def _unavailable(reason: str):
-    if _in_ci():
-        pytest.fail(f"{reason} (CI is set, so this is a failure, not a skip)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def root(store_layer) -> Path:
     folder = moraine_dir()
     missing = [n for n in ALL if not (folder / n / "0.zarr").is_dir()]
-    if missing:
-        _unavailable(f"moraine fixtures not found under {folder}: {', '.join(missing)}")
+    assert not missing, f"moraine fixtures not found under {folder}: {', '.join(missing)}"
     return folder
 
 
 def test_fixtures_are_present():
-    """Reported as a plain failure under CI (the tests using ``root`` then error as well)."""
     folder = moraine_dir()
     missing = [n for n in ALL if not (folder / n / "0.zarr").is_dir()]
-    if missing:
-        _unavailable(f"moraine fixtures not found under {folder}: {', '.join(missing)}")
+    assert not missing, f"moraine fixtures not found under {folder}: {', '.join(missing)}"
 
 
 def raw(root: Path, name: str, array: str) -> np.ndarray:
@@ -689,12 +680,10 @@ def test_malformed_stats_zarr_is_dropped_with_warning(root, tmp_path):
 
 @pytest.fixture(scope="module")
 def s3(root):
-    try:
-        import boto3
-        import s3fs
-        from moto.server import ThreadedMotoServer
-    except ImportError as exc:  # test extras missing
-        _unavailable(f"moto / s3fs not installed: {exc}")
+    import boto3
+    import s3fs
+    from moto.server import ThreadedMotoServer
+
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()

@@ -45,13 +45,6 @@ ZAGG_OPENS = [
 ]
 
 
-def _index_kind(kind: str) -> str:
-    """The moc index is being written alongside: skip (only) that case while it cannot be imported."""
-    if kind == "moc":
-        pytest.importorskip("moczarr.index", reason="moczarr/index.py (MortonMocIndex) not importable yet")
-    return kind
-
-
 def _rank(decimal: str) -> tuple[str, int]:
     """(sign+base, position among same-order siblings): digits 1-4 read as base-4 digits 0-3."""
     head = decimal[:2] if decimal.startswith("-") else decimal[:1]
@@ -113,7 +106,7 @@ def open_counted(root: Path, **kwargs):
 @pytest.mark.parametrize("name,kwargs", ZAGG_OPENS, ids=[f"{n.split('/')[1]}{'-' + k['window'] if k else ''}" for n, k in ZAGG_OPENS])
 def test_open_with_root_moc_reads_stamps_and_one_schema_only(name, kwargs, index_kind):
     root = fixture_path(name)
-    ds, counter = open_counted(root, index_kind=_index_kind(index_kind), **kwargs)
+    ds, counter = open_counted(root, index_kind=index_kind, **kwargs)
     candidates = moc_candidates(root)
     arrays = schema_arrays(root, ds.attrs["morton_hive"]["leaves"][0])
     constant = 3 + arrays  # manifest + root MOC + schema group + schema arrays
@@ -132,7 +125,7 @@ def test_open_with_root_moc_reads_stamps_and_one_schema_only(name, kwargs, index
 @pytest.mark.parametrize("name,kwargs", ZAGG_OPENS[:3], ids=["single_8", "single_ragged", "windowed-2019"])
 def test_compute_reads_each_data_chunk_once_and_no_coordinate_chunk(name, kwargs, index_kind):
     root = fixture_path(name)
-    ds, _ = open_counted(root, index_kind=_index_kind(index_kind), **kwargs)
+    ds, _ = open_counted(root, index_kind=index_kind, **kwargs)
     assert "cell_ids" in ds.coords and ds["cell_ids"].attrs == {"grid_name": "healpix", "level": 8, "indexing_scheme": "nested", "ellipsoid": "WGS84"}
     with count_requests() as counter:
         loaded = ds.load()
@@ -146,7 +139,6 @@ def test_compute_reads_each_data_chunk_once_and_no_coordinate_chunk(name, kwargs
 
 
 def test_index_kinds_make_identical_requests():
-    _index_kind("moc")
     root = fixture_path("zagg/single_8/store")
     _, pandas_counter = open_counted(root, index_kind="pandas")
     _, moc_counter = open_counted(root, index_kind="moc")
