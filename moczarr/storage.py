@@ -279,6 +279,8 @@ def obstore_options(url: str, storage_options: dict | None, policy: RetryPolicy,
     scheme, _, rest = url.partition("://")
     if "::" in scheme:
         return "a chained fsspec URL"
+    if scheme.lower() not in OBSTORE_SCHEMES:
+        return f"{scheme}:// roots are read through fsspec (obstore serves {', '.join(OBSTORE_SCHEMES)})"
     opts = {k: v for k, v in (storage_options or {}).items() if k not in ("moczarr_retry", BACKEND_OPTION)}
     client = dict(opts.pop("client_kwargs", None) or {})
     config = dict(opts.pop("config_kwargs", None) or {})

@@ -75,6 +75,8 @@ def test_ambient_credentials_and_unknown_aws_regions_stay_on_s3fs(monkeypatch):
 def test_https_roots_stay_on_fsspec():
     store = make_store("https://example.invalid/store")._store
     assert type(store).__name__ == "FsspecStore"
+    with pytest.raises(moczarr.ArgumentError, match="fsspec"):
+        make_store("https://example.invalid/store", OBSTORE)
 
 
 def test_s3_option_mapping():
