@@ -16,6 +16,7 @@ checked on the options the storage layer builds.
 
 from __future__ import annotations
 
+import socket
 import time
 import warnings
 
@@ -212,6 +213,33 @@ def test_persistent_slowdown_is_throttled(proxy):
     proxy.add(LEAF_STAMP, kind="status", status=503, code="SlowDown")
     with pytest.raises(StorageThrottledError, match=r"\.zarr/zarr\.json"):
         open_remote(proxy)
+
+
+def test_persistent_429_is_throttled_after_the_budget(proxy):
+    proxy.add("morton_hive.json", kind="status", status=429, code="TooManyRequests")
+    with pytest.raises(StorageThrottledError, match="morton_hive.json"):
+        open_remote(proxy)
+    assert proxy.count("morton_hive.json") == FAST["attempts"]
+
+
+def test_unauthenticated_fails_at_once(proxy):
+    proxy.add("morton_hive.json", kind="status", status=401, code="Unauthorized")
+    with pytest.raises(StoragePermissionError, match="morton_hive.json"):
+        open_remote(proxy)
+    assert proxy.count("morton_hive.json") == 1
+
+
+def test_a_refused_connection_is_retried_then_typed(proxy):
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    opts = options(proxy)
+    opts["client_kwargs"] = {**opts["client_kwargs"], "endpoint_url": f"http://127.0.0.1:{port}"}
+    t0 = time.monotonic()
+    with pytest.raises(StorageError, match=r"morton_hive\.json.*4 tries") as info:
+        moczarr.open_hive(f"s3://{BUCKET}/{HIVE}", storage_options=opts)
+    assert not isinstance(info.value, (StoragePermissionError, StorageTimeoutError))
+    assert time.monotonic() - t0 < FAST["deadline"]
 
 
 def test_access_denied_fails_at_once_and_cancels_the_batch(proxy):
