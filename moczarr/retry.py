@@ -6,7 +6,11 @@ the first try; every try is cut off when the deadline passes), with
 exponential backoff between tries. Only transient failures are retried:
 HTTP 5xx, throttling (``SlowDown``, 503), connection resets and refused or
 timed-out connections, truncated bodies and checksum mismatches. Anything
-else (403, a bad request) fails at once. A failure that survives the budget
+else (403, a bad request) fails at once. Both object-store clients are
+understood: botocore/aiohttp failures (through s3fs) and obstore's (its
+exceptions carry the HTTP status and the transport error kind only in their
+text: ``Server returned non-2xx status code: 503 ...``, ``HttpError { kind:
+Timeout ...``). A failure that survives the budget
 is raised as a :class:`~moczarr.errors.StorageError` (or its
 ``StorageTimeoutError``, ``StoragePermissionError``,
 ``StorageThrottledError`` subclasses) naming the object, with the original
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import re
 import socket
 import time
 from dataclasses import asdict, dataclass, fields
@@ -89,15 +94,39 @@ def _chain(exc: BaseException):
 
 
 def _status(exc: BaseException) -> tuple[int | None, str]:
-    """The HTTP status and error code of a botocore ``ClientError`` anywhere in the chain."""
+    """The HTTP status and error code of a botocore ``ClientError`` or an obstore error anywhere in the chain."""
     for e in _chain(exc):
         response = getattr(e, "response", None)
         if isinstance(response, dict) and "Error" in response:
             status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
             return status, str(response["Error"].get("Code") or "")
+        if _is_obstore(e):
+            text = str(e)
+            status = _OBSTORE_STATUS.search(text)
+            code = _S3_CODE.search(text)
+            return (int(status.group(1)) if status else None), (code.group(1) if code else "")
     return None, ""
 
 
+def _is_obstore(exc: BaseException) -> bool:
+    return type(exc).__module__.partition(".")[0] == "obstore"
+
+
+def _obstore_http_kind(exc: BaseException) -> str:
+    """The ``HttpErrorKind`` of an obstore transport failure (``Connect``, ``Timeout``, ...), else ``""``."""
+    for e in _chain(exc):
+        if _is_obstore(e):
+            kind = _OBSTORE_HTTP_KIND.search(str(e))
+            return kind.group(1) if kind else ""
+    return ""
+
+
+#: obstore (object_store) spells the status of a failed request in its message, in either of these forms
+_OBSTORE_STATUS = re.compile(r"(?:non-2xx status code:|error with status) (\d{3})\b")
+_OBSTORE_HTTP_KIND = re.compile(r"HttpError \{\s*kind: (\w+)")
+_S3_CODE = re.compile(r"<Code>(\w+)</Code>")
+#: object_store's HttpErrorKind values of a request that may succeed when sent again (``Unknown`` may not)
+_OBSTORE_TRANSIENT_KINDS = {"Connect", "Request", "Interrupted", "Decode"}
 _THROTTLE_CODES = {"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests"}
 _TRANSIENT_ERRNOS = {errno.EBUSY, errno.EAGAIN, errno.ECONNRESET, errno.ECONNREFUSED, errno.ECONNABORTED,
                      errno.ETIMEDOUT, errno.EPIPE, getattr(errno, "EREMOTEIO", errno.EIO)}
@@ -107,21 +136,31 @@ _TRANSIENT_NAMES = {
     "ResponseStreamingError", "HTTPClientError", "ConnectionClosedError", "EndpointConnectionError",
     "ReadTimeoutError", "ConnectTimeoutError", "ResponseParserError", "ContentLengthError",
 }
+_DENIED_NAMES = {"PermissionDeniedError", "UnauthenticatedError"}  # obstore's 403 and 401
 
 
 def classify(exc: BaseException) -> str:
-    """``"timeout"``, ``"throttled"``, ``"transient"``, ``"denied"`` or ``"fatal"`` for a read failure."""
+    """What a read failure is: ``"missing"``, ``"timeout"``, ``"throttled"``, ``"transient"``, ``"denied"`` or ``"fatal"``.
+
+    ``missing`` (a 404, ``FileNotFoundError``) is absence, never retried;
+    ``timeout``, ``throttled`` (429, 503, ``SlowDown``) and ``transient`` (other
+    5xx, resets, refused connections, truncated bodies) are retried;
+    ``denied`` (401, 403) and ``fatal`` (anything else, a 400) are not.
+    """
     status, code = _status(exc)
     names = {type(e).__name__ for e in _chain(exc)}
-    if any(isinstance(e, (TimeoutError, socket.timeout)) for e in _chain(exc)) or names & {
+    http_kind = _obstore_http_kind(exc)
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)) or status == 404:
+        return "missing"
+    if any(isinstance(e, (TimeoutError, socket.timeout)) for e in _chain(exc)) or http_kind == "Timeout" or names & {
         "ReadTimeoutError", "ConnectTimeoutError", "ServerTimeoutError"
     }:
         return "timeout"
     if code in _THROTTLE_CODES or status in (429, 503) or "reduce your request rate" in str(exc):
         return "throttled"
-    if isinstance(exc, PermissionError) or status in (401, 403):
+    if isinstance(exc, PermissionError) or status in (401, 403) or names & _DENIED_NAMES:
         return "denied"
-    if (status is not None and status >= 500) or names & _TRANSIENT_NAMES:
+    if (status is not None and status >= 500) or names & _TRANSIENT_NAMES or http_kind in _OBSTORE_TRANSIENT_KINDS:
         return "transient"
     if any(isinstance(e, ConnectionError) for e in _chain(exc)):
         return "transient"
@@ -131,6 +170,7 @@ def classify(exc: BaseException) -> str:
 
 
 _TYPES = {
+    "missing": (StoreNotFoundError, "found nothing"),
     "timeout": (StorageTimeoutError, "timed out"),
     "throttled": (StorageThrottledError, "throttled by the server"),
     "denied": (StoragePermissionError, "access denied"),
@@ -139,10 +179,15 @@ _TYPES = {
 }
 
 
+def _message(exc: BaseException) -> str:
+    """The failure's message for ours; obstore's multi-line ``Debug source:`` dump is left out."""
+    return (str(exc).split("\n\nDebug source:")[0].strip() or type(exc).__name__)[:500]
+
+
 def storage_error(exc: BaseException, where: str, tries: int, elapsed: float) -> StorageError:
     """The typed error of a read of ``where`` that failed with ``exc`` after ``tries`` tries."""
     kind, what = _TYPES[classify(exc)]
-    detail = str(exc) or type(exc).__name__
+    detail = _message(exc)
     budget = f" after {tries} tr{'y' if tries == 1 else 'ies'} in {elapsed:.1f} s" if tries > 1 or elapsed >= 1 else ""
     return kind(f"{where}: read {what}{budget} ({type(exc).__name__}: {detail})")
 
@@ -168,10 +213,10 @@ async def read_with_retries(call, policy: RetryPolicy, where: str):
             return await asyncio.wait_for(call(), timeout=max(remaining, 0.001))
         except MoczarrError:
             raise
-        except (FileNotFoundError, NotADirectoryError) as exc:
-            # the zarr store answers a missing object as None: this is the root itself missing
-            raise StoreNotFoundError(f"{where}: the store root does not exist ({exc})") from exc
         except Exception as exc:  # every storage library's failure ends here, typed
+            if classify(exc) == "missing":
+                # the zarr store answers a missing object as None: this is the root (or its bucket) missing
+                raise StoreNotFoundError(f"{where}: the store root does not exist ({_message(exc)})") from exc
             elapsed = time.monotonic() - start
             delay = min(policy.backoff * 2 ** (tries - 1), policy.max_backoff)
             out_of_budget = tries >= policy.attempts or (

@@ -1,11 +1,12 @@
 """Storage: one zarr store handle per open call, batched concurrent reads, a request counter.
 
 Every byte moczarr reads goes through :class:`Storage`, which wraps a zarr v3
-store (``LocalStore`` for local paths, ``FsspecStore`` for ``s3://`` and other
-fsspec URLs). Metadata reads are issued concurrently (bounded by
-``concurrency``); the lazy arrays built on top read chunks through the same
-store object, so one filesystem handle serves the whole open and every later
-compute.
+store: ``LocalStore`` for local paths, zarr's ``ObjectStore`` over obstore for
+``s3://``, ``gs://`` and ``az://`` roots whose options map onto it
+(:func:`obstore_options`), ``FsspecStore`` for every other URL. Reads are
+issued concurrently, at most ``concurrency`` in flight per handle (one limit
+for open and load alike); the lazy arrays built on top read through the same
+store object, so one client serves the whole open and every later compute.
 
 Requests are classified by object kind and counted while a
 :func:`count_requests` block is active, for tests and benchmarks::
@@ -18,12 +19,15 @@ Requests are classified by object kind and counted while a
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import zarr
@@ -44,9 +48,10 @@ from .locations import is_remote, normalize_location, protocol
 from .retry import RetryPolicy, policy_from_options, read_with_retries
 
 DEFAULT_CONCURRENCY = 32
-#: ``storage_options`` key choosing the object-store client of an ``s3://`` root: ``"obstore"`` (opt-in, about
-#: twice as fast, see docs/performance.md) or s3fs (the default: its failures are the ones the retry budget classifies)
+#: ``storage_options`` key choosing the client of an object-store root: ``"obstore"`` (the default for ``s3://``,
+#: ``gs://``, ``az://`` when installed and the options map, see :func:`obstore_options`) or ``"fsspec"`` (alias ``"s3fs"``)
 BACKEND_OPTION = "moczarr_backend"
+BACKENDS = ("obstore", "fsspec", "s3fs")
 #: botocore socket timeouts of every object-store request, in seconds (``config_kwargs`` overrides)
 CONNECT_TIMEOUT = 5.0
 READ_TIMEOUT = 10.0
@@ -184,11 +189,18 @@ class CountingStore(WrapperStore):
         return (CountingStore, (self._store, self.policy))
 
 
+_OBSTORE_SCHEME = {"S3Store": "s3", "GCSStore": "gs", "AzureStore": "az"}
+
+
 def describe_key(store: Store, key: str) -> str:
-    """``s3://bucket/prefix/key`` for an fsspec store, ``/root/key`` for a local one."""
+    """``s3://bucket/prefix/key`` for an fsspec or obstore store, ``/root/key`` for a local one."""
     if isinstance(store, FsspecStore):
         protocol = store.fs.protocol[0] if isinstance(store.fs.protocol, (tuple, list)) else store.fs.protocol
         base = f"{protocol}://{store.path.strip('/')}"
+    elif isinstance(store, ObjectStore) and type(store.store).__name__ in _OBSTORE_SCHEME:
+        inner = store.store
+        bucket = inner.config.get("bucket") or inner.config.get("container_name") or ""
+        base = f"{_OBSTORE_SCHEME[type(inner).__name__]}://{bucket}/{(inner.prefix or '').strip('/')}"
     elif isinstance(store, LocalStore):
         base = str(store.root)
     else:
@@ -199,25 +211,29 @@ def describe_key(store: Store, key: str) -> str:
 def make_store(
     url: str | os.PathLike, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY
 ) -> Store:
-    """A read-only zarr store for a local path, ``file://`` URL or fsspec URL (``s3://...``).
+    """A read-only zarr store for a local path, ``file://`` URL or object-store / fsspec URL.
 
-    Object-store reads are bounded (:func:`fsspec_options`, :mod:`moczarr.retry`);
-    the ``moczarr_retry`` key of ``storage_options`` tunes the retry budget.
+    ``s3://``, ``gs://`` and ``az://`` roots are read through obstore when it is
+    installed and every storage option maps onto it (:func:`obstore_options`),
+    else through fsspec (s3fs, gcsfs, adlfs); every other protocol, ``https://``
+    included, through fsspec. ``storage_options["moczarr_backend"]`` forces one:
+    ``"obstore"`` (an :class:`~moczarr.errors.ArgumentError` when the options do
+    not map) or ``"fsspec"`` (alias ``"s3fs"``). Reads are bounded alike on both
+    (:data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT`, one try per client call, the
+    ``moczarr_retry`` budget of :mod:`moczarr.retry` around it).
     """
     url = os.fspath(url)
     if not is_remote(url):
         return CountingStore(LocalStore(normalize_location(url), read_only=True), RetryPolicy.local())
     scheme = protocol(url)
     options, policy = fsspec_options(scheme, storage_options, concurrency)
-    if scheme in ("s3", "s3a") and (storage_options or {}).get(BACKEND_OPTION) == "obstore":
-        caller = {k: v for k, v in storage_options.items() if k not in ("moczarr_retry", BACKEND_OPTION)}
-        fast = _obstore_s3(url.split("://", 1)[1], caller)
-        if fast is None:
-            raise ArgumentError(
-                f"{url}: {BACKEND_OPTION}='obstore' takes only anon, key/secret/token and client_kwargs "
-                f"endpoint_url/region_name; got {sorted(caller)}"
-            )
-        return CountingStore(fast, policy)
+    backend = (storage_options or {}).get(BACKEND_OPTION)  # validated by fsspec_options
+    if backend == "obstore" or (backend is None and scheme in OBSTORE_SCHEMES):
+        mapped = obstore_options(url, storage_options, policy, concurrency)
+        if isinstance(mapped, dict):
+            return CountingStore(_obstore_store(mapped), policy)
+        if backend == "obstore":
+            raise ArgumentError(f"{url}: {BACKEND_OPTION}='obstore' cannot serve this root: {mapped}")
     try:
         base = FsspecStore.from_url(url, storage_options=options, read_only=True)
         if scheme in ("s3", "s3a"):
@@ -229,74 +245,161 @@ def make_store(
     return CountingStore(base, policy)
 
 
-_OBSTORE_CREDENTIALS = {"key": "access_key_id", "secret": "secret_access_key", "token": "session_token"}
+#: the roots obstore serves by default (``https://`` stays on fsspec: obstore's HTTPStore lists only over WebDAV)
+OBSTORE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs")
+_S3_CREDENTIALS = {"key": "access_key_id", "secret": "secret_access_key", "token": "session_token"}
 
 
-def _obstore_s3(bucket_path: str, storage_options: dict | None) -> Store | None:
-    """An obstore-backed store for ``s3://bucket/path`` when the options are explicit and all map, else None.
+def obstore_options(url: str, storage_options: dict | None, policy: RetryPolicy, concurrency: int) -> dict | str:
+    """The obstore store an object-store root maps to, as ``{"store": class name, "kwargs": {...}}``, or why not.
 
-    obstore (Rust, no GIL held per request) reads small objects several times
-    faster than s3fs at the same in-flight limit (docs/performance.md). It is
-    used when ``obstore`` is installed and the options are only ``anon``, or
-    ``key``/``secret`` (``token``), plus ``client_kwargs`` ``endpoint_url`` /
-    ``region_name``; any other option, or ambient credentials (a profile, an
-    instance role), keeps s3fs, which resolves those the botocore way.
+    The fsspec options that map (anything else keeps fsspec, which resolves it
+    the fsspec way; the answer is then a sentence saying which options did not
+    map):
+
+    - ``s3://``: ``anon``, or ``key``/``secret`` (``token``); ``endpoint_url``
+      (top level or in ``client_kwargs``), ``client_kwargs["region_name"]``,
+      ``requester_pays``; ``config_kwargs`` ``connect_timeout``, ``read_timeout``,
+      ``max_pool_connections``. Ambient credentials (a profile, an instance
+      role) and AWS itself without a region (s3fs finds the bucket's region)
+      stay on s3fs.
+    - ``gs://``: ``token="anon"``, a service-account JSON path as ``token``, or
+      no token (obstore's application-default chain); ``endpoint_url``.
+    - ``az://``: ``account_name`` with ``account_key``, ``sas_token`` or ``anon``.
+
+    Every store gets the same bounds as the fsspec clients: one try per request
+    (``max_retries=0``: the ``policy`` is the only retry loop), connect and
+    read timeouts, and an idle pool of ``concurrency`` connections (the
+    in-flight limit itself is :class:`Storage`'s).
     """
     try:
-        from obstore.store import S3Store
+        import obstore  # noqa: F401
     except ImportError:
-        return None
-    opts = dict(storage_options or {})
+        return "obstore is not installed"
+    scheme, _, rest = url.partition("://")
+    if "::" in scheme:
+        return "a chained fsspec URL"
+    if scheme.lower() not in OBSTORE_SCHEMES:
+        return f"{scheme}:// roots are read through fsspec (obstore serves {', '.join(OBSTORE_SCHEMES)})"
+    opts = {k: v for k, v in (storage_options or {}).items() if k not in ("moczarr_retry", BACKEND_OPTION)}
     client = dict(opts.pop("client_kwargs", None) or {})
-    config: dict = {}
-    if opts.pop("anon", False):
-        config["skip_signature"] = True
-    for src, dst in _OBSTORE_CREDENTIALS.items():
-        if src in opts:
-            config[dst] = opts.pop(src)
-    if "skip_signature" not in config and not {"access_key_id", "secret_access_key"} <= config.keys():
-        return None
-    endpoint = client.pop("endpoint_url", None)
-    region = client.pop("region_name", None)
-    if opts or client:
-        return None
-    # the same per-request bounds as botocore's (the retry budget wraps both backends alike)
-    client_options = {"connect_timeout": f"{CONNECT_TIMEOUT:g}s", "timeout": f"{READ_TIMEOUT:g}s"}
-    if endpoint:
-        config.update(endpoint=endpoint, virtual_hosted_style_request=False)
-        client_options["allow_http"] = endpoint.startswith("http://")
-    bucket, _, prefix = bucket_path.strip("/").partition("/")
-    store = S3Store(bucket, prefix=prefix or None, region=region or "us-east-1", client_options=client_options, **config)
-    return _ObjectStore(store, read_only=True)
+    config = dict(opts.pop("config_kwargs", None) or {})
+    bucket, _, prefix = rest.strip("/").partition("/")
+    kwargs: dict = {}
+    scheme = scheme.lower()
+    if scheme in ("s3", "s3a"):
+        store = "S3Store"
+        if opts.pop("anon", False):
+            kwargs["skip_signature"] = True
+        kwargs.update({dst: opts.pop(src) for src, dst in _S3_CREDENTIALS.items() if src in opts})
+        if "skip_signature" not in kwargs and not {"access_key_id", "secret_access_key"} <= kwargs.keys():
+            return "no anon=True nor key/secret: ambient credentials are resolved by botocore"
+        endpoint = opts.pop("endpoint_url", None) or client.pop("endpoint_url", None)
+        region = client.pop("region_name", None) or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if not endpoint and not region:
+            return "no region_name for AWS: s3fs locates the bucket's region"
+        kwargs["region"] = region or "us-east-1"
+        if endpoint:
+            kwargs.update(endpoint=endpoint, virtual_hosted_style_request=False)
+        if opts.pop("requester_pays", False):
+            kwargs["request_payer"] = True
+    elif scheme in ("gs", "gcs"):
+        store = "GCSStore"
+        token = opts.pop("token", None)
+        if token == "anon":
+            kwargs["skip_signature"] = True
+        elif isinstance(token, dict):
+            kwargs["service_account_key"] = json.dumps(token)
+        elif isinstance(token, (str, os.PathLike)) and token not in ("google_default", "cloud", "cache", "browser"):
+            kwargs["service_account_path"] = os.fspath(token)
+        elif token not in (None, "google_default"):
+            return f"gcsfs token {token!r} has no obstore counterpart"
+        endpoint = opts.pop("endpoint_url", None)
+        if endpoint:
+            kwargs["base_url"] = endpoint
+        opts.pop("project", None)  # only used to create buckets
+    else:
+        store = "AzureStore"
+        if "@" in bucket:
+            return "an abfs://container@account URL"
+        kwargs["account_name"] = opts.pop("account_name", None)
+        if not kwargs["account_name"]:
+            return "no account_name"
+        if opts.pop("anon", False):
+            kwargs["skip_signature"] = True
+        for src, dst in (("account_key", "account_key"), ("sas_token", "sas_key")):
+            if src in opts:
+                kwargs[dst] = opts.pop(src)
+        if not kwargs.keys() & {"skip_signature", "account_key", "sas_key"}:
+            return "no account_key, sas_token nor anon=True: ambient credentials are resolved by adlfs"
+    connect = config.pop("connect_timeout", CONNECT_TIMEOUT)
+    read = config.pop("read_timeout", READ_TIMEOUT)
+    pool = config.pop("max_pool_connections", concurrency)
+    left = sorted(opts) + [f"client_kwargs.{k}" for k in sorted(client)] + [f"config_kwargs.{k}" for k in sorted(config)]
+    if left:
+        return f"options obstore does not take: {left}"
+    endpoint = kwargs.get("endpoint") or kwargs.get("base_url") or ""
+    client_options = {
+        "connect_timeout": timedelta(seconds=float(connect)),
+        "read_timeout": timedelta(seconds=float(read)),
+        "timeout": timedelta(seconds=max(float(policy.deadline), float(read))),
+        "pool_max_idle_per_host": str(max(1, int(pool))),
+        "allow_http": endpoint.startswith("http://"),
+    }
+    retry_config = {"max_retries": 0, "retry_timeout": timedelta(seconds=max(float(policy.deadline), 1.0))}
+    kwargs.update(prefix=prefix or None, client_options=client_options, retry_config=retry_config)
+    return {"store": store, "bucket": bucket, "kwargs": kwargs}
 
 
-def _os_error(exc: Exception) -> OSError:
-    """obstore's errors as the built-in kinds fsspec raises (a refusal is a ``PermissionError``)."""
-    from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
+def _obstore_store(mapped: dict) -> ObjectStore:
+    """zarr's read-only ``ObjectStore`` over the obstore store :func:`obstore_options` described."""
+    import obstore.store
 
-    kind = PermissionError if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)) else OSError
-    return kind(str(exc))
+    cls = getattr(obstore.store, mapped["store"])
+    endpoint = mapped["kwargs"].get("endpoint") or mapped["kwargs"].get("base_url") or ""
+    inner = cls(mapped["bucket"], **mapped["kwargs"])
+    return VerifiedObjectStore(inner, read_only=True, verify_etag=endpoint.startswith("http://"))
 
 
-class _ObjectStore(ObjectStore):
-    """zarr's ``ObjectStore`` raising built-in ``OSError`` kinds instead of obstore's own."""
+class ChecksumMismatchError(ConnectionError):
+    """A body that does not hash to its object's MD5 ETag: damaged in transit (retried like a broken connection)."""
 
-    async def get(self, key, prototype, byte_range=None):
-        from obstore.exceptions import BaseError
 
-        try:
+_MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
+
+
+class VerifiedObjectStore(ObjectStore):
+    """zarr's ``ObjectStore`` that checks whole-object bodies against their MD5 ETag over plain HTTP.
+
+    botocore validates the checksum S3 sends with each object; obstore does
+    not. Over ``https://`` TLS guards the bytes in transit; over a plain
+    ``http://`` endpoint (a local S3-compatible server) nothing would, so a body
+    whose ETag is a plain MD5 (a single-part upload without SSE-KMS/SSE-C, which
+    is what such servers answer) must hash to it, else the read fails with
+    :class:`ChecksumMismatchError` and is retried.
+    """
+
+    def __init__(self, store, *, read_only: bool = False, verify_etag: bool = False) -> None:
+        super().__init__(store, read_only=read_only)
+        self.verify_etag = verify_etag
+
+    def with_read_only(self, read_only: bool = False) -> "VerifiedObjectStore":
+        return type(self)(self.store, read_only=read_only, verify_etag=self.verify_etag)
+
+    async def get(self, key: str, prototype, byte_range: ByteRequest | None = None):
+        if byte_range is not None or not self.verify_etag:
             return await super().get(key, prototype, byte_range)
-        except BaseError as exc:
-            raise _os_error(exc) from exc
-
-    async def list_dir(self, prefix: str):
-        from obstore.exceptions import BaseError
+        import obstore
 
         try:
-            async for name in super().list_dir(prefix):
-                yield name
-        except BaseError as exc:
-            raise _os_error(exc) from exc
+            result = await obstore.get_async(self.store, key)
+            payload = await result.bytes_async()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+        etag = _MD5_ETAG.match(result.meta.get("e_tag") or "")
+        if etag and hashlib.md5(payload, usedforsecurity=False).hexdigest() != etag.group(1):
+            raise ChecksumMismatchError(f"{key}: the body's MD5 does not match its ETag {etag.group(1)}")
+        return prototype.buffer.from_bytes(payload)
 
 
 def local_root(store: Store) -> str | None:
@@ -333,8 +436,8 @@ def fsspec_options(
     """
     opts = dict(storage_options or {})
     policy = policy_from_options(opts.pop("moczarr_retry", None))
-    if opts.pop(BACKEND_OPTION, "s3fs") not in ("s3fs", "obstore"):
-        raise ArgumentError(f"storage_options[{BACKEND_OPTION!r}] must be 's3fs' or 'obstore'")
+    if opts.pop(BACKEND_OPTION, "fsspec") not in BACKENDS:
+        raise ArgumentError(f"storage_options[{BACKEND_OPTION!r}] must be one of {BACKENDS}")
     if protocol in ("s3", "s3a"):
         opts.setdefault("max_concurrency", 1)
         opts.setdefault("use_listings_cache", False)
@@ -404,17 +507,26 @@ class Storage:
         return f"{self.location}/{rel}" if rel else self.location
 
     # -- reads ---------------------------------------------------------------------------------
-    def _limit(self) -> asyncio.Semaphore:
+    def limit(self) -> asyncio.Semaphore:
+        """The handle's in-flight limit (``concurrency`` slots) on the running event loop.
+
+        One limit serves every read of the handle, open and load alike, however
+        many threads (dask tasks) share it: a request holds a slot while it is
+        on the wire, retries included.
+        """
         loop = id(asyncio.get_running_loop())
         sem = self._limits.get(loop)
         if sem is None:
             sem = self._limits.setdefault(loop, asyncio.Semaphore(self.concurrency))
         return sem
 
-    async def _get(self, rel: str) -> bytes | None:
+    async def _batch(self, calls: list) -> list:
+        return await bounded_batch(calls, self.limit())
+
+    async def _fetch(self, rel: str) -> bytes | None:
+        """One object's bytes (None when missing); the caller holds a slot of :meth:`limit`."""
         key = self.key(rel)
-        async with self._limit():
-            buf = await self.store.get(key, default_buffer_prototype())
+        buf = await self.store.get(key, default_buffer_prototype())
         if buf is None:
             return None
         payload = buf.to_bytes()
@@ -438,7 +550,7 @@ class Storage:
         """The object's bytes, or None when it does not exist."""
         if self._local is not None:
             return self._read_local(rel)
-        return sync(self._get(rel))
+        return self.get_many([rel])[0]
 
     def get_many(self, rels: Sequence[str]) -> list[bytes | None]:
         """Many objects at once; None for each missing one.
@@ -453,7 +565,7 @@ class Storage:
         if self._local is not None:
             return [self._read_local(r) for r in rels]
 
-        return list(sync(bounded_batch([lambda r=r: self._get(r) for r in rels], self.concurrency)))
+        return list(sync(self._batch([lambda r=r: self._fetch(r) for r in rels])))
 
     def get_json(self, rel: str) -> Any:
         """Parsed JSON of an object, None when missing. Raises :class:`StampError` when unparsable."""
@@ -465,11 +577,7 @@ class Storage:
 
     def list_dir(self, rel: str = "") -> list[str]:
         """Immediate child names under ``rel`` (one delimiter-LIST)."""
-        async def go():
-            prefix = self.key(rel)
-            return sorted([name async for name in self.store.list_dir(prefix)])
-
-        return sync(go())
+        return self.list_many([rel])[0]
 
     def list_many(self, rels: Sequence[str]) -> list[list[str]]:
         """:meth:`list_dir` of many prefixes concurrently."""
@@ -479,7 +587,7 @@ class Storage:
         async def one(rel):
             return sorted([name async for name in self.store.list_dir(self.key(rel))])
 
-        return list(sync(bounded_batch([lambda r=r: one(r) for r in rels], self.concurrency)))
+        return list(sync(self._batch([lambda r=r: one(r) for r in rels])))
 
     def array(self, rel: str, metadata: dict) -> zarr.Array:
         """A zarr array at ``rel`` built from already-read metadata: no request is made."""
@@ -510,18 +618,20 @@ def check_open_arguments(url, storage_options, concurrency) -> tuple[str, int]:
     return url, concurrency
 
 
-async def bounded_batch(calls: list, concurrency: int) -> list:
-    """Await every ``call()`` (at most ``concurrency`` at once) in order; the first failure ends the batch.
+async def bounded_batch(calls: list, limit: asyncio.Semaphore) -> list:
+    """Await every ``call()`` in order, each holding a slot of ``limit``; the first failure ends the batch.
 
-    The failure is raised once the calls in flight are cancelled; calls still
-    waiting for a slot are never started, so an error that ends an open costs
-    no further requests (plain ``gather`` would send them all).
+    ``limit`` is the in-flight limit of the handle (:meth:`Storage.limit`), shared
+    by every batch running on it, so concurrent batches (dask tasks) never
+    exceed it together. The failure is raised once the calls in flight are
+    cancelled; calls still waiting for a slot are never started, so an error
+    that ends an open costs no further requests (plain ``gather`` would send
+    them all).
     """
-    sem = asyncio.Semaphore(concurrency)
     failed = asyncio.Event()
 
     async def one(call):
-        async with sem:
+        async with limit:
             if failed.is_set():
                 raise asyncio.CancelledError
             try:

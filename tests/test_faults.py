@@ -7,13 +7,16 @@ resets, truncated bodies, latency) are retried inside the budget; fatal ones
 (403) fail at once; a stalled object fails within the deadline; an error that
 ends an open cancels the rest of its batch.
 
-Each test sets a small retry policy through ``storage_options`` so that it
-runs in seconds; the defaults themselves are checked on the options the
-storage layer builds.
+Every fault case runs on both object-store clients (``moczarr_backend``
+``obstore``, the default for ``s3://``, and ``s3fs``): each must classify its
+client's failures alike. Each test sets a small retry policy through
+``storage_options`` so that it runs in seconds; the defaults themselves are
+checked on the options the storage layer builds.
 """
 
 from __future__ import annotations
 
+import socket
 import time
 import warnings
 
@@ -31,11 +34,13 @@ from moczarr.errors import (
 )
 from moczarr.retry import RetryPolicy
 from moczarr.storage import (
+    BACKEND_OPTION,
     CONNECT_TIMEOUT,
     DEFAULT_CONCURRENCY,
     READ_TIMEOUT,
     Storage,
     fsspec_options,
+    obstore_options,
 )
 
 from .conftest import fixture_path
@@ -65,16 +70,24 @@ def servers(store_layer):
         yield s3, proxy
 
 
-@pytest.fixture
-def proxy(servers):
+BACKENDS = ["obstore", "s3fs"]
+
+
+@pytest.fixture(params=BACKENDS)
+def proxy(servers, request):
+    """The fault proxy, cleared; ``proxy.backend`` is the client the test's opens use."""
+    if request.param == "obstore":
+        pytest.importorskip("obstore")
     _, proxy = servers
     proxy.clear()
+    proxy.backend = request.param
     yield proxy
     proxy.clear()
 
 
 def options(proxy: FaultProxy, *, retry: dict | None = None, **config) -> dict:
     opts = {"anon": True, "client_kwargs": {"endpoint_url": proxy.endpoint_url, "region_name": "us-east-1"}}
+    opts[BACKEND_OPTION] = proxy.backend
     opts["moczarr_retry"] = dict(FAST if retry is None else retry)
     if config:
         opts["config_kwargs"] = config
@@ -126,9 +139,31 @@ def test_bad_retry_options_raise_typed(bad):
         fsspec_options("s3", {"moczarr_retry": bad})
 
 
+def test_obstore_options_bound_every_request():
+    pytest.importorskip("obstore")
+    opts = {"anon": True, "client_kwargs": {"endpoint_url": "http://127.0.0.1:1", "region_name": "us-east-1"}}
+    mapped = obstore_options("s3://b/p", opts, RetryPolicy(), concurrency=48)
+    client, retry = mapped["kwargs"]["client_options"], mapped["kwargs"]["retry_config"]
+    assert client["connect_timeout"].total_seconds() == CONNECT_TIMEOUT
+    assert client["read_timeout"].total_seconds() == READ_TIMEOUT
+    assert client["pool_max_idle_per_host"] == "48"  # the pool is sized to the concurrency
+    assert retry["max_retries"] == 0  # obstore makes one attempt: moczarr retries
+    caller = {**opts, "config_kwargs": {"read_timeout": 2, "max_pool_connections": 4}}
+    client = obstore_options("s3://b/p", caller, RetryPolicy(), concurrency=48)["kwargs"]["client_options"]
+    assert client["read_timeout"].total_seconds() == 2 and client["pool_max_idle_per_host"] == "4"
+
+
 def test_the_client_gets_the_bounds(proxy):
     storage = Storage.open(f"s3://{BUCKET}/{HIVE}", options(proxy), concurrency=24)
     assert storage.get_bytes("morton_hive.json") is not None
+    if proxy.backend == "obstore":
+        inner = storage.store._store.store
+        assert type(inner).__name__ == "S3Store"
+        client = inner.client_options
+        assert (client["connect_timeout"], client["read_timeout"]) == ("5s", "10s")
+        assert client["pool_max_idle_per_host"] == "24"
+        assert inner.retry_config["max_retries"] == 0  # obstore's own loop is off: one budget, counted once
+        return
     fs = storage.store._store.fs
     config = fs.s3.meta.config
     assert (config.connect_timeout, config.read_timeout) == (CONNECT_TIMEOUT, READ_TIMEOUT)
@@ -169,7 +204,8 @@ def test_persistent_500_raises_storage_error_naming_the_key(proxy):
     with pytest.raises(StorageError, match=r"s3://moczarr-faults/zagg/single_8/store/morton_hive.json") as info:
         open_remote(proxy)
     assert time.monotonic() - t0 < FAST["deadline"]
-    assert "4 tries" in str(info.value) and isinstance(info.value.__cause__, OSError)
+    assert "4 tries" in str(info.value) and "InternalError" in str(info.value)
+    assert info.value.__cause__ is not None  # the client's own failure, chained
     assert proxy.count("morton_hive.json") == FAST["attempts"]
 
 
@@ -177,6 +213,33 @@ def test_persistent_slowdown_is_throttled(proxy):
     proxy.add(LEAF_STAMP, kind="status", status=503, code="SlowDown")
     with pytest.raises(StorageThrottledError, match=r"\.zarr/zarr\.json"):
         open_remote(proxy)
+
+
+def test_persistent_429_is_throttled_after_the_budget(proxy):
+    proxy.add("morton_hive.json", kind="status", status=429, code="TooManyRequests")
+    with pytest.raises(StorageThrottledError, match="morton_hive.json"):
+        open_remote(proxy)
+    assert proxy.count("morton_hive.json") == FAST["attempts"]
+
+
+def test_unauthenticated_fails_at_once(proxy):
+    proxy.add("morton_hive.json", kind="status", status=401, code="Unauthorized")
+    with pytest.raises(StoragePermissionError, match="morton_hive.json"):
+        open_remote(proxy)
+    assert proxy.count("morton_hive.json") == 1
+
+
+def test_a_refused_connection_is_retried_then_typed(proxy):
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    opts = options(proxy)
+    opts["client_kwargs"] = {**opts["client_kwargs"], "endpoint_url": f"http://127.0.0.1:{port}"}
+    t0 = time.monotonic()
+    with pytest.raises(StorageError, match=r"morton_hive\.json.*4 tries") as info:
+        moczarr.open_hive(f"s3://{BUCKET}/{HIVE}", storage_options=opts)
+    assert not isinstance(info.value, (StoragePermissionError, StorageTimeoutError))
+    assert time.monotonic() - t0 < FAST["deadline"]
 
 
 def test_access_denied_fails_at_once_and_cancels_the_batch(proxy):
@@ -256,9 +319,12 @@ def test_moraine_level_retries_resets(proxy):
     xr.testing.assert_identical(remote, local)
 
 
-def test_cli_prints_one_error_line_for_a_persistent_500(proxy, capsys):
+def test_cli_prints_one_error_line_for_a_persistent_500(servers, capsys):
+    """The CLI's ``--anon --endpoint-url`` options map onto obstore: the default client."""
     from moczarr_intake.cli import main
 
+    _, proxy = servers
+    proxy.clear()
     proxy.add("morton_hive.json", kind="status", status=500, code="InternalError")
     proxy.add("0.zarr", kind="status", status=500, code="InternalError")
     t0 = time.monotonic()

@@ -13,7 +13,9 @@ One session-scoped server holds two buckets:
 
 Datasets opened over S3 must equal the local opens (values, ``morton``,
 coordinates, attrs), and the request counter must see the same requests, each
-one exactly one HTTP request on the wire.
+one exactly one HTTP request on the wire. These options map onto obstore, the
+default client; the request-count tests run on s3fs too
+(``moczarr_backend="s3fs"``), and ``tests/test_s3_backends.py`` compares the two.
 """
 
 from __future__ import annotations
@@ -75,6 +77,14 @@ class Remote:
 
     def kw(self) -> dict:
         return {"storage_options": self.options}
+
+    def on(self, backend: str) -> "Remote":
+        """The same remote read through ``backend`` (``obstore`` or ``s3fs``)."""
+        self.options = {**self.options, "moczarr_backend": backend}
+        return self
+
+
+BACKENDS = pytest.mark.parametrize("backend", ["obstore", "s3fs"])
 
 
 @pytest.fixture
@@ -293,12 +303,14 @@ def test_list_products_sees_a_product_added_since_the_last_listing(public):
 
 
 # -- requests over the wire -------------------------------------------------------------------------
+@BACKENDS
 @pytest.mark.parametrize("index_kind", ["pandas", "moc"])
-def test_request_counts_over_s3_equal_local_and_one_http_request_each(public, index_kind):
+def test_request_counts_over_s3_equal_local_and_one_http_request_each(public, index_kind, backend):
     """The counter sees the same kinds and numbers over S3, and each counted GET is one HTTP GET."""
     if index_kind == "moc":
         pytest.importorskip("moczarr.index", reason="moczarr/index.py (MortonMocIndex) not importable yet")
     name = "zagg/single_8/store"
+    public.on(backend)
     with count_requests() as local_open:
         local = moczarr.open_hive(fixture_path(name), index_kind=index_kind)
     with count_requests() as local_compute:
@@ -321,9 +333,11 @@ def test_request_counts_over_s3_equal_local_and_one_http_request_each(public, in
     assert remote_compute.summary() == {"GET chunk:data": 72}
 
 
-def test_walk_and_roster_request_counts_over_s3(public):
+@BACKENDS
+def test_walk_and_roster_request_counts_over_s3(public, backend):
     """LISTs appear only where the algorithm lists: the walk (no root MOC) and the product roster."""
     name = "spec/versioned"
+    public.on(backend)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", moczarr.CoverageFallbackWarning)
         with count_requests() as local:
