@@ -465,7 +465,9 @@ class Storage:
         self.concurrency = max(1, int(concurrency))
         #: per-open memo of parsed small objects (the root MOC), so one open reads each once
         self.memo: dict = {}
-        #: ``{store key: bytes}`` of every whole object read through this handle (shared with its children)
+        #: ``{store key: bytes}`` of the objects read at the top of the store (a root's and its products'
+        #: documents, at most one component below this handle: what a catalog reports as file sizes),
+        #: shared with its children; leaf objects are not recorded, so a long-lived open does not grow
         self.sizes: dict[str, int] = {}
         self._local = local_root(store)
         #: one in-flight limit per event loop, shared by every batch of this handle (open and load alike)
@@ -530,7 +532,8 @@ class Storage:
         if buf is None:
             return None
         payload = buf.to_bytes()
-        self.sizes[key] = len(payload)
+        if rel.count("/") <= 1:
+            self.sizes[key] = len(payload)
         return payload
 
     def _read_local(self, rel: str) -> bytes | None:
@@ -543,7 +546,8 @@ class Storage:
             if not os.path.isdir(self._local):
                 raise StoreNotFoundError(f"{self.location}: the store root does not exist") from None
             return None
-        self.sizes[key] = len(payload)
+        if rel.count("/") <= 1:
+            self.sizes[key] = len(payload)
         return payload
 
     def get_bytes(self, rel: str) -> bytes | None:

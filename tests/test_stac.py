@@ -161,8 +161,13 @@ def test_cube_variables_are_exactly_the_level_variables(built):
 
 
 # -- offline validation ------------------------------------------------------------------------------
+def linked_documents(out: Path) -> list[str]:
+    """The static catalog's documents (the API Collections beside them are not linked from it)."""
+    return sorted(str(p.resolve()) for p in Path(out).rglob("*.json") if p.parent.name != stac.API_COLLECTIONS)
+
+
 def test_every_written_document_validates_offline(built):
-    written = sorted(str(p.resolve()) for p in Path(built.out).rglob("*.json"))
+    written = linked_documents(built.out)
     checked = validate_offline(built.out / "catalog.json")  # walks child/item links on disk
     assert sorted(checked) == written
     n_items = len(items_of(built.disk))
@@ -175,7 +180,21 @@ def test_every_written_document_validates_offline(built):
 
 
 def test_in_memory_catalog_validates(built):
-    assert len(validate_offline(built.catalog)) == len(list(Path(built.out).rglob("*.json")))
+    assert len(validate_offline(built.catalog)) == len(linked_documents(built.out))
+
+
+def test_api_collections_are_the_collections_location_free(built):
+    served = sorted(Path(built.out, stac.API_COLLECTIONS).glob("*.json"))
+    collections = {c.id: c for c in built.disk.get_all_collections()}
+    assert [p.stem for p in served] == sorted(collections)
+    for path in served:
+        doc = json.loads(path.read_text())
+        assert stac.validate_document(doc)[0].endswith("collection.json")
+        assert not {link["rel"] for link in doc["links"]} & {"self", "root", "parent", "child", "item"}
+        hint = doc["assets"]["data"]["moczarr:open"]["kwargs"]
+        assert os.path.isabs(hint["store_root"]) or "://" in hint["store_root"]
+        want = collections[path.stem].to_dict(include_self_link=False)
+        assert (doc["title"], doc["extent"], doc["license"]) == (want["title"], want["extent"], want["license"])
 
 
 def test_missing_extension_schema_raises(built, tmp_path, monkeypatch):
