@@ -438,12 +438,15 @@ class CellsSource:
         """One object's leaf array from the payloads of its chunks at ``coords_list`` (fill elsewhere)."""
         dec = self.decoder
         lshape, cshape = self._leaf_shape, dec.chunk_shape
-        where = self.storage.describe(f"{group}/{self.name}")
+
+        def where(coords) -> str:  # a damaged chunk is named by its own key
+            return self.storage.describe(f"{group}/{self.name}/{dec.chunk_key(coords)}")
+
         if dec.single_chunk:
-            return dec.decode(payloads[0], where)[tuple(slice(0, s) for s in lshape)]
+            return dec.decode(payloads[0], where(coords_list[0]))[tuple(slice(0, s) for s in lshape)]
         leaf = dec.fill(lshape)
         for coords, payload in zip(coords_list, payloads):
-            chunk = dec.decode(payload, where)
+            chunk = dec.decode(payload, where(coords))
             region = tuple(slice(c * cs, min((c + 1) * cs, s)) for c, cs, s in zip(coords, cshape, lshape))
             leaf[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
         return leaf

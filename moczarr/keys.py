@@ -38,6 +38,8 @@ MAX_COMPONENT = 255
 _VERSION_RE = re.compile(r"^run-[0-9A-Za-z_.-]{1,128}$")
 _SIDECAR_RE = re.compile(r"^[0-9A-Za-z_][0-9A-Za-z_.-]{0,127}$")
 _FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
+#: what makes a key (wrapped in ``/``) leave the store: an empty, ``.`` or ``..`` component, NUL, a backslash
+_UNSAFE_PARTS = ("//", "/./", "/../", "\\", "\x00")
 #: product-name grammar (FORMAT.md §3): lowercase names, never a base-cell digit component
 PRODUCT_RE = re.compile(r"^[a-z0-9_-]{1,192}$")
 _BASE_RE = re.compile(r"^-?[1-6]$")
@@ -110,9 +112,18 @@ def relative_key(rel: str, where: str) -> str:
     text = rel.strip("/")
     if not text:
         return text
-    for part in text.split("/"):
-        if part in ("", ".", "..") or "\\" in part or "\x00" in part or len(part.encode("utf-8", "surrogatepass")) > MAX_COMPONENT:
-            raise _refuse(where, "key", rel, "a key inside the store (a component is empty, '.', '..', too long, or holds a NUL or '\\\\')")
+    if text.isascii():  # one scan (every chunk read comes here); an ASCII character is one byte
+        wrapped = f"/{text}/"
+        unsafe = any(part in wrapped for part in _UNSAFE_PARTS) or (
+            len(text) > MAX_COMPONENT and max(map(len, text.split("/"))) > MAX_COMPONENT
+        )
+    else:
+        unsafe = any(
+            part in ("", ".", "..") or "\\" in part or "\x00" in part or len(part.encode("utf-8", "surrogatepass")) > MAX_COMPONENT
+            for part in text.split("/")
+        )
+    if unsafe:
+        raise _refuse(where, "key", rel, "a key inside the store (a component is empty, '.', '..', too long, or holds a NUL or '\\\\')")
     return text
 
 
