@@ -45,6 +45,9 @@ SEGMENT = "/{group}/land_ice_segments/{name}"
 ATLAS_EPOCH = datetime(2018, 1, 1, tzinfo=UTC)
 FLOAT_VARS = ("h_min", "h_max", "h_mean", "h_sigma", "h_variance", "h_q25", "h_q50", "h_q75")
 QUANTILES = {"h_q25": 0.25, "h_q50": 0.50, "h_q75": 0.75}
+#: The composability class (D24) zagg gives each field of the default atl06 aggregation.
+FIELD_CLASSES = {"count": "exact", "h_min": "exact", "h_max": "exact",
+                 **{v: "none" for v in ("h_mean", "h_sigma", "h_variance", "h_q25", "h_q50", "h_q75")}}
 FLOAT_RTOL = 1e-5  # zagg reduces float32 inputs; the goldens reduce in float64
 
 #: Shard rosters (order 6). ``ONES`` sits in base cell 1; ``SERC`` is the
@@ -76,6 +79,24 @@ OBSERVED = {
 }
 
 
+#: The calibration of the flux digest: every observation weighs this many photoelectrons.
+FLUX_GAIN = 1.375
+FLUX_GAIN_ATTRS = {"name": "synthetic-gain", "version": "1"}
+
+
+def flux_tdigest(values, delta: int = 16):
+    """A ``weights: "flux"`` digest: zagg's t-digest of ``values`` with every weight calibrated by :data:`FLUX_GAIN`.
+
+    A constant gain leaves the rank fractions, hence the centroids, of the
+    count digest unchanged; only the weight column is scaled (fractional sums).
+    """
+    from zagg.stats.tdigest import build_tdigest
+
+    digest = build_tdigest(values, delta)
+    digest[:, 1] *= np.float32(FLUX_GAIN)
+    return digest
+
+
 @dataclass(frozen=True)
 class Product:
     """One product to write: its leaves, windows, pyramid and extra fields.
@@ -85,7 +106,12 @@ class Product:
     occupancy cycle. ``absent`` removes ``(shard, window)`` leaves. ``append``
     writes a second run adding points to every third shard (new leaf versions).
     ``path_grouping`` > 1 re-lays zagg's leaves into grouped paths afterwards
-    (zagg writes only 1; FORMAT.md §1.5, §14 #3).
+    (zagg writes only 1; FORMAT.md §1.5, §14 #3). ``sweep`` overrides the
+    end-of-run sweep (``True``: families only, so a ``/2`` store keeps its leaf
+    columns but no overviews). ``redeclare`` re-declares the pyramid after the
+    run with zagg's retrofit and runs again; ``manifest_only`` then keeps only
+    the manifest. ``flux`` makes the digest a ``weights: "flux"`` field
+    (:func:`flux_tdigest`, calibrated by :data:`FLUX_GAIN`).
     """
 
     shards: tuple[str, ...]
@@ -108,6 +134,10 @@ class Product:
     shard_order: int = 6
     cell_order: int = 8
     path_grouping: int = 1
+    sweep: str | bool | None = None
+    redeclare: dict | None = None
+    manifest_only: bool = False
+    flux: bool = False
 
 
 def _v1(orders, all_time=False):
@@ -125,6 +155,10 @@ SERC_CELLS = {("4331421", None): ("433142121", "433142124", "433142132", "433142
 SPEC_LIKE = {"shard_order": 4, "cell_order": 6, "chunk_inner": 5, "ragged": True, "located": False,
              "short_name": "SPEC_FIXTURE", "pyramid": {"overviews": [5]}, "root_moc": False, "seed": 51,
              "cells": {("11213", None): ("1121311", "1121313", "1121322", "1121344")}}
+#: The twins of zagg's other one-feature conformance stores: ``spec/column`` swept families-only (its leaf
+#: column and no overview), ``spec/temporal`` with located, per-centroid timed digests, per-cell toc envelopes
+#: and a root MOC, ``spec/flux`` with a ``weights: "flux"`` digest, ``spec/pyramid`` the manifest of a ``/1``
+#: store re-declared ``/2`` (leaf entry [5, 4] at shard order 3, the ``/1`` ``materialized`` kept).
 #: name -> {product path ("" = bare store): Product}; names follow ../shared/fixtures.
 STORES: dict[str, dict[str, Product]] = {
     "zagg/single_8": {"": Product(ONES, seed=1)},
@@ -145,6 +179,13 @@ STORES: dict[str, dict[str, Product]] = {
     },
     "spec/minimal": {"": Product(("11213",), **SPEC_LIKE)},
     "spec/versioned": {"": Product(("11213",), leaf_versions=True, **{**SPEC_LIKE, "seed": 52})},
+    "spec/column": {"": Product(("11213",), sweep=True, **{**SPEC_LIKE, "seed": 53})},
+    "spec/temporal": {"": Product(("11213",), temporal=True, **{**SPEC_LIKE, "located": True, "root_moc": True,
+                                                                 "seed": 54})},
+    "spec/flux": {"": Product(("11213",), flux=True, **{**SPEC_LIKE, "ragged_name": "rx_flux", "seed": 55})},
+    "spec/pyramid": {"": Product(("1121",), shard_order=3, cell_order=6, chunk_inner=5, ragged=True,
+                                 located=False, short_name="SPEC_FIXTURE", pyramid=_v1([1, 0]),
+                                 redeclare={"overviews": [5, 4]}, manifest_only=True, seed=56)},
     "serc_hive": {"": Product(SERC, debris=(SERC_DEBRIS,), cells=SERC_CELLS, seed=21)},
     "serc_hive_pg3": {"": Product(("433142241", "433142242", "-433412214"), shard_order=8, cell_order=10,
                                   path_grouping=3, seed=22)},
@@ -315,6 +356,9 @@ def zagg_config(p: Product, product_path: str):
     agg = {**cfg.aggregation, "variables": dict(cfg.aggregation["variables"])}
     if p.ragged:
         digest = {k: v for k, v in TDIGEST.items() if p.located or k != "location"}
+        if p.flux:
+            digest.update(function=f"{__name__}.flux_tdigest", weights="flux", attrs={"gain": FLUX_GAIN_ATTRS})
+            digest.pop("overview_delta")
         agg["variables"][p.ragged_name] = {**digest, **({"temporal": "per-centroid"} if p.temporal else {})}
     if p.temporal:
         agg["variables"]["observed"] = dict(OBSERVED)
@@ -323,7 +367,7 @@ def zagg_config(p: Product, product_path: str):
     if p.chunk_inner is not None:
         grid["chunk_inner"] = p.chunk_inner
     out = {**cfg.output, "store_layout": "hive", "grid": grid, "icechunk": False, "leaf_versions": p.leaf_versions,
-           "sweep": "stages" if column else True, "pyramid": p.pyramid}
+           "sweep": ("stages" if column else True) if p.sweep is None else p.sweep, "pyramid": p.pyramid}
     if product_path:
         out["product_name"] = product_path
     clock = {"time_field": "delta_time", "epoch": "2018-01-01T00:00:00Z", "scale": "gps", "units": "seconds"}
@@ -371,19 +415,35 @@ def write_product(p: Product, store: Path, product_path: str, work: Path) -> pd.
     cfg = zagg_config(p, product_path)
     grid = HealpixGrid(parent_order=p.shard_order, child_order=p.cell_order, config=cfg, chunk_inner=p.chunk_inner)
     tag = product_path or "bare"
+    root = store / product_path if product_path else store
     for run in (1, 2) if p.append else (1,):
         cat = _catalog(pts, p, grid, work / f"{tag}.run{run}.catalog.json", run)
-        summary = zagg.agg(cfg, catalog=str(cat), store=str(store), backend="local", max_workers=2)
-        if summary.get("cells_error"):
-            raise RuntimeError(f"zagg reported cell errors writing {store}/{product_path}: {summary}")
-    root = store / product_path if product_path else store
+        _agg(cfg, cat, store, product_path)
+    if p.redeclare is not None:  # zagg's retrofit keeps the earlier sweep's `materialized`; a rerun walks the new ladder
+        from zagg.sweep_overview import declare_pyramid
+
+        cfg = replace(cfg, output={**cfg.output, "pyramid": p.redeclare, "sweep": "stages"})
+        declare_pyramid(str(root), cfg)
+        _agg(cfg, cat, store, product_path)
     for shard in p.debris:  # an unstamped leaf template, the shape a torn worker leaves
         grid.emit_shard_template(open_store(shard_leaf_path(str(root), int(words([shard])[0]))), overwrite=True)
     if p.path_grouping > 1:
         regroup(root, p.path_grouping)
     if not p.root_moc:  # a store the reader must walk (zagg's conformance stores have no root MOC)
         (root / "coverage.moc").unlink()
+    if p.manifest_only:  # the declaration alone: nothing to open, everything to parse
+        for child in root.iterdir():
+            if child.name != "morton_hive.json":
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
     return pts
+
+
+def _agg(cfg, catalog: Path, store: Path, product_path: str) -> None:
+    import zagg
+
+    summary = zagg.agg(cfg, catalog=str(catalog), store=str(store), backend="local", max_workers=2)
+    if summary.get("cells_error"):
+        raise RuntimeError(f"zagg reported cell errors writing {store}/{product_path}: {summary}")
 
 
 def grouped_dirs(leaf: str, grouping: int) -> list[str]:
@@ -521,18 +581,88 @@ def product_golden(p: Product, pts: pd.DataFrame, product_path: str) -> dict:
     return g
 
 
-def spec_expected(p: Product, golden: dict) -> dict:
+def lossless_digest(values: np.ndarray, delta: int, weight: float = 1.0) -> list[list[float]]:
+    """The t-digest of at most ``delta`` observations: one centroid per value, in value order, each of ``weight``.
+
+    A k1 digest is loss-free while its observation count stays at or below
+    ``delta`` (``zagg.stats.tdigest``'s documented bound), so its centroids
+    follow from the input values alone; a cell beyond the bound has no golden.
+    """
+    values = np.sort(np.asarray(values, dtype=np.float32))
+    if values.size > delta:
+        raise ValueError(f"{values.size} observations exceed delta {delta}: the digest golden needs a loss-free cell")
+    return [[float(v), float(np.float32(weight))] for v in values]
+
+
+def spec_expected(p: Product, golden: dict, pts: pd.DataFrame, root: Path) -> dict:
     """The ``spec/<name>.expected.json`` shape of a one-leaf store: its orders and, per occupied cell, the row
-    index, the morton word (decimal string of the uint64) and the count of good points."""
+    index, the morton word (decimal string of the uint64), the count of good points and the digest of their
+    heights; for a store with a leaf column, the column's groups (every cell of each order, empty ones too).
+
+    Everything comes from the input points except the column's ``zagg_column`` provenance block, which only
+    the writer knows; it is read raw from the column's ``zarr.json``.
+    """
     (shard,) = p.shards
     rows = children(shard, p.cell_order)
-    good = golden["_cells"]
-    cells = [{"index": int(np.searchsorted(rows, w)), "morton": str(int(w)), "count": int(n)}
-             for w, n in zip(good.index.to_numpy(np.uint64), good["count"])]
+    good = pts[pts["quality"] == 0]
+    heights = good.groupby("cell")["h_li"]
+    delta = TDIGEST["params"]["delta"]
+    weight = FLUX_GAIN if p.flux else 1.0
+    cells = []
+    for w, n in zip(golden["_cells"].index.to_numpy(np.uint64), golden["_cells"]["count"]):
+        cell = {"index": int(np.searchsorted(rows, w)), "morton": str(int(w)), "count": int(n)}
+        if p.ragged:
+            cell[p.ragged_name] = lossless_digest(heights.get_group(w).to_numpy(), delta, weight)
+        cells.append(cell)
     per_chunk = 4 ** (p.cell_order - p.chunk_inner)
-    return {"shard": shard, "group": str(p.cell_order), "shard_order": p.shard_order, "chunk_order": p.chunk_inner,
-            "cell_order": p.cell_order, "cells_per_chunk": per_chunk, "chunks_per_shard": rows.size // per_chunk,
-            "cells": cells}
+    doc = {"shard": shard, "group": str(p.cell_order), "shard_order": p.shard_order, "chunk_order": p.chunk_inner,
+           "cell_order": p.cell_order, "cells_per_chunk": per_chunk, "chunks_per_shard": rows.size // per_chunk,
+           "delta": delta, "cells": cells}
+    if p.ragged:
+        doc["digest"] = {"field": p.ragged_name, "weights": "flux" if p.flux else "counts",
+                         **({"gain": FLUX_GAIN_ATTRS} if p.flux else {})}
+    if isinstance(p.pyramid, dict) and "overviews" in p.pyramid:
+        doc["column"] = column_expected(p, good, root / Path(*leaf_dirs(shard)) / "all.pyramid.zarr")
+    return doc
+
+
+def leaf_dirs(shard: str) -> list[str]:
+    """The one-digit folders of node ``shard`` (``path_grouping`` 1)."""
+    return grouped_dirs(shard, 1)
+
+
+def column_expected(p: Product, good: pd.DataFrame, column: Path) -> dict:
+    """Per group of the leaf column (its declared cell orders and the node's own order): every cell's word,
+    good-point count and (for a counts digest) loss-free digest, from the input points."""
+    (shard,) = p.shards
+    delta = TDIGEST["params"]["delta"]
+    groups = {}
+    for r in sorted({*p.pyramid["overviews"], p.shard_order}, reverse=True):
+        cells = children(shard, r)
+        anc = np.asarray(mortie.clip2order(r, good["cell"].to_numpy(np.uint64)), dtype=np.uint64)
+        group = {"morton": [str(int(w)) for w in cells],
+                 "count": [int((anc == w).sum()) for w in cells]}
+        if p.ragged and not p.flux:
+            group[p.ragged_name] = [lossless_digest(good["h_li"].to_numpy()[anc == w], delta) for w in cells]
+        groups[str(r)] = group
+    attrs = json.loads((column / "zarr.json").read_text())["attributes"]
+    return {"object": column.name, "role": attrs["role"], "zagg_column": attrs["zagg_column"], "groups": groups}
+
+
+def pyramid_expected(p: Product) -> dict:
+    """The ``spec/pyramid.expected.json`` shape: the ``/2`` ladder the re-declaration names, its slab lengths,
+    the fold knobs and field classes the config declares, and the ``/1`` orders swept before it."""
+    cols = sorted(p.redeclare["overviews"], reverse=True)
+    ladder = [{"node": p.shard_order, "cells": cols}]
+    ladder += [{"node": n, "cells": [cols[-1] - (p.shard_order - n)]} for n in range(p.shard_order - 1, -1, -1)]
+    return {"shard_order": p.shard_order, "chunk_order": p.chunk_inner, "cell_order": p.cell_order,
+            "declared": {"overviews": cols}, "overviews": ladder,
+            "slabs": [[4 ** (c - e["node"]) for c in e["cells"]] for e in ladder],
+            "fold_source": "cascade", "exact_levels": 1,
+            "materialized": {"orders": sorted(p.pyramid["orders"]),
+                             "fold_sources": {str(max(p.pyramid["orders"])): "leaves",
+                                              **{str(o): "cascade" for o in sorted(p.pyramid["orders"])[:-1]}}},
+            "fields": FIELD_CLASSES | ({p.ragged_name: "approximate"} if p.ragged else {})}
 
 
 def cell_ids_golden(p: Product, golden: dict) -> np.ndarray:
@@ -612,7 +742,8 @@ def write_store(name: str, out: Path) -> None:
                "products": {(path or "."): _public(g) for path, g in goldens.items()}}
         (out / name / "golden.json").write_text(json.dumps(doc, indent=1) + "\n")
     if name.startswith("spec/"):
-        doc = spec_expected(products[""], goldens[""])
+        p = products[""]
+        doc = pyramid_expected(p) if p.manifest_only else spec_expected(p, goldens[""], pts, store)
         (out / f"{name}.expected.json").write_text(json.dumps(doc, indent=1) + "\n")
     if name == "serc_hive":
         np.save(out / "serc_cell_ids_golden.npy", cell_ids_golden(products[""], goldens[""]))
