@@ -79,6 +79,26 @@ OBSERVED = {
 }
 
 
+#: The signal/noise strata and the composition word of a stratified product (zagg's ATL03 strata template, on
+#: the five per-surface signal confidences each synthetic point carries).
+SURFACES = ("land", "ocean", "sea_ice", "land_ice", "inland_water")
+SIGNAL_THRESHOLD = 2
+SIGNAL = " | ".join(f"(signal_conf_{s} >= {SIGNAL_THRESHOLD})" for s in SURFACES)
+STRATA = {
+    "h_tdigest_signal": {"where": SIGNAL, "stratum": "signal"},
+    "h_tdigest_noise": {"where": f"~({SIGNAL})", "stratum": "noise"},
+}
+COMPOSITION = {
+    "function": "zagg.stats.composition.pack_composition",
+    "source": "h_li",
+    "dtype": "uint64",
+    "fill_value": 0,
+    "params": {**{f"conf_{s}": f"signal_conf_{s}" for s in SURFACES}, "threshold": SIGNAL_THRESHOLD},
+    "attrs": {"composition": {"spec": "zagg-composition/1",
+                              "lanes": [*SURFACES, "low", "med", "high"],
+                              "of": "h_tdigest_signal", "threshold": SIGNAL_THRESHOLD}},
+}
+
 #: The calibration of the flux digest: every observation weighs this many photoelectrons.
 FLUX_GAIN = 1.375
 FLUX_GAIN_ATTRS = {"name": "synthetic-gain", "version": "1"}
@@ -111,7 +131,8 @@ class Product:
     columns but no overviews). ``redeclare`` re-declares the pyramid after the
     run with zagg's retrofit and runs again; ``manifest_only`` then keeps only
     the manifest. ``flux`` makes the digest a ``weights: "flux"`` field
-    (:func:`flux_tdigest`, calibrated by :data:`FLUX_GAIN`).
+    (:func:`flux_tdigest`, calibrated by :data:`FLUX_GAIN`). ``strata`` adds
+    located signal/noise digests and the composition word (:data:`STRATA`).
     """
 
     shards: tuple[str, ...]
@@ -138,6 +159,7 @@ class Product:
     redeclare: dict | None = None
     manifest_only: bool = False
     flux: bool = False
+    strata: bool = False
 
 
 def _v1(orders, all_time=False):
@@ -158,7 +180,8 @@ SPEC_LIKE = {"shard_order": 4, "cell_order": 6, "chunk_inner": 5, "ragged": True
 #: The twins of zagg's other one-feature conformance stores: ``spec/column`` swept families-only (its leaf
 #: column and no overview), ``spec/temporal`` with located, per-centroid timed digests, per-cell toc envelopes
 #: and a root MOC, ``spec/flux`` with a ``weights: "flux"`` digest, ``spec/pyramid`` the manifest of a ``/1``
-#: store re-declared ``/2`` (leaf entry [5, 4] at shard order 3, the ``/1`` ``materialized`` kept).
+#: store re-declared ``/2`` (leaf entry [5, 4] at shard order 3, the ``/1`` ``materialized`` kept),
+#: ``spec/kitchen_sink`` with located signal/noise strata and the composition word.
 #: name -> {product path ("" = bare store): Product}; names follow ../shared/fixtures.
 STORES: dict[str, dict[str, Product]] = {
     "zagg/single_8": {"": Product(ONES, seed=1)},
@@ -183,6 +206,7 @@ STORES: dict[str, dict[str, Product]] = {
     "spec/temporal": {"": Product(("11213",), temporal=True, **{**SPEC_LIKE, "located": True, "root_moc": True,
                                                                  "seed": 54})},
     "spec/flux": {"": Product(("11213",), flux=True, **{**SPEC_LIKE, "ragged_name": "rx_flux", "seed": 55})},
+    "spec/kitchen_sink": {"": Product(("11213",), strata=True, **{**SPEC_LIKE, "ragged": False, "seed": 57})},
     "spec/pyramid": {"": Product(("1121",), shard_order=3, cell_order=6, chunk_inner=5, ragged=True,
                                  located=False, short_name="SPEC_FIXTURE", pyramid=_v1([1, 0]),
                                  redeclare={"overviews": [5, 4]}, manifest_only=True, seed=56)},
@@ -311,6 +335,10 @@ def synthetic_points(p: Product) -> pd.DataFrame:
                        zip(pts["label"], pts["block"], pts["run"])])
     pts["delta_time"] = starts - ATLAS_EPOCH.timestamp() + rng.uniform(0, 2900, n)
     pts["granule"] = [_granule_name(lab, b, r) for lab, b, r in zip(pts["label"], pts["block"], pts["run"])]
+    if p.strata:  # ATL03-like per-surface confidences, -1 .. 4, a third of the points noise on every surface
+        levels = rng.choice(np.arange(-1, 5), size=(len(SURFACES), n), p=[0.3, 0.25, 0.25, 0.1, 0.05, 0.05])
+        for surface, conf in zip(SURFACES, levels):
+            pts[f"signal_conf_{surface}"] = conf.astype(np.int8)
     return pts
 
 
@@ -343,6 +371,8 @@ def register(pts: pd.DataFrame) -> None:
                                     ("atl06_quality_summary", "quality", np.int8),
                                     ("delta_time", "delta_time", np.float64)):
                 data[SEGMENT.format(group=beam, name=var)] = sel[col].to_numpy(dtype)
+            for col in (c for c in sel.columns if c.startswith("signal_conf_")):
+                data[SEGMENT.format(group=beam, name=col)] = sel[col].to_numpy(np.int8)
         GRANULES[f"synthetic-atl06/{name}"] = data
 
 
@@ -362,6 +392,16 @@ def zagg_config(p: Product, product_path: str):
         agg["variables"][p.ragged_name] = {**digest, **({"temporal": "per-centroid"} if p.temporal else {})}
     if p.temporal:
         agg["variables"]["observed"] = dict(OBSERVED)
+    if p.strata:
+        source["variables"].update({f"signal_conf_{s}": SEGMENT.replace("{name}", f"signal_conf_{s}")
+                                    for s in SURFACES})
+        for name, stratum in STRATA.items():
+            agg["variables"][name] = {
+                **{k: v for k, v in TDIGEST.items() if k != "params"},
+                "function": "zagg.stats.tdigest.build_tdigest_where",
+                "params": {**TDIGEST["params"], "where": stratum["where"]},
+                "attrs": {"stratum": stratum["stratum"], "signal_threshold": SIGNAL_THRESHOLD}}
+        agg["variables"]["composition"] = json.loads(json.dumps(COMPOSITION))
     column = isinstance(p.pyramid, dict) and "overviews" in p.pyramid
     grid = {**cfg.output["grid"], "parent_order": p.shard_order, "child_order": p.cell_order}
     if p.chunk_inner is not None:
@@ -613,6 +653,8 @@ def spec_expected(p: Product, golden: dict, pts: pd.DataFrame, root: Path) -> di
         cell = {"index": int(np.searchsorted(rows, w)), "morton": str(int(w)), "count": int(n)}
         if p.ragged:
             cell[p.ragged_name] = lossless_digest(heights.get_group(w).to_numpy(), delta, weight)
+        if p.strata:
+            cell.update(strata_expected(good[good["cell"] == w], delta))
         cells.append(cell)
     per_chunk = 4 ** (p.cell_order - p.chunk_inner)
     doc = {"shard": shard, "group": str(p.cell_order), "shard_order": p.shard_order, "chunk_order": p.chunk_inner,
@@ -624,6 +666,28 @@ def spec_expected(p: Product, golden: dict, pts: pd.DataFrame, root: Path) -> di
     if isinstance(p.pyramid, dict) and "overviews" in p.pyramid:
         doc["column"] = column_expected(p, good, root / Path(*leaf_dirs(shard)) / "all.pyramid.zarr")
     return doc
+
+
+def strata_expected(points: pd.DataFrame, delta: int) -> dict:
+    """One cell's signal and noise digests and its composition word (FORMAT.md §9.4), from its good points.
+
+    A point is signal when any surface confidence reaches :data:`SIGNAL_THRESHOLD`; lanes 0-4 count the signal
+    points clearing it per surface, lanes 5-7 those whose strongest confidence is 2, 3, 4; each lane is
+    ``round(255 * count / n_signal)`` (half to even), at least 1 when the count is not 0, LSB lane first.
+    """
+    conf = points[[f"signal_conf_{s}" for s in SURFACES]].to_numpy(np.int64)
+    signal = (conf >= SIGNAL_THRESHOLD).any(axis=1)
+    heights = points["h_li"].to_numpy()
+    n = int(signal.sum())
+    counts = [*(conf[signal] >= SIGNAL_THRESHOLD).sum(axis=0), *((conf[signal].max(axis=1, initial=-9) == k).sum()
+                                                                   for k in (2, 3, 4))]
+    word = 0
+    for i, c in enumerate(counts):
+        lane = 0 if c == 0 else max(1, int(np.rint(255 * c / n)))
+        word |= lane << (8 * i)
+    return {"h_tdigest_signal": lossless_digest(heights[signal], delta),
+            "h_tdigest_noise": lossless_digest(heights[~signal], delta),
+            "composition": str(word), "n_signal": n}
 
 
 def leaf_dirs(shard: str) -> list[str]:
