@@ -38,7 +38,7 @@ FIXTURES = SHARED / "fixtures"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 #: Store names (prefixes) that only the shared layer holds.
-SHARED_ONLY = ("spec/raster_toc", "strata", "composition")
+SHARED_ONLY = ("strata", "composition")
 #: What a test's code must mention to be a test on stores.
 STORE_LOOKUPS = {"fixture_path", "copy_fixture", "fixtures", "layer_dir", "moraine_root"}
 LAYERS = ("generated", "shared") if (FIXTURES.is_dir() or IN_CI) else ("generated",)
