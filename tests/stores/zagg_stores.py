@@ -819,10 +819,17 @@ def write_store(name: str, out: Path) -> None:
         (out / "overview_hive.golden.json").write_text(json.dumps(doc, indent=1) + "\n")
 
 
+#: Bare arrays of the tree: name -> (store of :data:`STORES`, the array inside it zagg wrote).
+BARE_ARRAYS = {"composition": ("spec/kitchen_sink", "1/1/2/1/3/11213.zarr/6/composition")}
+
+
 def write_all(out: Path) -> None:
-    """Write every store of :data:`STORES` under ``out`` (which must not hold them yet)."""
+    """Write every store of :data:`STORES` under ``out`` (which must not hold them yet), then the bare arrays of
+    :data:`BARE_ARRAYS` (copies of a leaf's array, the shape of ``../shared/fixtures/composition``)."""
     install_seam()
     with warnings.catch_warnings():  # zagg's own deprecation chatter is not the tests' business
         warnings.simplefilter("ignore")
         for name in STORES:
             write_store(name, out)
+    for name, (store, array) in BARE_ARRAYS.items():
+        shutil.copytree(out / store / array, out / name)
