@@ -3,18 +3,28 @@
 Every byte of a store comes from the installed zagg (pinned in the ``test``
 extra): the local dispatcher ``zagg.agg(config, catalog=..., store=...,
 backend="local")`` with its end-of-run sweeps (``/1`` overviews and all-time
-folds, the ``/2`` column ladder), leaf versions on a second run, and zagg's own
-leaf-template emitter for an unstamped debris leaf. The one seam is HDF5 input:
+folds, the ``/2`` column ladder), leaf versions on a second run, zagg's
+pyramid retrofit (``declare_pyramid``), and zagg's own leaf-template emitter
+for an unstamped debris leaf. The one seam is HDF5 input:
 ``zagg.processing.h5coro`` is pointed at :class:`MemoryGranule`, which serves
-the synthetic points of this module as ATL06 land-ice-segment datasets.
+the synthetic points of this module as ATL06 land-ice-segment datasets (plus
+per-surface signal confidences for a stratified product). The flux digest is
+zagg's t-digest with its weights scaled by a constant gain
+(:func:`flux_tdigest`, a reducer zagg resolves by dotted path). Afterwards a
+store may lose its root MOC or everything but its manifest, as zagg's
+conformance stores do, and the bare ``composition`` array is a copy of one a
+leaf holds.
 
 Beside each store, a golden records what it must hold, computed from the input
 points with numpy/pandas and mortie only (never with zagg's or a reader's
 output): products, orders, leaf rosters, per-variable totals and exact-field
-truth per cell order. The one exception is the overview provenance block of
-``overview_hive.golden.json`` (content hashes, generation timestamps), which
-only the writer can know; it is read as raw JSON from the object's
-``zarr.json`` next to an input-computed node roster.
+truth per cell order; for the ``spec/*`` stores, per-cell counts, the digests
+of cells of at most ``delta`` points (loss-free, so one centroid per point)
+and composition words by the FORMAT.md §9.4 law. The exceptions are the
+provenance blocks of the overview objects in ``overview_hive.golden.json`` and
+of the leaf column in ``spec/*.expected.json`` (content hashes, generation
+timestamps), which only the writer can know; they are read as raw JSON from
+the object's ``zarr.json`` next to input-computed rosters and values.
 
 The generated tree mirrors the names of ``../shared/fixtures`` (see
 :data:`STORES`), so a test names a store the same way in either layer.
@@ -209,7 +219,8 @@ STORES: dict[str, dict[str, Product]] = {
     "spec/kitchen_sink": {"": Product(("11213",), strata=True, **{**SPEC_LIKE, "ragged": False, "seed": 57})},
     "spec/pyramid": {"": Product(("1121",), shard_order=3, cell_order=6, chunk_inner=5, ragged=True,
                                  located=False, short_name="SPEC_FIXTURE", pyramid=_v1([1, 0]),
-                                 redeclare={"overviews": [5, 4]}, manifest_only=True, seed=56)},
+                                 redeclare={"overviews": [5, 4], "fold_source": "cascade", "exact_levels": 1},
+                                 manifest_only=True, seed=56)},
     "serc_hive": {"": Product(SERC, debris=(SERC_DEBRIS,), cells=SERC_CELLS, seed=21)},
     "serc_hive_pg3": {"": Product(("433142241", "433142242", "-433412214"), shard_order=8, cell_order=10,
                                   path_grouping=3, seed=22)},
@@ -664,7 +675,7 @@ def spec_expected(p: Product, golden: dict, pts: pd.DataFrame, root: Path) -> di
         doc["digest"] = {"field": p.ragged_name, "weights": "flux" if p.flux else "counts",
                          **({"gain": FLUX_GAIN_ATTRS} if p.flux else {})}
     if isinstance(p.pyramid, dict) and "overviews" in p.pyramid:
-        doc["column"] = column_expected(p, good, root / Path(*leaf_dirs(shard)) / "all.pyramid.zarr")
+        doc["column"] = column_expected(p, good, root.joinpath(*grouped_dirs(shard, 1)) / "all.pyramid.zarr")
     return doc
 
 
@@ -679,8 +690,8 @@ def strata_expected(points: pd.DataFrame, delta: int) -> dict:
     signal = (conf >= SIGNAL_THRESHOLD).any(axis=1)
     heights = points["h_li"].to_numpy()
     n = int(signal.sum())
-    counts = [*(conf[signal] >= SIGNAL_THRESHOLD).sum(axis=0), *((conf[signal].max(axis=1, initial=-9) == k).sum()
-                                                                   for k in (2, 3, 4))]
+    strongest = conf[signal].max(axis=1)
+    counts = [*(conf[signal] >= SIGNAL_THRESHOLD).sum(axis=0), *((strongest == k).sum() for k in (2, 3, 4))]
     word = 0
     for i, c in enumerate(counts):
         lane = 0 if c == 0 else max(1, int(np.rint(255 * c / n)))
@@ -688,11 +699,6 @@ def strata_expected(points: pd.DataFrame, delta: int) -> dict:
     return {"h_tdigest_signal": lossless_digest(heights[signal], delta),
             "h_tdigest_noise": lossless_digest(heights[~signal], delta),
             "composition": str(word), "n_signal": n}
-
-
-def leaf_dirs(shard: str) -> list[str]:
-    """The one-digit folders of node ``shard`` (``path_grouping`` 1)."""
-    return grouped_dirs(shard, 1)
 
 
 def column_expected(p: Product, good: pd.DataFrame, column: Path) -> dict:
@@ -722,7 +728,7 @@ def pyramid_expected(p: Product) -> dict:
     return {"shard_order": p.shard_order, "chunk_order": p.chunk_inner, "cell_order": p.cell_order,
             "declared": {"overviews": cols}, "overviews": ladder,
             "slabs": [[4 ** (c - e["node"]) for c in e["cells"]] for e in ladder],
-            "fold_source": "cascade", "exact_levels": 1,
+            "fold_source": p.redeclare["fold_source"], "exact_levels": p.redeclare["exact_levels"],
             "materialized": {"orders": sorted(p.pyramid["orders"]),
                              "fold_sources": {str(max(p.pyramid["orders"])): "leaves",
                                               **{str(o): "cascade" for o in sorted(p.pyramid["orders"])[:-1]}}},
