@@ -8,9 +8,8 @@ pyramid retrofit (``declare_pyramid``), and zagg's own leaf-template emitter
 for an unstamped debris leaf. The one seam is HDF5 input:
 ``zagg.processing.h5coro`` is pointed at :class:`MemoryGranule`, which serves
 the synthetic points of this module as ATL06 land-ice-segment datasets (plus
-per-surface signal confidences for a stratified product). The flux digest is
-zagg's t-digest with its weights scaled by a constant gain
-(:func:`flux_tdigest`, a reducer zagg resolves by dotted path). Afterwards a
+per-surface signal confidences for a stratified product, waveform sample
+counts for a flux one). Afterwards a
 store may lose its root MOC or everything but its manifest, as zagg's
 conformance stores do, and the bare ``composition`` array is a copy of one a
 leaf holds.
@@ -109,22 +108,11 @@ COMPOSITION = {
                               "of": "h_tdigest_signal", "threshold": SIGNAL_THRESHOLD}},
 }
 
-#: The calibration of the flux digest: every observation weighs this many photoelectrons.
-FLUX_GAIN = 1.375
+#: The flux digest: zagg's waveform reducer over per-point sample counts of one photoelectron each on no noise,
+#: so every observation weighs the gain and the digest has the centroids of the count digest (FORMAT.md §9.2).
+FLUX_GAIN = 1.37
 FLUX_GAIN_ATTRS = {"name": "synthetic-gain", "version": "1"}
-
-
-def flux_tdigest(values, delta: int = 16):
-    """A ``weights: "flux"`` digest: zagg's t-digest of ``values`` with every weight calibrated by :data:`FLUX_GAIN`.
-
-    A constant gain leaves the rank fractions, hence the centroids, of the
-    count digest unchanged; only the weight column is scaled (fractional sums).
-    """
-    from zagg.stats.tdigest import build_tdigest
-
-    digest = build_tdigest(values, delta)
-    digest[:, 1] *= np.float32(FLUX_GAIN)
-    return digest
+FLUX_COLUMNS = {"counts": "wf_counts", "noise_mean": "wf_noise_mean", "noise_stddev": "wf_noise_stddev"}
 
 
 @dataclass(frozen=True)
@@ -141,7 +129,7 @@ class Product:
     columns but no overviews). ``redeclare`` re-declares the pyramid after the
     run with zagg's retrofit and runs again; ``manifest_only`` then keeps only
     the manifest. ``flux`` makes the digest a ``weights: "flux"`` field
-    (:func:`flux_tdigest`, calibrated by :data:`FLUX_GAIN`). ``strata`` adds
+    (zagg's waveform reducer, calibrated by :data:`FLUX_GAIN`). ``strata`` adds
     located signal/noise digests and the composition word (:data:`STRATA`).
     """
 
@@ -346,6 +334,10 @@ def synthetic_points(p: Product) -> pd.DataFrame:
                        zip(pts["label"], pts["block"], pts["run"])])
     pts["delta_time"] = starts - ATLAS_EPOCH.timestamp() + rng.uniform(0, 2900, n)
     pts["granule"] = [_granule_name(lab, b, r) for lab, b, r in zip(pts["label"], pts["block"], pts["run"])]
+    if p.flux:  # one photoelectron per sample, on no noise
+        pts[FLUX_COLUMNS["counts"]] = np.ones(n, np.float32)
+        pts[FLUX_COLUMNS["noise_mean"]] = np.zeros(n, np.float32)
+        pts[FLUX_COLUMNS["noise_stddev"]] = np.zeros(n, np.float32)
     if p.strata:  # ATL03-like per-surface confidences, -1 .. 4, a third of the points noise on every surface
         levels = rng.choice(np.arange(-1, 5), size=(len(SURFACES), n), p=[0.3, 0.25, 0.25, 0.1, 0.05, 0.05])
         for surface, conf in zip(SURFACES, levels):
@@ -382,8 +374,8 @@ def register(pts: pd.DataFrame) -> None:
                                     ("atl06_quality_summary", "quality", np.int8),
                                     ("delta_time", "delta_time", np.float64)):
                 data[SEGMENT.format(group=beam, name=var)] = sel[col].to_numpy(dtype)
-            for col in (c for c in sel.columns if c.startswith("signal_conf_")):
-                data[SEGMENT.format(group=beam, name=col)] = sel[col].to_numpy(np.int8)
+            for col in (c for c in sel.columns if c.startswith(("signal_conf_", "wf_"))):
+                data[SEGMENT.format(group=beam, name=col)] = sel[col].to_numpy()
         GRANULES[f"synthetic-atl06/{name}"] = data
 
 
@@ -398,8 +390,10 @@ def zagg_config(p: Product, product_path: str):
     if p.ragged:
         digest = {k: v for k, v in TDIGEST.items() if p.located or k != "location"}
         if p.flux:
-            digest.update(function=f"{__name__}.flux_tdigest", weights="flux", attrs={"gain": FLUX_GAIN_ATTRS})
-            digest.pop("overview_delta")
+            digest.update(function="zagg.stats.waveform.build_waveform_digest", weights="flux",
+                          params={**TDIGEST["params"], **FLUX_COLUMNS, "gain": FLUX_GAIN},
+                          attrs={"gain": FLUX_GAIN_ATTRS})
+            source["variables"].update({col: SEGMENT.replace("{name}", col) for col in FLUX_COLUMNS.values()})
         agg["variables"][p.ragged_name] = {**digest, **({"temporal": "per-centroid"} if p.temporal else {})}
     if p.temporal:
         agg["variables"]["observed"] = dict(OBSERVED)
@@ -703,7 +697,8 @@ def strata_expected(points: pd.DataFrame, delta: int) -> dict:
 
 def column_expected(p: Product, good: pd.DataFrame, column: Path) -> dict:
     """Per group of the leaf column (its declared cell orders and the node's own order): every cell's word,
-    good-point count and (for a counts digest) loss-free digest, from the input points."""
+    good-point count and, where every cell of the group has at most ``delta`` points, loss-free digest, from
+    the input points."""
     (shard,) = p.shards
     delta = TDIGEST["params"]["delta"]
     groups = {}
@@ -712,8 +707,9 @@ def column_expected(p: Product, good: pd.DataFrame, column: Path) -> dict:
         anc = np.asarray(mortie.clip2order(r, good["cell"].to_numpy(np.uint64)), dtype=np.uint64)
         group = {"morton": [str(int(w)) for w in cells],
                  "count": [int((anc == w).sum()) for w in cells]}
-        if p.ragged and not p.flux:
-            group[p.ragged_name] = [lossless_digest(good["h_li"].to_numpy()[anc == w], delta) for w in cells]
+        if p.ragged and max(group["count"]) <= delta:  # a coarser group may hold lossy digests: no golden
+            weight = FLUX_GAIN if p.flux else 1.0
+            group[p.ragged_name] = [lossless_digest(good["h_li"].to_numpy()[anc == w], delta, weight) for w in cells]
         groups[str(r)] = group
     attrs = json.loads((column / "zarr.json").read_text())["attributes"]
     return {"object": column.name, "role": attrs["role"], "zagg_column": attrs["zagg_column"], "groups": groups}
