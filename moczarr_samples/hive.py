@@ -45,9 +45,12 @@ __all__ = [
     "PRODUCTS",
     "SHARD_ORDER",
     "WINDOWS",
+    "bitmap_sidecar",
     "content_hashes",
     "coverage_box",
+    "dggs_attrs",
     "fold",
+    "leaf_path",
     "root_ranges",
     "synthetic_points",
     "write_sample_store",
@@ -173,7 +176,8 @@ def _node_path(word) -> str:
     return os.path.dirname(str(path))
 
 
-def _leaf_path(word, window: str | None) -> str:
+def leaf_path(word, window: str | None) -> str:
+    """The hive path of the leaf of shard ``word`` (and ``window``) under ``path_grouping`` 1."""
     decimal = _decimals([word])[0]
     name = f"{decimal}.zarr" if window is None else f"{decimal}_{window}.zarr"
     return f"{_node_path(word)}/{name}"
@@ -294,7 +298,8 @@ def _dump(path: Path, obj, *, sort_keys: bool = False, newline: bool = False) ->
     path.write_text(text + ("\n" if newline else ""), encoding="utf-8")
 
 
-def _dggs_attrs(order: int) -> dict:
+def dggs_attrs(order: int) -> dict:
+    """The ``dggs`` convention attributes of a data group at cell order ``order``."""
     return {
         "zarr_conventions": json.loads(json.dumps(DGGS_CONVENTIONS)),
         "dggs": {
@@ -311,7 +316,7 @@ def _dggs_attrs(order: int) -> dict:
 
 def _write_group_arrays(root: zarr.Group, order: int, arrays: dict[str, np.ndarray]) -> None:
     """The data group ``str(order)``: dggs attrs, then one single-chunk unsharded array per entry."""
-    group = root.create_group(str(order), attributes=_dggs_attrs(order))
+    group = root.create_group(str(order), attributes=dggs_attrs(order))
     for name, data in arrays.items():
         fill = 0 if name == "morton" else FIELDS[name]["fill_value"]
         arr = group.create_array(
@@ -327,7 +332,7 @@ def _write_group_arrays(root: zarr.Group, order: int, arrays: dict[str, np.ndarr
         arr[:] = data
 
 
-def _bitmap(ranks: np.ndarray, depth: int) -> tuple[bytes, int]:
+def bitmap_sidecar(ranks: np.ndarray, depth: int) -> tuple[bytes, int]:
     """The zstd sidecar payload of a bitmap with bits ``ranks`` set (MSB-first), and its raw size."""
     bits = np.zeros(4**depth, dtype=bool)
     bits[ranks] = True
@@ -346,7 +351,7 @@ def _write_leaf(path: Path, shard: np.uint64, cells: np.ndarray, values: dict, *
     root = zarr.open_group(str(path), mode="w", zarr_format=3)  # (1) clear the prefix, group metadata
     _write_group_arrays(root, CELL_ORDER, arrays)  # (2) dense arrays
     depth = CELL_ORDER - SHARD_ORDER
-    payload, raw_nbytes = _bitmap(slots, depth)
+    payload, raw_nbytes = bitmap_sidecar(slots, depth)
     (path / "coverage.moc").write_bytes(payload)  # (4) bitmap sidecar
     stamp = {
         "spec": "morton-hive/1" if window is None else "morton-hive/2",
@@ -440,7 +445,7 @@ def _write_product_leaves(root: Path, leafset: _Leafset, window: str | None) -> 
         times = leafset.time[sel]
         time_range = [_iso(times.min()), _iso(times.max())] if window is not None else None
         n_gran = int(np.unique(leafset.granule[sel]).size)
-        path = _leaf_path(shard, window)
+        path = leaf_path(shard, window)
         stamp = _write_leaf(root / path, shard, cells, values, granules=n_gran, window=window, time_range=time_range)
         decimal = _decimals([shard])[0]
         entry = {

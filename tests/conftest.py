@@ -4,8 +4,10 @@ Every test on real stores names a store the way ``../shared/fixtures`` names it
 (``fixture_path("zagg/single_8/store")``) and runs in one or both **layers**:
 
 ``generated``
-    stores the suite writes itself with the zagg writer and the project's moraine
-    writer (``tests/stores``), cached between runs; always present.
+    stores the suite writes itself (``tests/stores``), cached between runs; always
+    present. zagg's writer writes the hive stores, the project's spec-level
+    writers (``moczarr_samples``) the raster leaf zagg writes only from imagery
+    (``spec/raster_toc``) and the moraine pyramids.
 ``shared``
     ``../shared/fixtures`` (or ``$MOCZARR_SHARED/fixtures``): real stores nobody in
     this project wrote. Present in CI; when it is missing the shared layer skips
@@ -13,10 +15,9 @@ Every test on real stores names a store the way ``../shared/fixtures`` names it
 
 A test whose code (or a helper or fixture of its module it calls) names only
 stores with a generated twin runs once per layer (ids ``[generated]``/``[shared]``).
-A test that names a shared-only store (``spec/*`` but ``spec/minimal`` and ``spec/versioned``,
-``strata_*``, ``composition``) or
-is marked ``conformance`` (it pins a quirk of one shared store) runs on the shared
-layer only.
+A test that names a shared-only store (:data:`SHARED_ONLY`: ``strata_hive`` and
+``strata_goldens``, which no test reads yet) or is marked ``conformance`` (it pins
+a quirk of one shared store) runs on the shared layer only.
 """
 
 from __future__ import annotations
@@ -38,8 +39,7 @@ FIXTURES = SHARED / "fixtures"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 #: Store names (prefixes) that only the shared layer holds.
-SHARED_ONLY = ("spec/flux", "spec/kitchen_sink", "spec/temporal", "spec/column", "spec/pyramid", "spec/raster_toc",
-               "strata", "composition")
+SHARED_ONLY = ("strata",)
 #: What a test's code must mention to be a test on stores.
 STORE_LOOKUPS = {"fixture_path", "copy_fixture", "fixtures", "layer_dir", "moraine_root"}
 LAYERS = ("generated", "shared") if (FIXTURES.is_dir() or IN_CI) else ("generated",)

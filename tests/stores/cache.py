@@ -1,8 +1,8 @@
 """The cached tree of generated test stores: keyed, written atomically, read-only once written.
 
 :func:`generated_stores` returns a folder mirroring ``../shared/fixtures`` (the
-names :data:`tests.stores.zagg_stores.STORES` and
-:data:`tests.stores.moraine_stores.PYRAMIDS` list). It lives under
+names :data:`tests.stores.zagg_stores.STORES`, :data:`tests.stores.spec_stores.STORES`
+and :data:`tests.stores.moraine_stores.PYRAMIDS` list). It lives under
 ``$MOCZARR_TEST_CACHE`` (default ``~/.cache/moczarr-test-stores``) in a
 sub-folder named by :func:`version_key`: the zagg version plus a hash of the
 generator sources, so changing a generator or zagg regenerates. A tree is
@@ -27,7 +27,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 #: Every source file whose change must regenerate the tree.
-SOURCES = (HERE / "zagg_stores.py", HERE / "moraine_stores.py", HERE / "cache.py", REPO / "moczarr_samples" / "moraine.py")
+SOURCES = (HERE / "zagg_stores.py", HERE / "moraine_stores.py", HERE / "spec_stores.py", HERE / "cache.py",
+           *(REPO / "moczarr_samples" / name for name in ("moraine.py", "hive.py", "raster.py")))
 COMPLETE = "COMPLETE"
 
 
@@ -100,10 +101,11 @@ def discard(root: Path) -> None:
 
 
 def write_tree(out: Path) -> None:
-    from . import moraine_stores, zagg_stores
+    from . import moraine_stores, spec_stores, zagg_stores
 
     out.mkdir()
     zagg_stores.write_all(out)
+    spec_stores.write_all(out)
     moraine_stores.write_all(out / "moraine")
     shutil.rmtree(out / ".inputs", ignore_errors=True)
 
