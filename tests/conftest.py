@@ -225,6 +225,23 @@ def set_attrs(zarr_json: Path, update) -> None:
 
 
 @contextmanager
+def local_cluster():
+    """A dask.distributed cluster of two worker processes on 127.0.0.1 (no dashboard), and its client."""
+    import distributed
+
+    with distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        host="127.0.0.1",
+        # no dashboard; the scheduler's bare HTTP endpoint takes a free port instead of 8787
+        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@contextmanager
 def quiet():
     """A block in which any moczarr warning fails the test."""
     import moczarr

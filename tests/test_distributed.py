@@ -9,29 +9,20 @@ from __future__ import annotations
 
 import pickle
 
-import distributed
 import numpy as np
 import pytest
 import xarray as xr
 
 import moczarr
 
-from .conftest import fixture_path, load_json
+from .conftest import fixture_path, load_json, local_cluster
 
 STORE = "zagg/single_8/store"
 
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        host="127.0.0.1",
-        # no dashboard; the scheduler's bare HTTP endpoint takes a free port instead of 8787
-        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-    ) as cluster, distributed.Client(cluster) as c:
+    with local_cluster() as c:
         yield c
 
 

@@ -76,8 +76,6 @@ BACKENDS = ["obstore", "s3fs"]
 @pytest.fixture(params=BACKENDS)
 def proxy(servers, request):
     """The fault proxy, cleared; ``proxy.backend`` is the client the test's opens use."""
-    if request.param == "obstore":
-        pytest.importorskip("obstore")
     _, proxy = servers
     proxy.clear()
     proxy.backend = request.param
@@ -140,7 +138,6 @@ def test_bad_retry_options_raise_typed(bad):
 
 
 def test_obstore_options_bound_every_request():
-    pytest.importorskip("obstore")
     opts = {"anon": True, "client_kwargs": {"endpoint_url": "http://127.0.0.1:1", "region_name": "us-east-1"}}
     mapped = obstore_options("s3://b/p", opts, RetryPolicy(), concurrency=48)
     client, retry = mapped["kwargs"]["client_options"], mapped["kwargs"]["retry_config"]

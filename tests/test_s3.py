@@ -31,7 +31,7 @@ import moczarr
 from moczarr import ids
 from moczarr.storage import count_requests
 
-from .conftest import fixture_path, has_fixture, load_json
+from .conftest import fixture_path, has_fixture, load_json, local_cluster
 from .s3server import S3Server
 
 PUBLIC = "moczarr-public"
@@ -203,19 +203,10 @@ def test_s3_dataset_pickles(public):
 
 
 def test_s3_dataset_computes_on_a_process_cluster(public):
-    """Worker processes rebuild the s3fs store handle from the pickle and read over HTTP themselves."""
-    distributed = pytest.importorskip("distributed")
+    """Worker processes rebuild the store handle from the pickle and read over HTTP themselves."""
     golden = load_json(fixture_path("zagg/single_8/golden.json"))["products"]["."]["totals"]
     ds = moczarr.open_hive(public.url("zagg/single_8/store"), **public.kw())
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        host="127.0.0.1",
-        # no dashboard; the scheduler's bare HTTP endpoint takes a free port instead of 8787
-        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-    ) as cluster, distributed.Client(cluster) as client:
+    with local_cluster() as client:
         with public.server.count_http() as http, count_requests() as here:
             total = int(client.compute(ds["count"].sum()).result())
     assert total == golden["count_sum"]
@@ -307,8 +298,6 @@ def test_list_products_sees_a_product_added_since_the_last_listing(public):
 @pytest.mark.parametrize("index_kind", ["pandas", "moc"])
 def test_request_counts_over_s3_equal_local_and_one_http_request_each(public, index_kind, backend):
     """The counter sees the same kinds and numbers over S3, and each counted GET is one HTTP GET."""
-    if index_kind == "moc":
-        pytest.importorskip("moczarr.index", reason="moczarr/index.py (MortonMocIndex) not importable yet")
     name = "zagg/single_8/store"
     public.on(backend)
     with count_requests() as local_open:

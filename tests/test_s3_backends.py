@@ -22,7 +22,6 @@ from moczarr.storage import count_requests, describe_key, make_store, obstore_op
 from .conftest import fixture_path
 from .s3server import S3Server
 
-pytest.importorskip("obstore")
 STORE = "zagg/single_8/store"
 
 
