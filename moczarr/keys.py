@@ -38,8 +38,6 @@ MAX_COMPONENT = 255
 _VERSION_RE = re.compile(r"^run-[0-9A-Za-z_.-]{1,128}$")
 _SIDECAR_RE = re.compile(r"^[0-9A-Za-z_][0-9A-Za-z_.-]{0,127}$")
 _FORBIDDEN = re.compile(r"[/\\\x00-\x1f\x7f]")
-#: what makes a key (wrapped in ``/``) leave the store: an empty, ``.`` or ``..`` component, NUL, a backslash
-_UNSAFE_PARTS = ("//", "/./", "/../", "\\", "\x00")
 #: product-name grammar (FORMAT.md §3): lowercase names, never a base-cell digit component
 PRODUCT_RE = re.compile(r"^[a-z0-9_-]{1,192}$")
 _BASE_RE = re.compile(r"^-?[1-6]$")
@@ -113,8 +111,8 @@ def relative_key(rel: str, where: str) -> str:
     if not text:
         return text
     if text.isascii():  # one scan (every chunk read comes here); an ASCII character is one byte
-        wrapped = f"/{text}/"
-        unsafe = any(part in wrapped for part in _UNSAFE_PARTS) or (
+        wrapped = f"/{text}/"  # an empty, '.' or '..' component, a backslash or a NUL leaves the store
+        unsafe = "//" in wrapped or "/./" in wrapped or "/../" in wrapped or "\\" in text or "\x00" in text or (
             len(text) > MAX_COMPONENT and max(map(len, text.split("/"))) > MAX_COMPONENT
         )
     else:
