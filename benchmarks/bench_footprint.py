@@ -21,7 +21,7 @@ import numpy as np
 
 from moczarr.footprint import footprint
 from moczarr.hive import root_shards
-from moczarr.manifest import read_manifest
+from moczarr import read_manifest
 from moczarr.storage import Storage
 
 REPO = Path(__file__).resolve().parents[1]
