@@ -10,21 +10,17 @@ beside linear: each time over ``n / n_first`` times the first size's time.
 
 from __future__ import annotations
 
-import argparse
-import os
 import statistics
 import time
-from pathlib import Path
 
 import mortie
 import numpy as np
+from bench_open import existing_stores, size_parser
 
+from moczarr import read_manifest
 from moczarr.footprint import footprint
 from moczarr.hive import root_shards
-from moczarr import read_manifest
 from moczarr.storage import Storage
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def median_time(fn, repeats: int) -> float:
@@ -38,18 +34,10 @@ def median_time(fn, repeats: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--work", default=os.fspath(REPO.parent / "bench"))
-    parser.add_argument("--sizes", default="500,2000,5000")
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = size_parser(__doc__).parse_args()
     print(f"{'shards':>8}{'footprint ms':>14}{'vs linear':>11}{'mortie dissolve ms':>20}{'vs linear':>11}")
     first = None
-    for n in [int(x) for x in args.sizes.split(",")]:
-        store = Path(args.work) / f"single_{n}" / "store"
-        if not store.is_dir():
-            print(f"single_{n}: no store at {store}; skipped")
-            continue
+    for _, store in existing_stores(args.work, args.sizes):
         storage = Storage.open(store)
         words = root_shards(storage, read_manifest(storage))
         new = median_time(lambda: footprint(words), args.repeats)

@@ -19,7 +19,6 @@ hold beyond the result, which should be the same at every size.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import gc
 import json
@@ -32,13 +31,13 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from bench_open import existing_stores, size_parser
 
 import moczarr
 from moczarr import ids
 from moczarr.dataplane import CellsSource
 from moczarr.storage import count_requests
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def chunk_plan(root: Path, ds) -> list[tuple[str, np.dtype, bool]]:
@@ -82,20 +81,12 @@ def timed_load(store: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--work", default=os.fspath(REPO.parent / "bench"))
-    parser.add_argument("--sizes", default="500,2000,5000")
-    parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
+    args = size_parser(__doc__).parse_args()
     warnings.simplefilter("ignore", UserWarning)
     print(f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, {os.cpu_count()} cpus")
     print(f"{'case':<22}{'load ms':>10}{'floor ms':>10}{'ratio':>8}{'chunks':>8}{'tasks':>7}"
           f"{'peak MB':>9}{'decoded MB':>12}{'peak/dec':>10}{'excess MB':>11}{'record MB':>11}{'other MB':>10}")
-    for n in [int(x) for x in args.sizes.split(",")]:
-        store = Path(args.work) / f"single_{n}" / "store"
-        if not store.is_dir():
-            print(f"single_{n}: no store at {store}; skipped")
-            continue
+    for n, store in existing_stores(args.work, args.sizes):
         ds = moczarr.open_hive(store)
         plan = chunk_plan(store, ds)
         raw_floor(plan)  # warm the page cache

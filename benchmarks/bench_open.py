@@ -21,15 +21,35 @@ import sys
 import time
 import tracemalloc
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import moczarr
-from moczarr.pyramid import open_pyramid
 from moczarr.products import open_store
+from moczarr.pyramid import open_pyramid
 from moczarr.storage import count_requests
 
 REPO = Path(__file__).resolve().parents[1]
 WRITER = REPO.parent / "shared" / "tools" / "zagg_write.py"
+
+
+def size_parser(description: str) -> argparse.ArgumentParser:
+    """The arguments every size sweep takes: ``--work`` (where ``single_{n}/store`` are), ``--sizes``, ``--repeats``."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", default=os.fspath(REPO.parent / "bench"))
+    parser.add_argument("--sizes", default="500,2000,5000")
+    parser.add_argument("--repeats", type=int, default=5)
+    return parser
+
+
+def existing_stores(work: str | Path, sizes: str) -> Iterator[tuple[int, Path]]:
+    """``(n, store)`` for each size whose ``{work}/single_{n}/store`` exists; a missing one is said and skipped."""
+    for n in [int(x) for x in sizes.split(",")]:
+        store = Path(work) / f"single_{n}" / "store"
+        if store.is_dir():
+            yield n, store
+        else:
+            print(f"single_{n}: no store at {store}; skipped")
 
 
 def ensure_store(work: Path, kind: str, leaves: int, zagg_python: str) -> Path:
