@@ -86,7 +86,7 @@ def main() -> None:
 
 
 def _expand(ranges, order: int) -> np.ndarray:
-    from moczarr.coverage import expand_ranges
+    from moczarr.format.coverage import expand_ranges
 
     return expand_ranges(ranges, order, "coverage.moc")
 

@@ -3,7 +3,7 @@
     python benchmarks/bench_footprint.py [--work ../bench] [--sizes 500,2000,5000]
 
 For each store ``{work}/single_{n}/store`` it prints the median time of
-:func:`moczarr.footprint.footprint` and of mortie's dissolve of the compressed
+:func:`moczarr.places.footprint` and of mortie's dissolve of the compressed
 cover (``mortie.to_geometry``, what the catalog summary used), and the growth
 beside linear: each time over ``n / n_first`` times the first size's time.
 """
@@ -18,8 +18,8 @@ import numpy as np
 from bench_open import existing_stores, size_parser
 
 from moczarr import read_manifest
-from moczarr.footprint import footprint
-from moczarr.hive import root_shards
+from moczarr.places import footprint
+from moczarr.openers.hive import root_shards
 from moczarr.storage import Storage
 
 

@@ -26,8 +26,8 @@ import pandas as pd
 import xarray as xr
 from xarray.indexes import PandasIndex
 
-from moczarr.index import MortonMocIndex
-from moczarr.ranges import MortonRanges
+from moczarr.indexes.moc_index import MortonMocIndex
+from moczarr.indexes.ranges import MortonRanges
 
 SHARD_ORDER, CELL_ORDER = 7, 13  # 4**6 cells per shard
 BASES = ["1", "2", "3", "4", "5", "6", "-1", "-2", "-3", "-4", "-5", "-6"]

@@ -35,7 +35,7 @@ from bench_open import existing_stores, size_parser
 
 import moczarr
 from moczarr import ids
-from moczarr.dataplane import CellsSource
+from moczarr.dataplane.reads import CellsSource
 from moczarr.storage import count_requests
 
 

@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import moczarr
-from moczarr.products import open_store
-from moczarr.pyramid import open_pyramid
+from moczarr import open_store
+from moczarr.openers.pyramid import open_pyramid
 from moczarr.storage import count_requests
 
 REPO = Path(__file__).resolve().parents[1]

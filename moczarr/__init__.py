@@ -10,83 +10,18 @@ The one-line opens::
     tree = moczarr.open_store(root)                         # products and resolutions
     level = moczarr.open_level(root, 6)                     # one resolution
 
-Every name below is imported on first use (:mod:`moczarr.lazy`): ``import moczarr``
+Every name below is imported on first use (the table is ``__init__.pyi``): ``import moczarr``
 itself loads neither zarr, dask, xarray nor mortie.
 """
 
-from .lazy import lazy_exports
+from ._lazy import attach_stub
 
-__version__ = "0.1.0"
+_getattr, __dir__, __all__ = attach_stub(__name__, __file__)
 
-__getattr__, __dir__, __all__ = lazy_exports(
-    __name__,
-    __package__,
-    {
-        "assemble": ("pick_cells",),
-        "backend": ("resolve_cell_order",),
-        "cells": ("compose", "join_coarse", "parent_cells"),
-        "coverage": ("aoi_mask",),
-        "declaration": ("PyramidDeclaration", "pyramid_declaration", "pyramid_levels"),
-        "errors": (
-            "AOIError",
-            "AOITypeError",
-            "ArgumentError",
-            "ArgumentTypeError",
-            "ArrayContractError",
-            "ChunkError",
-            "CoverageError",
-            "CoverageFallbackWarning",
-            "DebrisWarning",
-            "EmptySelectionWarning",
-            "IndexDegradedWarning",
-            "IndexKindMismatchError",
-            "KeyContainmentError",
-            "LevelOmittedError",
-            "LevelOmittedWarning",
-            "ManifestError",
-            "MapError",
-            "MissingLeafWarning",
-            "MissingSchemaError",
-            "MixedOrderError",
-            "MoczarrError",
-            "MoczarrWarning",
-            "MoraineLevelError",
-            "NoCoverageError",
-            "NotAHiveStoreError",
-            "NotAMorainePyramidError",
-            "ObjectDroppedWarning",
-            "PrecisionWarning",
-            "ProductError",
-            "PyramidError",
-            "RaggedError",
-            "SchemaError",
-            "SelectionError",
-            "StaleCoverageError",
-            "StampError",
-            "StorageError",
-            "StoragePermissionError",
-            "StorageThrottledError",
-            "StorageTimeoutError",
-            "StoreNotFoundError",
-            "UncommittedError",
-            "UnsupportedVersionError",
-            "VersionPointerError",
-            "WindowError",
-        ),
-        "hive": ("list_windows", "open_hive", "open_leaf", "read_coverage_bitmap"),
-        "index": ("MortonMocIndex",),
-        "manifest": ("Manifest",),
-        "maps": ("cell_centers", "plot_cells"),
-        "occupancy": ("occupied",),
-        "places": ("BBox", "Circle", "aoi_cover"),
-        "pyramid": ("level_demotions", "open_level", "open_overview_order", "open_pyramid"),
-        "ragged": ("decode_cell", "decode_variable", "parse_ragged_attrs", "read_ragged"),
-        "ranges": ("MortonRanges",),
-        "roster": ("list_products", "read_manifest"),
-        "storage": ("count_requests",),
-        "store": ("leaf_data_prefix", "read_commits"),
-        "times": ("observed_between",),
-        "tree": ("finest_source_at", "open_store", "overview_orders", "source_orders"),
-        "verify": ("Finding", "VerifyReport", "verify_store"),
-    },
-)
+
+def __getattr__(name: str) -> object:
+    if name == "__version__":  # the installed distribution's, read only when asked (importlib.metadata is not free)
+        from importlib.metadata import version
+
+        return version("moczarr")
+    return _getattr(name)

@@ -90,7 +90,7 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
         Raises :class:`~moczarr.errors.LevelOmittedError` (a ``LookupError``) when the level has no materialized object
         (``open_level`` returned None with a ``LevelOmittedWarning``).
         """
-        from .pyramid import open_level
+        from .openers.pyramid import open_level
 
         root = _location(filename_or_obj)
         r = resolve_cell_order(cell_order, order=order, zoom=zoom, level=level)
@@ -103,7 +103,7 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
 
     def open_datatree(self, filename_or_obj, *, drop_variables=None, products=None, window=None, aoi=None, storage_options=None):
         """:func:`moczarr.open_store` of the store root at ``filename_or_obj``."""
-        from .tree import open_store
+        from .openers.tree import open_store
 
         return open_store(_location(filename_or_obj), products, aoi, window or None, storage_options=storage_options)
 
@@ -112,7 +112,7 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
 
         Remote roots are never probed (no request is made to guess); pass ``engine="moczarr"``.
         """
-        from .manifest import MANIFEST_NAME
+        from .format.manifest import MANIFEST_NAME
 
         if not isinstance(filename_or_obj, (str, os.PathLike)):
             return False

@@ -1,49 +1,110 @@
-"""The exception and warning types moczarr raises and emits.
+"""The exception and warning types the hive reader raises and emits, and :func:`warn`.
 
-Errors subclass both :class:`MoczarrError` and the builtin that best describes
-them (``ValueError`` for bad content, ``LookupError`` for missing things), so
-callers can catch either. Warnings all subclass :class:`MoczarrWarning`, itself
-a ``UserWarning``, so ``warnings.simplefilter("error", MoczarrWarning)`` turns
-every degrade path into a failure.
+Every error is a :class:`MoczarrError` and belongs to one of four families a
+caller can catch by meaning:
 
-The rule behind the split (the seed's): caches degrade with a warning, corrupt
-content raises.
+- :class:`ArgumentError` (also a ``ValueError``): an argument the call cannot take;
+- :class:`ContentError` (also a ``ValueError``): store content that is present but damaged
+  or untrustworthy (a manifest, a stamp, a coverage object, a chunk, a key);
+- :class:`StorageError` (also an ``OSError``): the storage failed to serve an object;
+- :class:`NotFoundError` (also a ``LookupError``): a thing asked for is not there.
+
+Each error also subclasses the builtin that best describes it, so callers
+catching the builtins keep working. Warnings all subclass :class:`MoczarrWarning`,
+itself a ``UserWarning``, so ``warnings.simplefilter("error", MoczarrWarning)``
+turns every degrade path into a failure. The rule behind the split (the
+seed's): caches degrade with a warning, corrupt content raises.
+
+This module imports nothing heavy: touching an error type loads no zarr,
+dask or xarray. Errors that need such a base live beside the code that raises
+them (:class:`moczarr.indexes.moc_index.IndexKindMismatchError`), as do the
+moraine reader's (:mod:`moczarr.moraine`) and the catalog's.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
-
-import xarray as xr
 
 
 class MoczarrError(Exception):
     """Base class of every error moczarr raises on purpose."""
 
 
-class NotAHiveStoreError(MoczarrError, FileNotFoundError):
-    """The path holds no morton-hive manifest (and is not a product root)."""
+# -- the four families -------------------------------------------------------
 
 
-class ManifestError(MoczarrError, ValueError):
+class ArgumentError(MoczarrError, ValueError):
+    """An argument of the wrong type or value (``products=``, ``index_kind=``, a path, options)."""
+
+
+class ContentError(MoczarrError, ValueError):
+    """Store content that is present but damaged, malformed, or of a version this reader cannot read."""
+
+
+class StorageError(MoczarrError, OSError):
+    """The object store failed to serve an object (after the retry budget); names the object."""
+
+
+class NotFoundError(MoczarrError, LookupError):
+    """Something asked for (a store, a level, a field, a leaf) is not there."""
+
+
+# -- bad arguments -----------------------------------------------------------
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong type (also a ``TypeError``)."""
+
+
+class AOIError(ArgumentError):
+    """An ``aoi=`` argument that is not a set of valid morton ids, a place, or a ``mortie.Moc``."""
+
+
+class AOITypeError(AOIError, ArgumentTypeError):
+    """An ``aoi=`` or label argument of a type that cannot spell morton ids (a float, a boolean, ...)."""
+
+
+class WindowError(ArgumentError):
+    """A ``window=`` argument that the store cannot take (missing, refused, unknown, or ``all``)."""
+
+
+class ProductError(ArgumentError):
+    """A ``products=`` argument the store root cannot take (a bare store, or a name it does not hold)."""
+
+
+class MixedOrderError(ArgumentError):
+    """A rank-space structure was handed words of more than one cell order."""
+
+
+class MapError(ArgumentError):
+    """A Dataset or variable the map helpers cannot place (no ``morton`` coordinate, not one value per cell)."""
+
+
+# -- damaged store content ---------------------------------------------------
+
+
+class ManifestError(ContentError):
     """``morton_hive.json`` is missing a field, malformed, or of an unknown spec."""
 
 
-class CoverageError(MoczarrError, ValueError):
+class CoverageError(ContentError):
     """A coverage object is present but corrupt (a bad range, a bitmap of the wrong size)."""
 
 
-class ArrayContractError(MoczarrError, ValueError):
-    """An array violates a zagg array convention it declares (composition fill, ragged layout, ...)."""
+class StaleCoverageError(ContentError, LookupError):
+    """Committed leaves exist but the root coverage MOC names none of them."""
 
 
-class StampError(MoczarrError, ValueError):
+class StampError(ContentError):
     """A commit stamp or ``zarr.json`` is present but cannot be parsed or trusted."""
 
 
-class KeyContainmentError(MoczarrError, ValueError):
+class SchemaError(StampError):
+    """A data group's metadata contradicts what its stamp declares, or an array's metadata cannot be used."""
+
+
+class KeyContainmentError(ContentError):
     """A key read from store content (a name, a pointer, a location) is not one path component of its grammar.
 
     Composing a key from it could address something outside the object it
@@ -55,51 +116,30 @@ class VersionPointerError(StampError, KeyContainmentError):
     """A stamp's ``current`` is not one path component beginning ``run-``."""
 
 
-class NoCoverageError(MoczarrError, LookupError):
-    """The store holds no stamped leaf at all, so there is nothing to open (not even a schema)."""
-
-
-class StaleCoverageError(MoczarrError, LookupError):
-    """Committed leaves exist but the root coverage MOC names none of them."""
-
-
-class WindowError(MoczarrError, ValueError):
-    """A ``window=`` argument that the store cannot take (missing, refused, unknown, or ``all``)."""
-
-
-class AOIError(MoczarrError, ValueError):
-    """An ``aoi=`` argument that is not a set of valid morton ids or a ``mortie.Moc``."""
-
-
-class AOITypeError(AOIError, TypeError):
-    """An ``aoi=`` or label argument of a type that cannot spell morton ids (a float, a boolean, ...)."""
-
-
-class MixedOrderError(MoczarrError, ValueError):
-    """A rank-space structure was handed words of more than one cell order."""
-
-
-class PyramidError(MoczarrError, ValueError):
-    """A pyramid declaration or a derived object is malformed or contradicts its address."""
-
-
-class UnsupportedVersionError(MoczarrError, ValueError):
-    """An object declares a format version newer than this reader supports."""
-
-
-class SchemaError(StampError):
-    """A data group's metadata contradicts what its stamp declares, or an array's metadata cannot be used."""
+class ArrayContractError(ContentError):
+    """An array violates a zagg array convention it declares (composition fill, ragged layout, ...)."""
 
 
 class ChunkError(ArrayContractError):
     """A data chunk is present but cannot be decoded (empty, truncated, corrupt, wrong size)."""
 
 
-class StorageError(MoczarrError, OSError):
-    """The object store failed to serve an object (after the retry budget); names the object."""
+class RaggedError(ArrayContractError):
+    """A ragged declaration this reader must refuse (unknown spec, no well-formed element)."""
 
 
-class StoreNotFoundError(StorageError, FileNotFoundError):
+class PyramidError(ContentError):
+    """A pyramid declaration or a derived object is malformed or contradicts its address."""
+
+
+class UnsupportedVersionError(ContentError):
+    """An object declares a format version newer than this reader supports."""
+
+
+# -- storage failures --------------------------------------------------------
+
+
+class StoreNotFoundError(StorageError, NotFoundError, FileNotFoundError):
     """The store root itself does not exist (a local folder that is not there)."""
 
 
@@ -115,20 +155,34 @@ class StorageThrottledError(StorageError):
     """The object store kept throttling (``SlowDown``, 503) past the retry budget."""
 
 
-class ArgumentError(MoczarrError, ValueError):
-    """An opener argument of the wrong type or value (``products=``, ``index_kind=``, a path, options)."""
+class ChecksumMismatchError(StorageError, ConnectionError):
+    """A body that does not hash to its object's MD5 ETag: damaged in transit (retried like a broken connection)."""
 
 
-class ProductError(ArgumentError):
-    """A ``products=`` argument the store root cannot take (a bare store, or a name it does not hold)."""
+# -- missing things ----------------------------------------------------------
 
 
-class ArgumentTypeError(ArgumentError, TypeError):
-    """An opener argument of the wrong type (also a ``TypeError``)."""
+class NotAHiveStoreError(NotFoundError, FileNotFoundError):
+    """The path holds no morton-hive manifest (and is not a product root)."""
 
 
-class SelectionError(MoczarrError, KeyError):
+class NoCoverageError(NotFoundError):
+    """The store holds no stamped leaf at all, so there is nothing to open (not even a schema)."""
+
+
+class UncommittedError(NotFoundError):
+    """A zarr object that was asked for by name carries no commit stamp (missing or debris)."""
+
+
+class LevelOmittedError(NotFoundError):
+    """A level asked for by name has no materialized object to open (see :class:`LevelOmittedWarning`)."""
+
+
+class SelectionError(NotFoundError, KeyError):
     """A field or cell asked for by name is not in the level (also a ``KeyError``)."""
+
+
+# -- warnings ----------------------------------------------------------------
 
 
 class MoczarrWarning(UserWarning):
@@ -167,50 +221,19 @@ class LevelOmittedWarning(MoczarrWarning):
     """A declared pyramid level could not be opened and was left out of the tree."""
 
 
-class LevelOmittedError(MoczarrError, LookupError):
-    """A level asked for by name has no materialized object to open (see :class:`LevelOmittedWarning`)."""
-
-
-class UncommittedError(MoczarrError, LookupError):
-    """A zarr object that was asked for by name carries no commit stamp (missing or debris)."""
-
-
-class RaggedError(ArrayContractError):
-    """A ragged declaration this reader must refuse (unknown spec, no well-formed element)."""
-
-
-class IndexKindMismatchError(MoczarrError, xr.AlignmentError):
-    """A moc-indexed and a pandas-indexed ``morton`` met in one alignment or concat."""
-
-
-class NotAMorainePyramidError(PyramidError):
-    """The directory is neither a marked (version >= 1) nor a legacy moraine pyramid."""
-
-
-class MoraineLevelError(MoczarrError, IndexError):
-    """A ``level=`` argument outside the levels a pyramid has."""
-
-
-class MissingSchemaError(MoczarrError, LookupError):
-    """A JSON schema needed to validate a STAC document is not available offline."""
-
-
-_PACKAGE_DIRS = tuple(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep + name + os.sep
-    for name in ("moczarr", "moczarr_moraine", "moczarr_intake")
-)
-_LIBRARY_DIRS = _PACKAGE_DIRS + (os.path.dirname(xr.__file__) + os.sep,)
+#: Modules whose frames a warning walks out of: this package, its catalog, and xarray.
+_LIBRARY_PREFIXES = ("moczarr", "xarray.")
 
 
 def find_stack_level() -> int:
     """The ``stacklevel`` that makes a warning point at the first frame outside moczarr and xarray.
 
     The pattern of xarray's own ``find_stack_level``: walk out of the library's
-    files instead of counting frames by hand, so a warning raised deep inside
+    modules instead of counting frames by hand, so a warning raised deep inside
     ``open_store`` points at the user's line however the call got there.
     """
     frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(_LIBRARY_PREFIXES):
         frame, level = frame.f_back, level + 1
     return level
 
@@ -220,5 +243,50 @@ def warn(message: str, category: type[Warning]) -> None:
     warnings.warn(message, category, stacklevel=find_stack_level())
 
 
-class MapError(MoczarrError, ValueError):
-    """A Dataset or variable the map helpers cannot place (no ``morton`` coordinate, not one value per cell)."""
+__all__ = [
+    "AOIError",
+    "AOITypeError",
+    "ArgumentError",
+    "ArgumentTypeError",
+    "ArrayContractError",
+    "ChecksumMismatchError",
+    "ChunkError",
+    "ContentError",
+    "CoverageError",
+    "CoverageFallbackWarning",
+    "DebrisWarning",
+    "EmptySelectionWarning",
+    "IndexDegradedWarning",
+    "KeyContainmentError",
+    "LevelOmittedError",
+    "LevelOmittedWarning",
+    "ManifestError",
+    "MapError",
+    "MissingLeafWarning",
+    "MixedOrderError",
+    "MoczarrError",
+    "MoczarrWarning",
+    "NoCoverageError",
+    "NotAHiveStoreError",
+    "NotFoundError",
+    "ObjectDroppedWarning",
+    "PrecisionWarning",
+    "ProductError",
+    "PyramidError",
+    "RaggedError",
+    "SchemaError",
+    "SelectionError",
+    "StaleCoverageError",
+    "StampError",
+    "StorageError",
+    "StoragePermissionError",
+    "StorageThrottledError",
+    "StorageTimeoutError",
+    "StoreNotFoundError",
+    "UncommittedError",
+    "UnsupportedVersionError",
+    "VersionPointerError",
+    "WindowError",
+    "find_stack_level",
+    "warn",
+]

@@ -18,7 +18,8 @@ from intake.catalog.local import LocalCatalogEntry, UserParameter
 from intake.source.base import DataSource, Schema
 
 import moczarr
-from moczarr import LevelOmittedError, resolve_cell_order
+from moczarr.errors import LevelOmittedError
+from moczarr import resolve_cell_order
 from moczarr.metadata import ProductSummary, summarize_store
 
 from .params import AOI_HELP, none_if_blank, parse_aoi

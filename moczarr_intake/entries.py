@@ -36,7 +36,7 @@ class MoraineEntry:
 
     name: str
     item_id: str
-    info: object  # moczarr_moraine.MorainePyramid
+    info: object  # moczarr.moraine.MorainePyramid
 
 
 @dataclass

@@ -20,7 +20,7 @@ import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from moczarr import ArgumentError
+from moczarr.errors import ArgumentError
 from moczarr.metadata import is_remote, normalize_location
 
 #: how a located address is to be written

@@ -1,9 +1,9 @@
 """Catalog moraine pyramids: Intake sources and YAML entries (their STAC Items: :mod:`.stac.moraine`).
 
 - ``moraine_level`` (:class:`MoraineLevelSource`): one level of a pyramid,
-  ``to_dask()`` lazy / ``read()`` loaded, via :func:`moczarr_moraine.open_moraine_level`.
+  ``to_dask()`` lazy / ``read()`` loaded, via :func:`moczarr.moraine.open_moraine_level`.
 - ``moraine_points`` (:class:`MorainePointsSource`): the points of a point-cloud
-  pyramid, via :func:`moczarr_moraine.open_moraine_points`.
+  pyramid, via :func:`moczarr.moraine.open_moraine_points`.
 - :func:`moraine_sources`: the ``version: 1`` YAML ``sources`` entries of one pyramid
   (called by :func:`moczarr_intake.catalog_yaml.v1_catalog`).
 - :func:`moraine_stac_item`: one STAC Item per pyramid (an asset per level, raster
@@ -11,7 +11,7 @@
 - :func:`validate_item`: offline JSON-Schema validation against STAC core and every
   declared extension (delegates to :func:`moczarr_intake.stac.validate_document`).
 
-Everything is built from :class:`moczarr_moraine.MorainePyramid` (metadata only), so
+Everything is built from :class:`moczarr.moraine.MorainePyramid` (metadata only), so
 writing entries or Items reads no data chunk. See ``docs/moraine.md`` ("Catalogs").
 """
 
@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 from intake.source.base import Schema
 
-from moczarr import ArgumentTypeError, MissingSchemaError
-from moczarr_moraine import (
+from moczarr.errors import ArgumentTypeError
+from .stac import MissingSchemaError
+from moczarr.moraine import (
     POINT_CLOUD,
     MorainePyramid,
     open_moraine_level,
@@ -81,7 +82,7 @@ class MoraineLevelSource(LazyXarraySource):
     """One level of a moraine pyramid as a lazy ``xarray.DataArray`` (dims ``y, x[, channel...]``).
 
     ``level`` is 0 (full resolution) ... L; a negative level counts back from the coarsest.
-    A level the pyramid does not have raises :class:`moczarr_moraine.MoraineLevelError`
+    A level the pyramid does not have raises :class:`moczarr.moraine.MoraineLevelError`
     when the data is opened."""
 
     name = "moraine_level"

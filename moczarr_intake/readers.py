@@ -79,7 +79,7 @@ class MortonLevelReader(BaseReader):
         all_time = bool(all_time or hints.get("all_time"))
         ds = moczarr.open_level(data.url, r, window, parse_aoi(aoi), all_time, storage_options=_storage_options(data), **kw)
         if ds is None:
-            raise moczarr.LevelOmittedError(f"{data.url}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects")
+            raise moczarr.errors.LevelOmittedError(f"{data.url}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects")
         return ds
 
 

@@ -1,7 +1,7 @@
 """``moczarr-catalog verify ROOT... [--deep] [--json]``: check stores the way their operators need.
 
 Each ROOT is told apart by content: a moraine pyramid folder is checked with
-:func:`moczarr_moraine.verify.verify_moraine`, anything else as a morton-hive
+:func:`moczarr.moraine.verify.verify_moraine`, anything else as a morton-hive
 root (bare or multi-product) with :func:`moczarr.verify_store`. Prints a
 summary table and one line per finding (or, with ``--json``, one JSON
 document listing every report). Exit status: 0 when no root has an error,
@@ -18,8 +18,9 @@ from collections import Counter
 
 from tqdm import tqdm
 
-from moczarr import NotAHiveStoreError, VerifyReport, WindowError, verify_store
-from moczarr_moraine import is_moraine_pyramid, verify_moraine
+from moczarr.errors import NotAHiveStoreError, WindowError
+from moczarr import VerifyReport, verify_store
+from moczarr.moraine import is_moraine_pyramid, verify_moraine
 
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 

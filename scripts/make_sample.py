@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="RNG seed of the synthetic points (default 0)")
     args = parser.parse_args(argv)
 
-    from moczarr_samples.hive import EXPECTATIONS_NAME, write_sample_store
+    from moczarr.testing.hive import EXPECTATIONS_NAME, write_sample_store
 
     root = write_sample_store(args.out, seed=args.seed, overwrite=True)
     files = [p for p in root.rglob("*") if p.is_file()]

@@ -6,7 +6,7 @@ Every test on real stores names a store the way ``../shared/fixtures`` names it
 ``generated``
     stores the suite writes itself (``tests/stores``), cached between runs; always
     present. zagg's writer writes the hive stores, the project's spec-level
-    writers (``moczarr_samples``) the raster leaf zagg writes only from imagery
+    writers (``moczarr.testing``) the raster leaf zagg writes only from imagery
     (``spec/raster_toc``) and the moraine pyramids.
 ``shared``
     ``../shared/fixtures`` (or ``$MOCZARR_SHARED/fixtures``): real stores nobody in
@@ -247,7 +247,7 @@ def quiet():
     import moczarr
 
     with warnings.catch_warnings():
-        warnings.simplefilter("error", moczarr.MoczarrWarning)
+        warnings.simplefilter("error", moczarr.errors.MoczarrWarning)
         yield
 
 

@@ -24,13 +24,13 @@ from moczarr_intake.cli import build, main
 from moczarr_intake.entries import catalog_entries
 from moczarr_intake.hrefs import HrefPolicy, common_parent
 from moczarr_intake.naming import root_labels
-from moczarr_samples import write_sample_store
+from moczarr.testing import write_sample_store
 
 from .conftest import REPO, fixture_path
 from .engines import register_engine
 
 pytestmark = [
-    pytest.mark.filterwarnings("ignore::moczarr.MoczarrWarning"),
+    pytest.mark.filterwarnings("ignore::moczarr.errors.MoczarrWarning"),
     pytest.mark.filterwarnings("ignore:Shell command not executed:UserWarning"),
 ]
 

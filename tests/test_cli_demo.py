@@ -11,7 +11,7 @@ from pathlib import Path
 
 import intake
 
-from moczarr_samples import EXPECTATIONS_NAME
+from moczarr.testing import EXPECTATIONS_NAME
 
 from .conftest import load_json
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import moczarr
-from moczarr.cells import compose
+from moczarr.analysis.cells import compose
 
 from .conftest import fixture_path, load_json
 

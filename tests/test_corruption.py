@@ -34,7 +34,7 @@ import xarray as xr
 import zstandard
 
 import moczarr
-import moczarr_moraine
+import moczarr.moraine
 from moczarr.errors import (
     ChunkError,
     CoverageError,
@@ -468,8 +468,8 @@ RAS = "moraine/ras_mean_v1"
 
 
 def moraine_loaded(root: Path):
-    info = moczarr_moraine.read_moraine_info(root)
-    tree = moczarr_moraine.open_moraine_pyramid(root).load()
+    info = moczarr.moraine.read_moraine_info(root)
+    tree = moczarr.moraine.open_moraine_pyramid(root).load()
     return info, tree
 
 

@@ -15,7 +15,7 @@ import zarr
 from zarr.storage import LocalStore
 
 import moczarr
-from moczarr.dataplane import CellsSource, ChunkDecoder, batch_row_chunks
+from moczarr.dataplane.reads import CellsSource, ChunkDecoder, batch_row_chunks
 from moczarr.storage import count_requests, local_root
 
 from .conftest import REPO, fixture_path
@@ -33,10 +33,10 @@ def _root(kind: str):
 def _open_all(root):
     """Every dataset of a root: all products, every materialized level, the first window where windowed."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         try:
             tree = moczarr.open_store(root)
-        except moczarr.WindowError:
+        except moczarr.errors.WindowError:
             tree = None
         if tree is None:
             windows = moczarr.list_windows(root) if not moczarr.list_products(root) else []
@@ -199,7 +199,7 @@ def test_truncated_chunk_raises_naming_it():
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
         "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
     }
-    with pytest.raises(moczarr.ArrayContractError, match="leaf/count.*corrupt chunk"):
+    with pytest.raises(moczarr.errors.ArrayContractError, match="leaf/count.*corrupt chunk"):
         ChunkDecoder(meta, "x").decode(b"\0" * 40, "leaf/count")
 
 
@@ -287,7 +287,7 @@ def test_a_batch_is_read_in_bounded_sub_batches_straight_into_its_result(tmp_pat
     """One task over thousands of tiny objects holds its result plus a bounded number of payloads, not one per object."""
     import tracemalloc
 
-    from moczarr.dataplane import SUB_BATCH_KEYS
+    from moczarr.dataplane.reads import SUB_BATCH_KEYS
     from moczarr.storage import Storage
 
     n = 6 * SUB_BATCH_KEYS + 5
@@ -316,7 +316,7 @@ def test_a_batch_is_read_in_bounded_sub_batches_straight_into_its_result(tmp_pat
 @pytest.mark.parametrize("shape,chunks", [((), ()), ((6,), (6,)), ((6,), (4,))], ids=["scalar", "one-chunk", "two-chunks"])
 def test_whole_array_read_equals_zarr(tmp_path, shape, chunks):
     """Arrays without a cells axis are read whole, through the same decoder."""
-    from moczarr.dataplane import read_whole
+    from moczarr.dataplane.reads import read_whole
     from moczarr.storage import Storage
 
     values = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) + 3

@@ -25,14 +25,14 @@ import pytest
 import xarray as xr
 
 import moczarr
-import moczarr_moraine
+import moczarr.moraine
 from moczarr.errors import (
     StorageError,
     StoragePermissionError,
     StorageThrottledError,
     StorageTimeoutError,
 )
-from moczarr.retry import RetryPolicy
+from moczarr.storage import RetryPolicy
 from moczarr.storage import (
     BACKEND_OPTION,
     CONNECT_TIMEOUT,
@@ -95,7 +95,7 @@ def options(proxy: FaultProxy, *, retry: dict | None = None, **config) -> dict:
 @pytest.fixture(scope="module")
 def golden(store_layer):
     with warnings.catch_warnings():
-        warnings.simplefilter("error", moczarr.MoczarrWarning)
+        warnings.simplefilter("error", moczarr.errors.MoczarrWarning)
         return moczarr.open_hive(store_path(HIVE)).load()
 
 
@@ -302,17 +302,17 @@ def test_persistently_corrupt_bodies_fail_the_checksum_typed(proxy):
 # -- the other readers ---------------------------------------------------------------------------------
 def test_moraine_marker_500_is_not_an_answer(proxy):
     url = f"s3://{BUCKET}/{MORAINE}"
-    assert moczarr_moraine.is_moraine_pyramid(url, storage_options=options(proxy)) is True
+    assert moczarr.moraine.is_moraine_pyramid(url, storage_options=options(proxy)) is True
     proxy.add("0.zarr/zarr.json", kind="status", status=500, code="InternalError")
     with pytest.raises(StorageError, match="0.zarr"):
-        moczarr_moraine.is_moraine_pyramid(url, storage_options=options(proxy))
+        moczarr.moraine.is_moraine_pyramid(url, storage_options=options(proxy))
 
 
 def test_moraine_level_retries_resets(proxy):
     url = f"s3://{BUCKET}/{MORAINE}"
-    local = moczarr_moraine.open_moraine_level(store_path(MORAINE), 1).load()
+    local = moczarr.moraine.open_moraine_level(store_path(MORAINE), 1).load()
     proxy.add("1.zarr/", kind="reset", times=2)
-    remote = moczarr_moraine.open_moraine_level(url, 1, storage_options=options(proxy)).load()
+    remote = moczarr.moraine.open_moraine_level(url, 1, storage_options=options(proxy)).load()
     xr.testing.assert_identical(remote, local)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import shapely
 
-from moczarr.footprint import footprint, geometry_bbox
+from moczarr.places import footprint, geometry_bbox
 
 
 def cover(lats, lons, order: int) -> np.ndarray:

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import moczarr
-import moczarr_moraine
+import moczarr.moraine
 from moczarr.errors import MoczarrError, MoczarrWarning
-from moczarr.manifest import parse_manifest
-from moczarr.pyramid import pyramid_declaration, pyramid_levels
+from moczarr.format.manifest import parse_manifest
+from moczarr.openers.pyramid import pyramid_declaration, pyramid_levels
 
 from .conftest import fixture_path, load_json
 
@@ -218,6 +218,6 @@ def test_fuzzed_leaf_and_tree_arguments(stores, leaf, products, window):
 @given(level=ARGS, path=ARGS)
 def test_fuzzed_moraine_arguments(level, path):
     root = fixture_path("moraine/ras_mean_v1")
-    typed(moczarr_moraine.open_moraine_level, root, level)
-    typed(moczarr_moraine.is_moraine_pyramid, path)
-    typed(moczarr_moraine.read_moraine_info, path)
+    typed(moczarr.moraine.open_moraine_level, root, level)
+    typed(moczarr.moraine.is_moraine_pyramid, path)
+    typed(moczarr.moraine.read_moraine_info, path)

@@ -23,7 +23,7 @@ VERSIONED_LEAF = "1/1/1/1/1/1/1/1111111.zarr"
 
 def _open_quiet(*args, **kwargs):
     with warnings.catch_warnings():
-        warnings.simplefilter("error", moczarr.MoczarrWarning)
+        warnings.simplefilter("error", moczarr.errors.MoczarrWarning)
         return moczarr.open_hive(*args, **kwargs)
 
 
@@ -44,7 +44,7 @@ def test_bad_manifest_raises_naming_store_and_field(copy_fixture, damage, field)
     manifest = load_json(root / "morton_hive.json")
     damage(manifest)
     write_json(root / "morton_hive.json", manifest)
-    with pytest.raises(moczarr.ManifestError, match=field) as info:
+    with pytest.raises(moczarr.errors.ManifestError, match=field) as info:
         moczarr.open_hive(root)
     assert str(root) in str(info.value)
 
@@ -52,13 +52,13 @@ def test_bad_manifest_raises_naming_store_and_field(copy_fixture, damage, field)
 def test_unparsable_manifest_and_missing_manifest(copy_fixture, tmp_path):
     root = copy_fixture("serc_hive")
     (root / "morton_hive.json").write_text("{not json")
-    with pytest.raises(moczarr.ManifestError, match="morton_hive.json"):
+    with pytest.raises(moczarr.errors.ManifestError, match="morton_hive.json"):
         moczarr.open_hive(root)
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(moczarr.NotAHiveStoreError, match="not a morton-hive store"):
+    with pytest.raises(moczarr.errors.NotAHiveStoreError, match="not a morton-hive store"):
         moczarr.open_hive(empty)
-    with pytest.raises(moczarr.NotAHiveStoreError, match="atl06"):
+    with pytest.raises(moczarr.errors.NotAHiveStoreError, match="atl06"):
         moczarr.open_hive(fixture_path("multiproduct_hive"))
 
 
@@ -77,7 +77,7 @@ def test_unusable_root_moc_walks_with_warning_and_same_answer(copy_fixture, dama
     expected = moczarr.open_hive(fixture_path("serc_hive"))
     root = copy_fixture("serc_hive")
     damage(root / "coverage.moc")
-    with pytest.warns(moczarr.CoverageFallbackWarning, match="walk"):
+    with pytest.warns(moczarr.errors.CoverageFallbackWarning, match="walk"):
         got = moczarr.open_hive(root)
     assert got.attrs["morton_hive"]["leaves"] == expected.attrs["morton_hive"]["leaves"]
     np.testing.assert_array_equal(got["morton"].values, expected["morton"].values)
@@ -93,7 +93,7 @@ def test_malformed_range_raises(copy_fixture, ranges):
     env = load_json(root / "coverage.moc")
     env["ranges"] = [["4331421", "4331422"], *ranges]
     write_json(root / "coverage.moc", env)
-    with pytest.raises(moczarr.CoverageError, match="coverage.moc"):
+    with pytest.raises(moczarr.errors.CoverageError, match="coverage.moc"):
         moczarr.open_hive(root)
 
 
@@ -102,7 +102,7 @@ def test_stale_root_moc_raises_on_unscoped_open(copy_fixture):
     env = load_json(root / "coverage.moc")
     env["ranges"] = [["4111111", "4111111"]]  # names a shard with no leaf
     write_json(root / "coverage.moc", env)
-    with pytest.raises(moczarr.StaleCoverageError, match="stale"):
+    with pytest.raises(moczarr.errors.StaleCoverageError, match="stale"):
         moczarr.open_hive(root)
 
 
@@ -110,7 +110,7 @@ def test_no_stamped_leaf_raises_no_coverage(copy_fixture):
     root = copy_fixture("serc_hive")
     for stamp in root.rglob("*.zarr/zarr.json"):
         set_attrs(stamp, lambda a: a.pop("morton_hive_commit", None))
-    with pytest.raises(moczarr.NoCoverageError, match="no committed"):
+    with pytest.raises(moczarr.errors.NoCoverageError, match="no committed"):
         moczarr.open_hive(root)
 
 
@@ -139,7 +139,7 @@ def test_aoi_spellings_agree_and_cut_rows_exactly():
 def test_aoi_over_no_coverage_returns_schema_correct_empty(copy_fixture):
     root = fixture_path("serc_hive")
     whole = moczarr.open_hive(root)
-    with pytest.warns(moczarr.EmptySelectionWarning, match="serc_hive"):
+    with pytest.warns(moczarr.errors.EmptySelectionWarning, match="serc_hive"):
         empty = moczarr.open_hive(root, aoi=["1111"])
     assert empty.sizes["cells"] == 0
     assert set(empty.data_vars) == set(whole.data_vars)
@@ -150,16 +150,16 @@ def test_aoi_over_no_coverage_returns_schema_correct_empty(copy_fixture):
 
 
 def test_bad_aoi_raises():
-    with pytest.raises(moczarr.AOIError):
+    with pytest.raises(moczarr.errors.AOIError):
         moczarr.open_hive(fixture_path("serc_hive"), aoi=["4331425"])
-    with pytest.raises(moczarr.AOIError):
+    with pytest.raises(moczarr.errors.AOIError):
         moczarr.open_hive(fixture_path("serc_hive"), aoi=[-3])
 
 
 def test_box_rejects_leaf_whose_box_misses_the_aoi():
     root = fixture_path("serc_hive")
     # 4331421's box is {43314212, 43314214}: an AOI inside the shard but outside the box rejects the leaf
-    with count_requests() as counter, pytest.warns(moczarr.EmptySelectionWarning):
+    with count_requests() as counter, pytest.warns(moczarr.errors.EmptySelectionWarning):
         ds = moczarr.open_hive(root, aoi=["43314211"])
     assert ds.sizes["cells"] == 0
     assert counter.kind("stamp") >= 1
@@ -168,17 +168,17 @@ def test_box_rejects_leaf_whose_box_misses_the_aoi():
 # -- windows ----------------------------------------------------------------------------------------------
 def test_window_rules():
     windowed = fixture_path("zagg/windowed/store")
-    with pytest.raises(moczarr.WindowError, match="2019, 2020, 2021"):
+    with pytest.raises(moczarr.errors.WindowError, match="2019, 2020, 2021"):
         moczarr.open_hive(windowed)
-    with pytest.raises(moczarr.WindowError, match="all"):
+    with pytest.raises(moczarr.errors.WindowError, match="all"):
         moczarr.open_hive(windowed, window="all")
-    with pytest.raises(moczarr.WindowError, match="2019, 2020, 2021"):
+    with pytest.raises(moczarr.errors.WindowError, match="2019, 2020, 2021"):
         moczarr.open_hive(windowed, window="19")
-    with pytest.raises(moczarr.WindowError, match="unwindowed"):
+    with pytest.raises(moczarr.errors.WindowError, match="unwindowed"):
         moczarr.open_hive(fixture_path("serc_hive"), window="2019")
-    with pytest.raises(moczarr.WindowError, match="windows present: 2019, 2020, 2021"):
+    with pytest.raises(moczarr.errors.WindowError, match="windows present: 2019, 2020, 2021"):
         moczarr.open_hive(windowed, window="2030")  # a label with no leaf anywhere names the ones present
-    with pytest.warns(moczarr.EmptySelectionWarning):
+    with pytest.warns(moczarr.errors.EmptySelectionWarning):
         empty = moczarr.open_hive(windowed, window="2019", aoi=["-61111"])  # an AOI that misses stays empty
     assert empty.sizes["cells"] == 0 and "count" in empty
     assert moczarr.list_windows(windowed) == ["2019", "2020", "2021"]
@@ -203,11 +203,11 @@ def _stamp_of(root, leaf):
 def test_bad_current_raises(copy_fixture, bad):
     root = copy_fixture("zagg/versioned/store")
     set_attrs(root / VERSIONED_LEAF / "zarr.json", lambda a: a["morton_hive_commit"].update(current=bad))
-    with pytest.raises(moczarr.VersionPointerError, match="run-"):
+    with pytest.raises(moczarr.errors.VersionPointerError, match="run-"):
         moczarr.open_hive(root)
-    with pytest.raises(moczarr.VersionPointerError):
+    with pytest.raises(moczarr.errors.VersionPointerError):
         moczarr.open_leaf(root, "1111111")
-    with pytest.raises(moczarr.VersionPointerError):
+    with pytest.raises(moczarr.errors.VersionPointerError):
         moczarr.read_coverage_bitmap(root, "1111111")
 
 
@@ -216,7 +216,7 @@ def test_pointer_to_missing_version_is_skipped_with_warning(copy_fixture):
     expected = moczarr.open_hive(fixture_path("zagg/versioned/store"))
     current = _stamp_of(root, VERSIONED_LEAF)["current"]
     shutil.rmtree(root / VERSIONED_LEAF / current)
-    with pytest.warns(moczarr.DebrisWarning, match="1111111"):
+    with pytest.warns(moczarr.errors.DebrisWarning, match="1111111"):
         ds = moczarr.open_hive(root)
     assert ds.attrs["morton_hive"]["leaves"] == [d for d in expected.attrs["morton_hive"]["leaves"] if d != "1111111"]
     assert ds.sizes["cells"] == expected.sizes["cells"] - 16
@@ -235,7 +235,7 @@ def test_stamped_version_without_data_group_raises(copy_fixture):
     root = copy_fixture("zagg/versioned/store")
     current = _stamp_of(root, VERSIONED_LEAF)["current"]
     shutil.rmtree(root / VERSIONED_LEAF / current / "8")
-    with pytest.raises(moczarr.StampError, match="malformed"):
+    with pytest.raises(moczarr.errors.StampError, match="malformed"):
         moczarr.open_hive(root)
 
 
@@ -265,10 +265,10 @@ def test_corrupt_bitmap_raises_and_missing_bitmap_is_no_answer(copy_fixture):
     import zstandard
 
     sidecar.write_bytes(zstandard.ZstdCompressor().compress(b"\x01"))  # one byte, depth 2 needs two
-    with pytest.raises(moczarr.CoverageError, match="expected 2"):
+    with pytest.raises(moczarr.errors.CoverageError, match="expected 2"):
         moczarr.read_coverage_bitmap(root, "4331422")
     sidecar.write_bytes(b"not zstd")
-    with pytest.raises(moczarr.CoverageError, match="zstd"):
+    with pytest.raises(moczarr.errors.CoverageError, match="zstd"):
         moczarr.read_coverage_bitmap(root, "4331422")
     sidecar.unlink()
     assert moczarr.read_coverage_bitmap(root, "4331422") is None
@@ -307,11 +307,11 @@ def test_stored_cell_ids_are_kept_and_fabrication_is_exact(copy_fixture):
 
 
 def test_nested_above_order_24_warns():
-    from moczarr.assemble import fabricated_cell_ids
-    from moczarr.ranges import MortonRanges
+    from moczarr.dataplane.assemble import fabricated_cell_ids
+    from moczarr.indexes.ranges import MortonRanges
 
     domain = MortonRanges.from_subtrees(ids.to_words(["4331421"]), 25)
-    with pytest.warns(moczarr.PrecisionWarning, match="2\\*\\*53"):
+    with pytest.warns(moczarr.errors.PrecisionWarning, match="2\\*\\*53"):
         fabricated_cell_ids(domain, (len(domain),), "test")
 
 
@@ -339,14 +339,14 @@ def test_composition_with_nonzero_fill_raises(copy_fixture):
     doc = load_json(meta)
     doc["fill_value"] = 1
     write_json(meta, doc)
-    with pytest.raises(moczarr.ArrayContractError, match="fill 0"):
+    with pytest.raises(moczarr.errors.ArrayContractError, match="fill 0"):
         moczarr.open_hive(root)
 
 
 def test_unknown_ragged_spec_raises(copy_fixture):
     root = copy_fixture("spec/minimal")
     set_attrs(root / "1/1/2/1/3/11213.zarr/6/h_tdigest/zarr.json", lambda a: a["ragged"].update(spec="zagg-ragged/9"))
-    with pytest.raises(moczarr.ArrayContractError, match="ragged"):
+    with pytest.raises(moczarr.errors.ArrayContractError, match="ragged"):
         moczarr.open_hive(root)
 
 

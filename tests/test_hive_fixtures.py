@@ -43,7 +43,7 @@ def test_zagg_bare_stores_match_golden(name):
     product = golden["products"]["."]
     root = fixture_path(f"zagg/{name}/store")
     with warnings.catch_warnings():
-        warnings.simplefilter("error", moczarr.MoczarrWarning)
+        warnings.simplefilter("error", moczarr.errors.MoczarrWarning)
         ds = moczarr.open_hive(root)
     assert ds.sizes["cells"] == product["n_rows"]
     assert ds.attrs["morton_hive"]["leaves"] == product["shards"]
@@ -110,7 +110,7 @@ def test_spec_stores_decode_expected_values(name):
     expected = load_json(fixture_path(f"spec/{name}.expected.json"))
     root = fixture_path(f"spec/{name}")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.CoverageFallbackWarning)  # most spec stores have no root MOC
+        warnings.simplefilter("ignore", moczarr.errors.CoverageFallbackWarning)  # most spec stores have no root MOC
         ds = moczarr.open_hive(root)
     assert ds.sizes["cells"] == 4 ** (expected["cell_order"] - expected["shard_order"])
     shard = ids.to_words(expected["shard"])[0]
@@ -172,7 +172,7 @@ def test_multiproduct_hive_products(product):
 
 def test_multiproduct_windows_product_requires_window():
     root = fixture_path("multiproduct_hive/atl06_windows")
-    with pytest.raises(moczarr.WindowError, match="2019"):
+    with pytest.raises(moczarr.errors.WindowError, match="2019"):
         moczarr.open_hive(root)
     ds = moczarr.open_hive(root, window="2019")
     assert ds.attrs["morton_hive"]["window"] == "2019"
@@ -207,7 +207,7 @@ def test_leaf_data_prefix_rule():
     assert moczarr.leaf_data_prefix("a/1.zarr", {"current": None}) == "a/1.zarr"
     assert moczarr.leaf_data_prefix("a/1.zarr", {}) == "a/1.zarr"
     for bad in ["v1", "8", "run-a/8", "../run-a", "", 3, ["run-a"]]:
-        with pytest.raises(moczarr.VersionPointerError):
+        with pytest.raises(moczarr.errors.VersionPointerError):
             moczarr.leaf_data_prefix("a/1.zarr", {"current": bad})
 
 
@@ -228,6 +228,6 @@ def test_bitmaps_decode_exactly():
 
 def test_manifest_only_spec_store_has_no_coverage():
     """spec/pyramid is the writer's manifest-only fixture: there is nothing to open, and the reader says so."""
-    with pytest.warns(moczarr.CoverageFallbackWarning), pytest.raises(moczarr.NoCoverageError, match="spec/pyramid"):
+    with pytest.warns(moczarr.errors.CoverageFallbackWarning), pytest.raises(moczarr.errors.NoCoverageError, match="spec/pyramid"):
         moczarr.open_hive(fixture_path("spec/pyramid"))
     assert moczarr.read_manifest(fixture_path("spec/pyramid")).pyramid["spec"] == "zagg-pyramid/2"

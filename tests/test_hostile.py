@@ -213,11 +213,11 @@ def test_ragged_locations_outside_the_object(store, tmp_path):
     bird = canary(root, f"{group_rel}/{hostile}/zarr.json")
     meta = obj / "4/h_tdigest/zarr.json"
     set_attrs(meta, lambda a: a["ragged"].update(locations=hostile))
-    with watch() as log, pytest.warns(moczarr.MoczarrWarning) as record:
+    with watch() as log, pytest.warns(moczarr.errors.MoczarrWarning) as record:
         ds = moczarr.open_level(root, 4, window="2019")
     kinds = {(type(w.message), "array name" in str(w.message)) for w in record}
     assert (ObjectDroppedWarning, True) in kinds
-    assert ds is None and any(k is moczarr.LevelOmittedWarning for k, _ in kinds)  # its only object is dropped
+    assert ds is None and any(k is moczarr.errors.LevelOmittedWarning for k, _ in kinds)  # its only object is dropped
     assert_contained(log, root, tmp_path)
     assert str(bird) not in log
 
@@ -258,7 +258,7 @@ def test_hostile_leaf_arguments_stay_inside(store, tmp_path, leaf):
     with watch() as log:
         try:
             moczarr.open_leaf(root, leaf)
-        except moczarr.MoczarrError:
+        except moczarr.errors.MoczarrError:
             pass  # refused, or opened the leaf the id names inside the store: both are fine
     assert_contained(log, root, tmp_path)
 

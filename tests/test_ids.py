@@ -23,24 +23,24 @@ def test_every_spelling_gives_the_same_words():
 @pytest.mark.parametrize(
     "bad, typed",
     [
-        ("4331425", moczarr.AOIError),  # digit 5
-        ([-1], moczarr.AOIError),
-        ([2**70], moczarr.AOIError),
-        (b"\xff", moczarr.AOIError),
-        (["1" * 5000], moczarr.AOIError),
-        ([1.5], moczarr.AOITypeError),
-        (np.array([1.0]), moczarr.AOITypeError),
-        ([True], moczarr.AOITypeError),
-        ([["11111"], []], moczarr.AOIError),
+        ("4331425", moczarr.errors.AOIError),  # digit 5
+        ([-1], moczarr.errors.AOIError),
+        ([2**70], moczarr.errors.AOIError),
+        (b"\xff", moczarr.errors.AOIError),
+        (["1" * 5000], moczarr.errors.AOIError),
+        ([1.5], moczarr.errors.AOITypeError),
+        (np.array([1.0]), moczarr.errors.AOITypeError),
+        ([True], moczarr.errors.AOITypeError),
+        ([["11111"], []], moczarr.errors.AOIError),
     ],
 )
 def test_bad_ids_raise_typed_errors_naming_them(bad, typed):
     with pytest.raises(typed) as info:
         ids.to_words(bad)
-    assert isinstance(info.value, moczarr.MoczarrError)
+    assert isinstance(info.value, moczarr.errors.MoczarrError)
 
 
 def test_sel_with_a_bad_label_raises_a_moczarr_error():
     ds = moczarr.open_hive(REPO / "catalogs" / "sample" / "elevation")
-    with pytest.raises(moczarr.AOIError, match="4331425"):
+    with pytest.raises(moczarr.errors.AOIError, match="4331425"):
         ds.sel(morton=["4331425"])

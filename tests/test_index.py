@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from xarray.indexes import PandasIndex
 
 from moczarr.errors import ArgumentError, IndexDegradedWarning, MixedOrderError, SelectionError
-from moczarr.index import IndexKindMismatchError, MortonMocIndex
-from moczarr.ranges import MortonRanges
+from moczarr.indexes.moc_index import IndexKindMismatchError, MortonMocIndex
+from moczarr.indexes.ranges import MortonRanges
 
 from .test_ranges import domain, reference, two_domains
 

@@ -12,7 +12,7 @@ import xarray as xr
 import moczarr
 from moczarr_intake.cli import build, main, show
 from moczarr_intake.readers import MortonHive, MortonLevelReader, MortonStoreReader
-from moczarr_intake.summary import summarize_store
+from moczarr.metadata import summarize_store
 
 from .conftest import REPO, fixture_path
 
@@ -101,7 +101,7 @@ def test_cli_build_on_fixtures_round_trips(tmp_path, name):
         window = product.windows[0] if product.windowed else None
         kwargs = {"window": window} if window else {}
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+            warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
             _same(entry(**kwargs).read(), moczarr.open_level(product.root, product.cell_order, window=window))
 
 
@@ -165,10 +165,10 @@ def test_aoi_parameter_means_what_the_openers_mean():
 
     cat = intake.open_catalog(str(COMMITTED))
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         everything = cat["elevation"].read()
     _same(everything, moczarr.open_level(SAMPLE / "elevation", 8))
-    with pytest.warns(moczarr.EmptySelectionWarning):
+    with pytest.warns(moczarr.errors.EmptySelectionWarning):
         nothing = cat["elevation"](aoi="[]").read()
     assert nothing.sizes["cells"] == 0 and set(nothing.data_vars) == set(everything.data_vars)
     box = moczarr.BBox(-77, 38.5, -76, 39.5)

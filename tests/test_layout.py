@@ -1,30 +1,28 @@
 """The layout rules of docs/architecture.md, checked on the source (ast), imports inside functions included.
 
+- the layer table of docs/architecture.md: a module imports only its own layer
+  and the layers below it (the lazy exports of an ``__init__.pyi`` stub count as
+  imports of its package);
 - no import cycle in or across the project's packages (importing ``a.b.c`` also
   runs ``a/__init__`` and ``a/b/__init__``, so those count as edges too);
-- no private name (``_x``) imported from, or reached as an attribute of, another module;
-- ``moczarr_intake`` uses only the public boundary: names in ``moczarr.__all__``
-  and ``moczarr.metadata.__all__`` (and the public API of ``moczarr_moraine``
-  and ``moczarr_samples``);
-- the hive reader never imports ``moczarr_moraine``, ``moczarr_samples`` or
-  ``moczarr_intake`` (only its deprecated re-export shims name another package),
-  and ``moczarr_moraine`` shares only the error types, storage, locations and the findings record.
+- no private name (``_x``) imported from, or reached as an attribute of, another
+  module, and no private module imported from outside its package;
+- ``moczarr_intake`` uses only the public boundary of the reader: names in the
+  ``__all__`` of :data:`PUBLIC_CORE`.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("moczarr", "moczarr_moraine", "moczarr_samples", "moczarr_intake")
-#: one-release re-export modules kept at old import paths (docs/architecture.md)
-SHIMS = {"moczarr.moraine", "moczarr.products", "moczarr_intake.summary"}
-PUBLIC_CORE = {"moczarr", "moczarr.metadata"}
-MORAINE_MAY_USE = {"moczarr.errors", "moczarr.storage", "moczarr.locations", "moczarr.findings"}
+PACKAGES = ("moczarr", "moczarr_intake")
+PUBLIC_CORE = {"moczarr", "moczarr.metadata", "moczarr.errors", "moczarr.moraine", "moczarr.testing"}
 
 
 def _modules() -> dict[str, Path]:
@@ -41,35 +39,70 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+def _layer_table() -> dict[str, int]:
+    """``{package or module: layer}`` from the table of docs/architecture.md (rows ``| N | `a`, `b` | ... |``)."""
+    table: dict[str, int] = {}
+    for line in (REPO / "docs" / "architecture.md").read_text().splitlines():
+        row = re.match(r"^\|\s*(\d+)\s*\|([^|]*)\|", line)
+        if row:
+            for name in re.findall(r"`([\w.]+)`", row.group(2)):
+                table[name] = int(row.group(1))
+    return table
+
+
+LAYERS = _layer_table()
+
+
+def layer_of(module: str) -> int:
+    """The layer of a module: that of the longest table entry it is, or lies inside."""
+    parts = module.split(".")
+    for i in range(len(parts), 0, -1):
+        name = ".".join(parts[:i])
+        if name in LAYERS:
+            return LAYERS[name]
+    raise AssertionError(f"{module} is in no layer of docs/architecture.md")
+
+
 def _is_package(name: str) -> bool:
     return MODULES[name].name == "__init__.py"
 
 
-def _resolve(importer: str, node: ast.ImportFrom) -> str:
+def _resolve(importer: str, node: ast.ImportFrom, *, package: bool | None = None) -> str:
     if node.level == 0:
         return node.module or ""
     base = importer.split(".")
-    if not _is_package(importer):
+    if not (_is_package(importer) if package is None else package):
         base = base[:-1]
     base = base[: len(base) - (node.level - 1)]
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def _sources(name: str) -> list[tuple[Path, bool]]:
+    """The module's source, and for a package its ``__init__.pyi`` stub of lazy exports when there is one."""
+    path = MODULES[name]
+    out = [(path, False)]
+    stub = path.with_suffix(".pyi")
+    if path.name == "__init__.py" and stub.is_file():
+        out.append((stub, True))
+    return out
+
+
 def _imports(name: str) -> list[tuple[str, str | None, int]]:
     """``(module imported, name taken from it or None, line)`` for every import statement of a module."""
-    tree = ast.parse(MODULES[name].read_text(), filename=str(MODULES[name]))
     out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out += [(alias.name, None, node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            target = _resolve(name, node)
-            for alias in node.names:
-                sub = f"{target}.{alias.name}"
-                if sub in MODULES:  # ``from . import ids``: the submodule itself
-                    out.append((sub, None, node.lineno))
-                else:
-                    out.append((target, alias.name, node.lineno))
+    for path, _stub in _sources(name):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                out += [(alias.name, None, node.lineno) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                target = _resolve(name, node)
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    if sub in MODULES:  # ``from . import ids``: the submodule itself
+                        out.append((sub, None, node.lineno))
+                    else:
+                        out.append((target, alias.name, node.lineno))
     return [(m, n, line) for m, n, line in out if m.split(".")[0] in PACKAGES]
 
 
@@ -97,7 +130,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()
@@ -110,19 +143,61 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def _upward(name: str) -> list[str]:
+    """The imports of ``name`` that reach a higher layer than its own."""
+    own = layer_of(name)
+    problems = []
+    for target, _, line in _imports(name):
+        if target.split(".")[0] == "moczarr" and target != name:
+            if layer_of(target) > own:
+                problems.append(f"line {line}: {target} (layer {layer_of(target)})")
+    return problems
+
+
 def test_the_layout_checker_sees_what_it_checks():
-    """The walker finds this project's modules and their imports, inside functions too."""
-    assert {"moczarr.hive", "moczarr.metadata", "moczarr_intake.stac.build", "moczarr_moraine.reader"} <= set(MODULES)
+    """The walker finds this project's modules, their imports (inside functions and stubs), and the layers."""
+    assert {"moczarr.openers.hive", "moczarr.metadata", "moczarr_intake.stac.build", "moczarr.moraine.reader"} <= set(
+        MODULES
+    )
     graph = _edges()
-    assert "moczarr.errors" in graph["moczarr.hive"]
+    assert "moczarr.errors" in graph["moczarr.openers.hive"]
     assert "moczarr.metadata" in graph["moczarr_intake.stac.build"]
     assert "moczarr_intake.stac" in graph["moczarr_intake.moraine_catalog"]  # the parent package runs first
+    assert "moczarr.openers.hive" in graph["moczarr"]  # a stub's lazy export is an edge
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+    assert layer_of("moczarr.errors") == 0 < layer_of("moczarr.storage._storage") < layer_of("moczarr.openers.hive")
+    assert layer_of("moczarr") > layer_of("moczarr.openers.tree")
+    assert layer_of("moczarr_intake.cli") > layer_of("moczarr.testing")
+
+
+def test_every_module_is_in_a_layer():
+    assert not [m for m in MODULES if not _in_table(m)]
+
+
+def _in_table(module: str) -> bool:
+    try:
+        layer_of(module)
+    except AssertionError:
+        return False
+    return True
 
 
 def test_no_import_cycle():
     assert _cycle(_edges()) is None
+
+
+@pytest.mark.parametrize("name", sorted(m for m in MODULES if m.startswith("moczarr.") or m == "moczarr"))
+def test_no_import_from_a_higher_layer(name):
+    assert not _upward(name), f"{name} (layer {layer_of(name)}) imports from higher layers: {_upward(name)}"
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path, monkeypatch):
+    """An import of the openers from the format layer, inside a function, is refused."""
+    fake = tmp_path / "fake.py"
+    fake.write_text("def f():\n    from ..openers.hive import open_hive\n")
+    monkeypatch.setitem(MODULES, "moczarr.format.fake", fake)
+    assert _upward("moczarr.format.fake") == ["line 2: moczarr.openers.hive (layer 7)"]
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -148,6 +223,14 @@ def test_no_private_name_crosses_a_module(name):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
             if node.attr.startswith("_") and not node.attr.startswith("__"):
                 problems.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    for target, _, line in _imports(name):
+        parts = target.split(".")
+        for i, part in enumerate(parts):
+            if part.startswith("_") and not part.startswith("__"):
+                owner = ".".join(parts[:i])
+                if not (name == owner or name.startswith(owner + ".")):
+                    problems.append(f"line {line}: the private module {target} of {owner}")
+                break
     assert not problems, f"{name} reaches private names of other modules: {problems}"
 
 
@@ -155,30 +238,14 @@ def _public(module: str) -> set[str]:
     return set(importlib.import_module(module).__all__)
 
 
-@pytest.mark.parametrize("name", sorted(m for m in MODULES if m.startswith("moczarr_intake") and m not in SHIMS))
+@pytest.mark.parametrize("name", sorted(m for m in MODULES if m.startswith("moczarr_intake")))
 def test_the_catalog_uses_only_the_public_reader(name):
     problems = []
     for target, taken, line in _imports(name):
-        top = target.split(".")[0]
-        if top == "moczarr":
-            if target not in PUBLIC_CORE:
-                problems.append(f"line {line}: imports {target} (public: {sorted(PUBLIC_CORE)})")
-            elif taken is not None and taken not in _public(target):
-                problems.append(f"line {line}: {taken} is not in {target}.__all__")
-        elif top in ("moczarr_moraine", "moczarr_samples"):
-            if target != top or (taken is not None and taken not in _public(top)):
-                problems.append(f"line {line}: {target}.{taken} is not public API of {top}")
+        if target.split(".")[0] != "moczarr":
+            continue
+        if target not in PUBLIC_CORE:
+            problems.append(f"line {line}: imports {target} (public: {sorted(PUBLIC_CORE)})")
+        elif taken is not None and taken not in _public(target):
+            problems.append(f"line {line}: {taken} is not in {target}.__all__")
     assert not problems, f"{name}: {problems}"
-
-
-@pytest.mark.parametrize("name", sorted(m for m in MODULES if m.split(".")[0] in ("moczarr", "moczarr_moraine")))
-def test_package_boundaries(name):
-    targets = {t for t, _, _ in _imports(name)}
-    if name.startswith("moczarr_moraine"):
-        foreign = {t for t in targets if t.split(".")[0] == "moczarr" and t not in MORAINE_MAY_USE}
-        assert not foreign, f"{name} uses the hive reader beyond errors/storage/locations: {foreign}"
-        return
-    if name in SHIMS:
-        return
-    foreign = {t for t in targets if t.split(".")[0] != "moczarr"}
-    assert not foreign, f"the hive reader module {name} imports {foreign}"

@@ -18,7 +18,7 @@ import xarray as xr
 import xdggs
 
 import moczarr
-from moczarr import MapError
+from moczarr.errors import MapError
 
 from .conftest import fixture_path, quiet
 
@@ -29,7 +29,7 @@ XDGGS_ATTRS = {"grid_name", "level", "indexing_scheme", "ellipsoid"}
 
 def _levels(root, **kw):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         tree = moczarr.open_pyramid(root, **kw)
     return {name: tree[name].ds for name in tree.children}
 
@@ -123,7 +123,7 @@ def test_plot_cells_refuses_a_stacked_variable():
 def test_occupied_equals_count_filter_and_reads_no_data(store, kw, tmp_path):
     root = store if isinstance(store, Path) else fixture_path(store)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         ds = moczarr.open_hive(root, **kw)
     with moczarr.count_requests() as counter:
         got = moczarr.occupied(ds, root)
@@ -147,7 +147,7 @@ def test_occupied_without_a_store_or_on_derived_levels_uses_count():
             got = moczarr.occupied(ds)
         assert counter.kind("stamp") == 0 and counter.kind("bitmap") == 0
         np.testing.assert_array_equal(got["morton"].values, ds["morton"].values[ds["count"].values > 0], err_msg=name)
-    with pytest.raises(moczarr.CoverageError, match="count"):
+    with pytest.raises(moczarr.errors.CoverageError, match="count"):
         moczarr.occupied(levels["o8"].drop_vars("count"))
 
 

@@ -29,7 +29,7 @@ from moczarr.errors import (
     PyramidError,
     UnsupportedVersionError,
 )
-from moczarr_moraine import (
+from moczarr.moraine import (
     MoraineLevelError,
     MorainePyramid,
     NotAMorainePyramidError,

@@ -1,7 +1,7 @@
 """Catalog tests for moraine pyramids (moczarr_intake.moraine_catalog) against ../shared/fixtures/moraine.
 
 For every fixture: an Intake ``version: 1`` catalog written by ``moraine_sources`` opens the same data
-as :func:`moczarr_moraine.open_moraine_level` at several levels, ``level`` errors are clear, point
+as :func:`moczarr.moraine.open_moraine_level` at several levels, ``level`` errors are clear, point
 clouds get a points entry, the metadata says what the pyramid is; the STAC Item validates offline,
 its raster statistics equal the marker / ``stats.zarr`` values (read here straight from zarr, not
 through the reader), and only the EPSG:3857-like point cloud gets the projection extension and a
@@ -27,7 +27,7 @@ import yaml
 import zarr
 from pystac.errors import STACValidationError
 
-from moczarr_moraine import (
+from moczarr.moraine import (
     MoraineLevelError,
     open_moraine_level,
     open_moraine_points,

@@ -1,4 +1,4 @@
-"""moczarr_samples.moraine: the pyramids it writes follow the contract, read back through moczarr_moraine,
+"""moczarr.testing.moraine: the pyramids it writes follow the contract, read back through moczarr.moraine,
 and (when ../shared/fixtures/moraine is there) lay out like the moraine project's own pyramids."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import zarr
 
-from moczarr_moraine import (
+from moczarr.moraine import (
     open_moraine_index,
     open_moraine_level,
     open_moraine_points,
     read_moraine_info,
     read_moraine_rtree,
 )
-from moczarr_samples.moraine import (
+from moczarr.testing.moraine import (
     block_mean,
     first_of_blocks,
     hilbert_order,

@@ -46,7 +46,7 @@ def local_scheduler():
 @contextmanager
 def _quiet():
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)  # a non-monotonic pick drops the MOC index, by design
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)  # a non-monotonic pick drops the MOC index, by design
         yield
 
 
@@ -123,9 +123,9 @@ def test_pick_of_an_aoi_open_keeps_the_aoi_rows():
 
 def test_pick_refuses_bad_arguments():
     ds, _ = _open()
-    with pytest.raises(moczarr.ArgumentError, match="exactly one"):
+    with pytest.raises(moczarr.errors.ArgumentError, match="exactly one"):
         pick_cells(ds)
-    with pytest.raises(moczarr.ArgumentError, match="1-D integer"):
+    with pytest.raises(moczarr.errors.ArgumentError, match="1-D integer"):
         pick_cells(ds, np.array([[1, 2]]))
     with pytest.raises(IndexError, match="out of bounds"):
         pick_cells(ds, [ds.sizes["cells"]])

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import moczarr
-from moczarr import AOIError, BBox, Circle, PyramidError
+from moczarr.errors import AOIError, PyramidError
+from moczarr import BBox, Circle
 from moczarr.places import aoi_cover, as_place, canonical_words
 
 from .conftest import fixture_path, quiet
@@ -60,7 +61,7 @@ def test_bbox_rows_are_exactly_the_cells_meeting_the_box(box, order):
     geom = shapely.box(box.west, box.south, box.east, box.north)
     meets = meeting(every, geom)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.EmptySelectionWarning)
+        warnings.simplefilter("ignore", moczarr.errors.EmptySelectionWarning)
         ds = moczarr.open_level(SAMPLE, order, aoi=box)
     got = np.asarray(ds["morton"].values, dtype=np.uint64)
     assert set(ds.data_vars) >= {"count", "h_min"}  # schema-correct even when empty
@@ -207,16 +208,16 @@ def test_id_spellings_are_unchanged():
 def test_empty_aoi_selects_no_rows_on_every_opener():
     empties = [[], (), np.empty(0, np.uint64), shapely.Polygon(), {"type": "FeatureCollection", "features": []}]
     for aoi in empties:
-        with pytest.warns(moczarr.EmptySelectionWarning):
+        with pytest.warns(moczarr.errors.EmptySelectionWarning):
             ds = moczarr.open_hive(SAMPLE, aoi=aoi)
         assert ds.sizes["cells"] == 0 and "count" in ds
-    with pytest.warns(moczarr.EmptySelectionWarning):
+    with pytest.warns(moczarr.errors.EmptySelectionWarning):
         level = moczarr.open_level(SAMPLE, 6, aoi=[])
     assert level.sizes["cells"] == 0 and "count" in level
-    with pytest.warns(moczarr.EmptySelectionWarning):
+    with pytest.warns(moczarr.errors.EmptySelectionWarning):
         tree = moczarr.open_pyramid(SAMPLE, aoi=[])
     assert {n: tree[n].ds.sizes["cells"] for n in tree.children} == {"o8": 0, "o6": 0, "o4": 0}
-    with pytest.warns(moczarr.EmptySelectionWarning):
+    with pytest.warns(moczarr.errors.EmptySelectionWarning):
         store = moczarr.open_store(SAMPLE.parent, aoi=[], window="2019")
     assert all(node.ds.sizes.get("cells", 0) == 0 for node in store.subtree if "morton" in node.ds)
 
@@ -363,7 +364,7 @@ def test_any_argument_gives_a_place_or_an_aoi_error(aoi, capfd):
 @given(aoi=aois)
 def test_open_hive_takes_any_argument_or_raises_typed(aoi, capfd):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         try:
             ds = moczarr.open_hive(SAMPLE, aoi=aoi)
             assert "count" in ds
@@ -403,7 +404,7 @@ any_value = st.one_of(
 @given(cell_order=any_value)
 def test_any_cell_order_opens_or_raises_pyramid_error(cell_order, capfd):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         try:
             moczarr.open_level(SAMPLE, cell_order)
         except PyramidError as exc:
@@ -415,7 +416,7 @@ def test_any_cell_order_opens_or_raises_pyramid_error(cell_order, capfd):
 @given(levels=any_value)
 def test_any_levels_opens_or_raises_pyramid_error(levels, capfd):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         try:
             moczarr.open_pyramid(SAMPLE, levels=levels)
         except PyramidError as exc:
@@ -428,10 +429,10 @@ def test_any_levels_opens_or_raises_pyramid_error(levels, capfd):
 def test_any_window_or_time_opens_or_raises_window_error(window, time, capfd):
     root = SAMPLE.parent / "elevation_yearly"
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         try:
             moczarr.open_hive(root, window=window, time=time)
-        except moczarr.WindowError as exc:
+        except moczarr.errors.WindowError as exc:
             assert "window" in str(exc) or "time" in str(exc)
     assert capfd.readouterr().err == ""
 
@@ -446,12 +447,12 @@ def test_aoi_mask_and_read_ragged_take_places():
     np.testing.assert_array_equal(every[mask], every[meeting(every, shapely.box(-77.2, 38.5, -76.3, 39.3))])
     root = fixture_path("spec/minimal")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.CoverageFallbackWarning)  # spec/minimal has no root MOC
+        warnings.simplefilter("ignore", moczarr.errors.CoverageFallbackWarning)  # spec/minimal has no root MOC
         ds = moczarr.open_hive(root)
     lat, lon = mortie.mort2geo(ds["morton"].values[[0, 0]])
     disc = Circle(float(lon[0]) - 360 if lon[0] > 180 else float(lon[0]), float(lat[0]), 1.0)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.CoverageFallbackWarning)
+        warnings.simplefilter("ignore", moczarr.errors.CoverageFallbackWarning)
         got = moczarr.read_ragged(root, "h_tdigest", disc)
         by_id = moczarr.read_ragged(root, "h_tdigest", [int(ds["morton"].values[0])])
     assert list(got) == list(by_id)

@@ -19,14 +19,8 @@ from moczarr.errors import (
     ObjectDroppedWarning,
     WindowError,
 )
-from moczarr.products import (
-    finest_source_at,
-    is_product_name,
-    list_products,
-    open_store,
-    overview_orders,
-    source_orders,
-)
+from moczarr import finest_source_at, list_products, open_store, overview_orders, source_orders
+from moczarr.storage.keys import is_product_name
 
 from .conftest import fixture_path, load_json, set_attrs, write_json
 from .conftest import quiet as _Quiet
@@ -238,7 +232,7 @@ def test_products_filter_keeps_the_published_roster():
 def test_multiproduct_hive_flat_nodes():
     root = fixture_path("multiproduct_hive")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         tree = open_store(root, window="2019")
     assert list(tree.children) == ["atl06", "atl06_pg3", "atl06_ragged", "atl06_windows"]
     for name, node in tree.children.items():
@@ -261,7 +255,7 @@ def test_bare_store_is_a_one_child_tree(name, node):
     manifest = load_json(root / "morton_hive.json")
     assert node == manifest["dataset"]["short_name"].lower()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         tree = open_store(root)
     assert_empty_node(tree)
     assert tree.attrs["morton_hive_store"] == {"store_root": str(root), "products": [], "bare": True, "node": node}
@@ -416,7 +410,7 @@ def test_unknown_pyramid_spec_in_one_product_raises(copy_fixture):
     manifest = load_json(root / "atl06/morton_hive.json")
     manifest["pyramid"] = {"spec": "zagg-pyramid/4"}
     write_json(root / "atl06/morton_hive.json", manifest)
-    with pytest.raises(moczarr.PyramidError, match="zagg-pyramid/4"):
+    with pytest.raises(moczarr.errors.PyramidError, match="zagg-pyramid/4"):
         open_store(root, window="2019")
 
 
@@ -436,6 +430,6 @@ def test_overview_orders_independent_of_a_window_missing_a_level(copy_fixture):
 def test_source_roster_is_structural_under_an_aoi():
     root = fixture_path("overview_hive/atl06")
     with _Quiet():
-        full = moczarr.pyramid.open_level(root, 8)
-        scoped = moczarr.pyramid.open_level(root, 8, aoi=["4331421"])
+        full = moczarr.openers.pyramid.open_level(root, 8)
+        scoped = moczarr.openers.pyramid.open_level(root, 8, aoi=["4331421"])
     assert scoped.attrs["zagg_objects"] == full.attrs["zagg_objects"]

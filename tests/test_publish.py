@@ -30,12 +30,12 @@ import xarray as xr
 import moczarr
 from moczarr_intake.cli import main
 from moczarr_intake.stac import ENGINE, HIVE_MEDIA_TYPE, MEDIA_TYPE, XARRAY, open_stac, validate_offline
-from moczarr_moraine import open_moraine_level
+from moczarr.moraine import open_moraine_level
 
 from .conftest import REPO, fixture_path
 from .engines import register_engine
 
-pytestmark = pytest.mark.filterwarnings("ignore::moczarr.MoczarrWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::moczarr.errors.MoczarrWarning")
 
 #: where each store copy goes below ``stores/`` -> the store it is a copy of
 STORES = {

@@ -20,10 +20,10 @@ from moczarr.errors import (
     PyramidError,
     WindowError,
 )
-from moczarr.index import MortonMocIndex
+from moczarr.indexes.moc_index import MortonMocIndex
 from moczarr import read_manifest
-from moczarr.manifest import parse_manifest
-from moczarr.pyramid import (
+from moczarr.format.manifest import parse_manifest
+from moczarr.openers.pyramid import (
     level_demotions,
     open_level,
     open_overview_order,
@@ -401,7 +401,7 @@ def test_zagg_all_time_view_matches_golden(name):
 def test_zagg_ragged_fields_at_every_level_keep_their_siblings():
     """pyramid_temporal: h_tdigest (located, per-centroid times) at source and overview levels."""
     root = fixture_path("zagg/pyramid_temporal/store")
-    from moczarr.ragged import decode_cell, parse_ragged_attrs
+    from moczarr.analysis.ragged import decode_cell, parse_ragged_attrs
 
     for r in (8, 6, 4):
         with _Quiet():
@@ -522,7 +522,7 @@ def test_column_level_of_spec_column_with_a_root_moc(copy_fixture):
     assert ds["count"].values.tolist() == group["count"]
     assert ds.attrs["zagg_objects"] == [{"node": expected["shard"], "window": None, "role": "column",
                                          "zagg_column": expected["column"]["zagg_column"]}]
-    from moczarr.ragged import decode_variable
+    from moczarr.analysis.ragged import decode_variable
 
     for got, want in zip(decode_variable(ds["h_tdigest"]), group["h_tdigest"]):
         np.testing.assert_allclose(got, np.asarray(want, dtype="f4").reshape(-1, 2))
@@ -617,7 +617,7 @@ def test_uninterpretable_overview_is_dropped_node_keeps_the_rest(copy_fixture, d
     assert ds.attrs["zagg_objects"] == want
     # the same object is dropped in the product tree too, and the product's other nodes stand
     with pytest.warns(ObjectDroppedWarning):
-        tree = moczarr.products.open_store(root)
+        tree = moczarr.open_store(root)
     assert list(tree["atl06"].children) == ["8", "6", "4"]
     assert tree["atl06/6"].ds.sizes["cells"] == 48
 
@@ -659,7 +659,7 @@ def test_wrong_cell_order_raises_before_aoi_scoping(copy_fixture, aoi):
     with pytest.raises(PyramidError, match="cell_order 5"):
         open_pyramid(root, aoi=aoi)
     with pytest.raises(PyramidError, match="cell_order 5"):
-        moczarr.products.open_store(root, aoi=aoi)
+        moczarr.open_store(root, aoi=aoi)
 
 
 COLUMN = "1/1/1/1/1/1/1/all.pyramid.zarr/zarr.json"
@@ -738,7 +738,7 @@ def test_unknown_pyramid_spec_raises_on_every_opener(copy_fixture):
     manifest = load_json(root / "morton_hive.json")
     manifest["pyramid"]["spec"] = "zagg-pyramid/3"
     write_json(root / "morton_hive.json", manifest)
-    for opener in (lambda: open_pyramid(root), lambda: open_level(root, 8), lambda: moczarr.products.open_store(root)):
+    for opener in (lambda: open_pyramid(root), lambda: open_level(root, 8), lambda: moczarr.open_store(root)):
         with pytest.raises(PyramidError, match="zagg-pyramid/3"):
             opener()
 
@@ -841,7 +841,7 @@ def test_v2_object_off_the_v1_derived_order_is_dropped_by_the_tree_openers(copy_
         tree = open_pyramid(root)
     assert [o["node"] for o in tree["o6"].ds.attrs["zagg_objects"]] == ["43314", "43321", "43323"]
     with pytest.warns(ObjectDroppedWarning, match="zagg-overview/2"):
-        store = moczarr.products.open_store(root)
+        store = moczarr.open_store(root)
     assert store["atl06/6"].ds.sizes["cells"] == 48
     # the caller named the level: a wrong answer, raised
     with pytest.raises(PyramidError, match="cell_order 5"):

@@ -12,10 +12,10 @@ import xarray as xr
 
 import moczarr
 from moczarr import ids
-from moczarr.cells import join_coarse, parent_cells
+from moczarr.analysis.cells import join_coarse, parent_cells
 from moczarr.errors import CoverageFallbackWarning
-from moczarr.pyramid import open_level
-from moczarr.ragged import RaggedError, decode_cell, decode_variable, parse_ragged_attrs, read_ragged
+from moczarr.openers.pyramid import open_level
+from moczarr.analysis.ragged import RaggedError, decode_cell, decode_variable, parse_ragged_attrs, read_ragged
 from moczarr.storage import count_requests
 
 from .conftest import fixture_path, load_json
@@ -218,7 +218,7 @@ def _occupied(level: xr.Dataset) -> dict[int, tuple[int, float, float]]:
 def test_parent_cells_fold_equals_the_stored_overview(store, window, fine, coarse):
     root = fixture_path(store)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", moczarr.MoczarrWarning)
+        warnings.simplefilter("error", moczarr.errors.MoczarrWarning)
         fine_ds = open_level(root, fine, window=window)
         coarse_ds = open_level(root, coarse, window=window)
     folded = _fold(fine_ds, coarse)
@@ -300,7 +300,7 @@ def test_join_coarse_missing_parents_are_nan():
 def test_join_coarse_with_an_empty_coarse_level_keeps_the_schema():
     root = fixture_path("overview_hive/atl06")
     fine = open_level(root, 8)
-    with pytest.warns(moczarr.EmptySelectionWarning):
+    with pytest.warns(moczarr.errors.EmptySelectionWarning):
         coarse = open_level(root, 6, aoi=["1"])
     joined = join_coarse(fine, coarse, suffix="_c")
     for name in ("count_c", "h_min_c", "h_max_c"):

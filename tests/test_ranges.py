@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from moczarr.errors import AOIError, AOITypeError, ArgumentError, ArgumentTypeError, MixedOrderError, MoczarrError, SelectionError
-from moczarr.ranges import MortonRanges, as_words, packing
+from moczarr.ids import to_words
+from moczarr.indexes.ranges import MortonRanges, packing
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 U64 = np.uint64
@@ -217,7 +218,12 @@ def test_from_rank_intervals_normalizes():
     assert r.lo.dtype == U64 and r.hi.dtype == U64
 
 
-def test_as_words():
+def as_words(words):
+    """Words as the rank space reads them: any shape, values unchecked against the packing."""
+    return to_words(words, keep_shape=True, validate=False)
+
+
+def test_to_words_as_rank_space_reads_them():
     big = w("-311231111")
     assert big > 2**63
     out = as_words(["433142111", big, np.uint64(5)])

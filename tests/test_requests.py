@@ -96,7 +96,7 @@ def data_chunk_count(store: Path, ds) -> int:
 
 def open_counted(root: Path, **kwargs):
     with warnings.catch_warnings():
-        warnings.simplefilter("error", moczarr.MoczarrWarning)  # a usable MOC: no fallback walk
+        warnings.simplefilter("error", moczarr.errors.MoczarrWarning)  # a usable MOC: no fallback walk
         with count_requests() as counter:
             ds = moczarr.open_hive(root, **kwargs)
     return ds, counter

@@ -164,13 +164,13 @@ def test_windowed_store_per_window(public):
         assert remote.sizes["cells"] == expect["n_rows"]
         assert_same_dataset(remote, local)
         assert int(remote["count"].sum()) == expect["totals"]["count_sum"]
-    with pytest.raises(moczarr.WindowError, match="2019"):
+    with pytest.raises(moczarr.errors.WindowError, match="2019"):
         moczarr.open_hive(public.url(name), **public.kw())
 
 
 def test_multiproduct_windows_product(public):
     name = "multiproduct_hive/atl06_windows"
-    with pytest.raises(moczarr.WindowError, match="2019"):
+    with pytest.raises(moczarr.errors.WindowError, match="2019"):
         moczarr.open_hive(public.url(name), **public.kw())
     for window in ("2019", "2020"):
         local = moczarr.open_hive(fixture_path(name), window=window)
@@ -237,7 +237,7 @@ def test_open_leaf_serc(public, leaf):
 
 
 def test_open_leaf_of_debris_is_uncommitted(public):
-    with pytest.raises(moczarr.UncommittedError):
+    with pytest.raises(moczarr.errors.UncommittedError):
         moczarr.open_leaf(public.url("serc_hive"), "4332313", **public.kw())
 
 
@@ -328,7 +328,7 @@ def test_walk_and_roster_request_counts_over_s3(public, backend):
     name = "spec/versioned"
     public.on(backend)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.CoverageFallbackWarning)
+        warnings.simplefilter("ignore", moczarr.errors.CoverageFallbackWarning)
         with count_requests() as local:
             moczarr.open_hive(fixture_path(name))
         with public.server.count_http() as http, count_requests() as remote:

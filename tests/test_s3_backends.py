@@ -16,7 +16,7 @@ import pytest
 import xarray as xr
 
 import moczarr
-from moczarr.retry import RetryPolicy
+from moczarr.storage import RetryPolicy
 from moczarr.storage import count_requests, describe_key, make_store, obstore_options
 
 from .conftest import fixture_path
@@ -54,9 +54,9 @@ def test_obstore_is_the_default_when_the_options_map(s3):
         # an option obstore does not take keeps s3fs, unless obstore was asked for by name
         assert backend({**anon, "default_block_size": 2**20}) == "FsspecStore"
         assert backend({**anon, "config_kwargs": {"signature_version": "s3v4"}}) == "FsspecStore"
-    with pytest.raises(moczarr.ArgumentError, match="default_block_size"):
+    with pytest.raises(moczarr.errors.ArgumentError, match="default_block_size"):
         backend({**anon, "default_block_size": 2**20, **OBSTORE})
-    with pytest.raises(moczarr.ArgumentError, match="moczarr_backend"):
+    with pytest.raises(moczarr.errors.ArgumentError, match="moczarr_backend"):
         backend({**anon, "moczarr_backend": "boto"})
 
 
@@ -74,7 +74,7 @@ def test_ambient_credentials_and_unknown_aws_regions_stay_on_s3fs(monkeypatch):
 def test_https_roots_stay_on_fsspec():
     store = make_store("https://example.invalid/store")._store
     assert type(store).__name__ == "FsspecStore"
-    with pytest.raises(moczarr.ArgumentError, match="fsspec"):
+    with pytest.raises(moczarr.errors.ArgumentError, match="fsspec"):
         make_store("https://example.invalid/store", OBSTORE)
 
 
@@ -144,7 +144,7 @@ def test_refusal_is_a_permission_error_not_absence(s3, extra):
     anon = s3.storage_options(anon=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(moczarr.StoragePermissionError):
+        with pytest.raises(moczarr.errors.StoragePermissionError):
             moczarr.open_hive("s3://priv/single_8", storage_options={**anon, **extra})
 
 

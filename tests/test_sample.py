@@ -1,4 +1,4 @@
-"""The bundled sample store (moczarr_samples.hive): deterministic, readable, and folded correctly.
+"""The bundled sample store (moczarr.testing.hive): deterministic, readable, and folded correctly.
 
 Expectations come from the writer's ``sample.json`` (computed from the input
 points); stored values are read back either through ``moczarr.open_hive`` or
@@ -18,8 +18,8 @@ import zarr
 
 import moczarr
 from moczarr import ids
-from moczarr.coverage import decode_bitmap, expand_ranges
-from moczarr_samples.hive import (
+from moczarr.format.coverage import decode_bitmap, expand_ranges
+from moczarr.testing.hive import (
     CELL_ORDER,
     EXPECTATIONS_NAME,
     SHARD_ORDER,
@@ -151,7 +151,7 @@ def test_windows_partition_the_points(sample):
     _, expect = sample
     per_window = expect["input"]["points_per_window"]
     assert sum(per_window.values()) == expect["input"]["n_points"]
-    with pytest.raises(moczarr.WindowError):
+    with pytest.raises(moczarr.errors.WindowError):
         moczarr.open_hive(Path(sample[0]) / "elevation_yearly")
 
 

@@ -236,10 +236,10 @@ def test_the_catalog_hints_are_relative_so_the_export_resolved_them(built):
 def test_write_geoparquet_leaves_out_items_without_geometry(built, tmp_path):
     items = [i.clone() for i in built.items[:2]]
     items[0].geometry, items[0].bbox = None, None
-    with pytest.warns(moczarr.MoczarrWarning, match=items[0].id):
+    with pytest.warns(moczarr.errors.MoczarrWarning, match=items[0].id):
         path = write_geoparquet(items, tmp_path / "two.parquet")
     assert [r["id"] for r in rustac.read_sync(str(path))["features"]] == [items[1].id]
-    with pytest.warns(moczarr.MoczarrWarning):
+    with pytest.warns(moczarr.errors.MoczarrWarning):
         assert write_geoparquet(items[:1], path) is None
     assert not path.exists()  # no stale file is left where the export was asked for
     with pytest.raises(ValueError, match="no Items"):

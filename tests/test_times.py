@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import moczarr
-from moczarr import WindowError
-from moczarr.times import as_time_range, observed_mask, window_span
+from moczarr.errors import WindowError
+from moczarr.openers.times import as_time_range, observed_mask, window_span
 
 from .conftest import fixture_path, quiet
 
@@ -93,7 +93,7 @@ def test_window_spans_from_the_schedule():
 
 def test_a_time_range_overlapping_no_window_is_empty_and_names_the_windows():
     root = fixture_path("zagg/windowed/store")
-    with pytest.warns(moczarr.EmptySelectionWarning, match="2019, 2020, 2021"):
+    with pytest.warns(moczarr.errors.EmptySelectionWarning, match="2019, 2020, 2021"):
         ds = moczarr.open_hive(root, time=("2030-01-01", "2031-01-01"))
     assert ds.sizes["window"] == 0 and ds.sizes["cells"] == 0 and "count" in ds
 

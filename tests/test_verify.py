@@ -19,7 +19,7 @@ import moczarr
 from moczarr import Finding, VerifyReport, verify_store
 from moczarr.errors import DebrisWarning, WindowError
 from moczarr.verify import combined_digest, content_digest
-from moczarr_samples import write_sample_store
+from moczarr.testing import write_sample_store
 
 from .conftest import fixture_path, load_json, set_attrs, write_json
 
@@ -448,7 +448,7 @@ MORAINE = ["cpx_mean_v1", "pc_first_v1", "pc_int_mean_v1", "ras_decimate_v1_zarr
 
 @pytest.mark.parametrize("name", MORAINE)
 def test_clean_moraine_pyramid_verifies(name):
-    from moczarr_moraine.verify import verify_moraine
+    from moczarr.moraine.verify import verify_moraine
 
     report = verify_moraine(fixture_path(f"moraine/{name}"))
     assert report.ok and problems(report) == [] and report.counts["levels"] >= 7
@@ -457,8 +457,8 @@ def test_clean_moraine_pyramid_verifies(name):
 def test_point_cloud_without_rtree(copy_fixture):
     import xarray as xr
 
-    from moczarr_moraine import read_moraine_rtree
-    from moczarr_moraine.verify import verify_moraine
+    from moczarr.moraine import read_moraine_rtree
+    from moczarr.moraine.verify import verify_moraine
 
     stored = read_moraine_rtree(fixture_path("moraine/pc_first_v1"))
     copy = copy_fixture("moraine/pc_first_v1")
@@ -474,7 +474,7 @@ def test_point_cloud_without_rtree(copy_fixture):
 
 
 def test_build_rtree_layout():
-    from moczarr_moraine.rtree import build_rtree
+    from moczarr.moraine.rtree import build_rtree
 
     boxes = build_rtree([0, 1, 5, 6, 9], [0, 2, 4, 3, 1], page_size=2)
     # 3 pages -> 4 heap leaves (the last padding), 7 nodes; node 0 the union of everything
@@ -488,7 +488,7 @@ def test_build_rtree_layout():
 def test_rtree_that_disagrees_with_the_points(copy_fixture):
     import zarr
 
-    from moczarr_moraine.verify import verify_moraine
+    from moczarr.moraine.verify import verify_moraine
 
     copy = copy_fixture("moraine/pc_int_mean_v1")
     arr = zarr.open_array(str(copy / "rtree.zarr"), mode="r+")
@@ -498,7 +498,7 @@ def test_rtree_that_disagrees_with_the_points(copy_fixture):
 
 
 def test_moraine_level_of_the_wrong_shape(copy_fixture):
-    from moczarr_moraine.verify import verify_moraine
+    from moczarr.moraine.verify import verify_moraine
 
     copy = copy_fixture("moraine/ras_mean_v1")
     meta = load_json(copy / "3.zarr" / "zarr.json")
@@ -511,7 +511,7 @@ def test_moraine_level_of_the_wrong_shape(copy_fixture):
 def test_moraine_index_out_of_range(copy_fixture):
     import zarr
 
-    from moczarr_moraine.verify import verify_moraine
+    from moczarr.moraine.verify import verify_moraine
 
     copy = copy_fixture("moraine/pc_first_v1")
     arr = zarr.open_array(str(copy / "idx_2.zarr"), mode="r+")
@@ -521,7 +521,7 @@ def test_moraine_index_out_of_range(copy_fixture):
 
 
 def test_moraine_marker_too_new(copy_fixture):
-    from moczarr_moraine.verify import verify_moraine
+    from moczarr.moraine.verify import verify_moraine
 
     copy = copy_fixture("moraine/ras_mean_v1")
     set_attrs(copy / "0.zarr" / "zarr.json", lambda a: a["moraine_pyramid"].update(version=99))
@@ -646,7 +646,7 @@ def test_unparsable_overview_stamp(zagg):
 
 
 def test_moraine_stats_zarr_that_does_not_match(copy_fixture):
-    from moczarr_moraine.verify import verify_moraine
+    from moczarr.moraine.verify import verify_moraine
 
     copy = copy_fixture("moraine/stack_decimate_v1")
     set_attrs(copy / "stats.zarr" / "zarr.json", lambda a: a.update(columns=["nan_fraction", "min"]))

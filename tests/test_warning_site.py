@@ -29,7 +29,7 @@ def test_degrade_warnings_name_the_callers_line(tmp_path):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             call()
-        mine = [w for w in caught if issubclass(w.category, moczarr.MoczarrWarning)]
+        mine = [w for w in caught if issubclass(w.category, moczarr.errors.MoczarrWarning)]
         assert mine, f"{name} emitted no moczarr warning on a store without its root MOC"
         for w in mine:
             assert w.filename == __file__, f"{name}: {w.category.__name__} points at {w.filename}:{w.lineno}"

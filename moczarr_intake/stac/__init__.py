@@ -6,7 +6,7 @@ PNGs), :mod:`.geoparquet` (the Items as stac-geoparquet, for a STAC API
 server), :mod:`.open` (open an Item or Collection with the reader it names).
 """
 
-from moczarr import MissingSchemaError
+from .validate import MissingSchemaError
 from moczarr.metadata import geometry_bbox, window_interval
 
 from .build import (

@@ -32,7 +32,7 @@ import numpy as np
 import pystac
 from tqdm import tqdm
 
-from moczarr import ArgumentError
+from moczarr.errors import ArgumentError
 from moczarr.metadata import (
     MANIFEST_NAME,
     ROOT_MOC_NAME,
@@ -598,7 +598,7 @@ def build_stac(
     Collection per product; each bare store becomes a Collection under the top
     Catalog. Ids come from :func:`moczarr_intake.naming.product_ids`: product
     names, prefixed with the root's shortest unique path label when two stores
-    hold products of one name. ``moraine``: :class:`moczarr_moraine.MorainePyramid`
+    hold products of one name. ``moraine``: :class:`moczarr.moraine.MorainePyramid`
     infos, each added as an Item under the top Catalog.
 
     When ``out_dir`` is given the catalog is saved there: store addresses are

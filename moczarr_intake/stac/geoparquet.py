@@ -31,7 +31,7 @@ from pathlib import Path
 import pystac
 import rustac
 
-from moczarr import ArgumentError, MoczarrWarning
+from moczarr.errors import ArgumentError, MoczarrWarning
 from moczarr.metadata import is_remote, join_location, warn
 
 #: links that tie an Item or Collection to the static catalog's files; a STAC API adds its own
@@ -47,7 +47,7 @@ def write_geoparquet(catalog_or_items, path: str | os.PathLike) -> Path | None:
     iterable of :class:`pystac.Item` or Item dicts. Relative hrefs are
     resolved against each Item's self href (an Item read from or saved to
     disk has one); structural links are dropped. Items without geometry are
-    left out with a :class:`moczarr.MoczarrWarning` naming them. Returns
+    left out with a :class:`moczarr.errors.MoczarrWarning` naming them. Returns
     ``path`` as a Path, or None when no Item has a geometry (no file is left
     at ``path`` then). Raises ValueError when there is no Item at all, when
     an element is not an Item, or when an Item with relative hrefs has no
@@ -78,7 +78,7 @@ def write_api_collections(catalog: pystac.Catalog, folder: str | os.PathLike) ->
 
     The documents a STAC API server loads beside the Items
     (``rustac serve items.parquet folder/*.json``). ``folder`` is emptied of
-    earlier ``*.json`` first. Raises :class:`moczarr.ArgumentError` when two
+    earlier ``*.json`` first. Raises :class:`moczarr.errors.ArgumentError` when two
     Collections share an id (an API serves one per id).
     """
     folder = Path(folder)

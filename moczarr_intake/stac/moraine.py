@@ -1,7 +1,7 @@
 """STAC Items for moraine raster and point-cloud pyramids (one Item per pyramid, an asset per level).
 
 Raster-extension statistics per band, the projection extension only where the
-pyramid is georeferenced; everything from :class:`moczarr_moraine.MorainePyramid`
+pyramid is georeferenced; everything from :class:`moczarr.moraine.MorainePyramid`
 (metadata only), so building an Item reads no data chunk. See ``docs/moraine.md``.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pystac
 
-from moczarr import ArgumentError
-from moczarr_moraine import POINT_CLOUD, MorainePyramid, level_name
+from moczarr.errors import ArgumentError
+from moczarr.moraine import POINT_CLOUD, MorainePyramid, level_name
 
 from .validate import validate_document
 
@@ -26,8 +26,8 @@ ZARR_MEDIA_TYPE = "application/vnd+zarr"
 RASTER_EXT = "https://stac-extensions.github.io/raster/v1.1.0/schema.json"
 PROJECTION_EXT = "https://stac-extensions.github.io/projection/v2.0.0/schema.json"
 #: the reader calls a moraine asset's open hint names
-OPEN_MORAINE_LEVEL = "moczarr_moraine.open_moraine_level"
-OPEN_MORAINE_POINTS = "moczarr_moraine.open_moraine_points"
+OPEN_MORAINE_LEVEL = "moczarr.moraine.open_moraine_level"
+OPEN_MORAINE_POINTS = "moczarr.moraine.open_moraine_points"
 #: Spherical-mercator (EPSG:3857) sphere radius, metres.
 MERCATOR_RADIUS = 6378137.0
 #: Largest |x| (and |y|) of EPSG:3857: pi * R.

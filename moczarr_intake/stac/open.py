@@ -7,18 +7,16 @@ import os
 import pystac
 
 import moczarr
-from moczarr import ArgumentError, ArgumentTypeError
+from moczarr.errors import ArgumentError, ArgumentTypeError
 from moczarr.metadata import is_remote, join_location
-from moczarr_moraine import open_moraine_level, open_moraine_points
+from moczarr.moraine import open_moraine_level, open_moraine_points
 
-#: the readers an open hint may name (under their public and former module paths); nothing else is called
+#: the readers an open hint may name, by their public names; nothing else is called
 OPENERS = {
     "moczarr.open_level": moczarr.open_level,
-    "moczarr.pyramid.open_level": moczarr.open_level,
     "moczarr.open_store": moczarr.open_store,
-    "moczarr.products.open_store": moczarr.open_store,
-    "moczarr_moraine.open_moraine_level": open_moraine_level,
-    "moczarr_moraine.open_moraine_points": open_moraine_points,
+    "moczarr.moraine.open_moraine_level": open_moraine_level,
+    "moczarr.moraine.open_moraine_points": open_moraine_points,
 }
 #: hint arguments holding a location (resolved against the document when relative)
 LOCATION_ARGS = ("store_root", "path")

@@ -23,7 +23,7 @@ from PIL import Image, ImageDraw
 
 import moczarr
 from moczarr.metadata import ProductSummary, geometry_bbox, to_words
-from moczarr_moraine import POINT_CLOUD, open_moraine_level
+from moczarr.moraine import POINT_CLOUD, open_moraine_level
 
 PNG_TYPE = "image/png"
 #: cells drawn at most per level quicklook (a level with more is not drawn)
@@ -90,10 +90,10 @@ def draw_level_thumbnail(
     variable, no cell, or more than :data:`MAX_CELLS` cells.
     """
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.MoczarrWarning)
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         try:
             ds = moczarr.open_level(store_root, cell_order, window, None, all_time, storage_options=storage_options)
-        except moczarr.MoczarrError:
+        except moczarr.errors.MoczarrError:
             return None
     if ds is None or ds.sizes.get("cells", 0) == 0 or ds.sizes["cells"] > MAX_CELLS:
         return None
@@ -124,7 +124,7 @@ def draw_moraine_thumbnail(info, path, *, storage_options=None, size: int = 256)
     level = levels[0]
     try:
         arr = open_moraine_level(info.path, level, storage_options=storage_options)
-    except (moczarr.MoczarrError, OSError, ValueError):
+    except (moczarr.errors.MoczarrError, OSError, ValueError):
         return None
     while arr.ndim > 2:
         arr = arr.isel({arr.dims[-1]: 0})

@@ -2,7 +2,7 @@
 
 Core schemas are pystac's bundled copies; extension schemas come from a folder
 (:func:`schema_dir`). A schema that is not there raises
-:class:`~moczarr.errors.MissingSchemaError`; nothing is ever fetched over the
+:class:`~moczarr_intake.stac.MissingSchemaError`; nothing is ever fetched over the
 network.
 """
 
@@ -20,11 +20,15 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT7
 
-from moczarr import MissingSchemaError
+from moczarr.errors import NotFoundError
 from moczarr.metadata import is_remote
 
 #: override of the offline schema folder (tests monkeypatch it); None = environment / default
 SCHEMA_DIR: str | os.PathLike | None = None
+
+
+class MissingSchemaError(NotFoundError):
+    """A JSON schema needed to validate a STAC document is not available offline."""
 
 
 #: the extension schemas shipped with the package (see NOTICE.md there)

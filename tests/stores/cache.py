@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 #: Every source file whose change must regenerate the tree.
 SOURCES = (HERE / "zagg_stores.py", HERE / "moraine_stores.py", HERE / "spec_stores.py", HERE / "cache.py",
-           *(REPO / "moczarr_samples" / name for name in ("moraine.py", "hive.py", "raster.py")))
+           *(REPO / "moczarr" / "testing" / name for name in ("moraine.py", "hive.py", "raster.py")))
 COMPLETE = "COMPLETE"
 
 

@@ -1,4 +1,4 @@
-"""The moraine pyramids of the generated layer, written by :mod:`moczarr_samples.moraine` from seeded inputs.
+"""The moraine pyramids of the generated layer, written by :mod:`moczarr.testing.moraine` from seeded inputs.
 
 The names and what each pyramid is follow ``../shared/fixtures/moraine/README.md``
 (kinds, methods, level-0 shapes, dtypes, zarr formats, point counts, the
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from moczarr_samples.moraine import write_point_cloud_pyramid, write_raster_pyramid
+from moczarr.testing.moraine import write_point_cloud_pyramid, write_raster_pyramid
 
 N_POINTS = 3000
 GRID = (150, 100)  # (nlines, width) of the point grids

@@ -1,8 +1,8 @@
-"""The stores of the generated layer that zagg's point pipeline cannot write, written by :mod:`moczarr_samples`.
+"""The stores of the generated layer that zagg's point pipeline cannot write, written by :mod:`moczarr.testing`.
 
 ``spec/raster_toc`` (FORMAT.md §10.2-§10.3: a raster leaf with a toc time
 coordinate and ``(time, cells)`` bands) comes from
-:func:`moczarr_samples.raster.write_raster_toc_store`; its
+:func:`moczarr.testing.raster.write_raster_toc_store`; its
 ``spec/raster_toc.expected.json`` is what that writer computes from its inputs.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from moczarr_samples.raster import write_raster_toc_store
+from moczarr.testing.raster import write_raster_toc_store
 
 #: The names this module writes, as ``../shared/fixtures`` names them.
 STORES = ("spec/raster_toc",)

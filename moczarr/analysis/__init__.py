@@ -1,0 +1,1 @@
+"""After the open: cross-resolution joins, cell centres and maps, occupancy from the bitmaps, ragged decoders."""

@@ -1,0 +1,466 @@
+"""Lazy arrays per zarr object -> one Dataset on a ``cells`` dimension.
+
+Every opener (source leaves, overview and column levels) ends here. Its
+inputs are already decided by coverage arithmetic: which objects, which of
+their cells (the row domain), and one schema read from one object. Nothing
+here reads a ``morton`` or ``cell_ids`` chunk at open, and no data chunk is
+read until the arrays are computed; each dask task reads one batch of
+objects' arrays through the open call's single store handle
+(:mod:`moczarr.dataplane`).
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import weakref
+from dataclasses import dataclass, field
+
+import dask.array as da
+import mortie
+import numpy as np
+import xarray as xr
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
+
+from .. import ids
+from ..storage import keys
+from .reads import (
+    DEFAULT_BATCH_BYTES,
+    CellsSource,
+    batch_row_chunks,
+    cells_rows,
+    read_whole,
+    row_bytes,
+)
+from ..errors import (
+    ArgumentError,
+    ArrayContractError,
+    PrecisionWarning,
+    SchemaError,
+    StampError,
+    warn,
+)
+from ..format.integrity import check_declared_arrays, parse_array_metadata
+from ..indexes.ranges import MortonRanges
+from ..storage import Storage
+
+CELLS = "cells"
+COORD = "morton"
+NESTED = "cell_ids"
+MAX_EXACT_NESTED_ORDER = 24
+
+
+@dataclass(frozen=True)
+class ArraySchema:
+    """One array of the data group: its zarr metadata document, dims and attrs."""
+
+    name: str
+    metadata: dict
+    dims: tuple[str, ...]
+
+    @property
+    def attrs(self) -> dict:
+        return dict(self.metadata.get("attributes") or {})
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.metadata["shape"])
+
+    @property
+    def dtype(self) -> np.dtype:
+        dt = self.metadata["data_type"]
+        if dt in ("variable_length_bytes", "bytes", "string", "variable_length_utf8"):
+            return np.dtype(object)
+        try:
+            return np.dtype(dt if isinstance(dt, str) else "O")
+        except TypeError as exc:
+            raise SchemaError(f"array {self.name!r}: data_type {dt!r} has no numpy dtype") from exc
+
+    @property
+    def cells_axis(self) -> int | None:
+        return self.dims.index(CELLS) if CELLS in self.dims else None
+
+
+@dataclass
+class Schema:
+    """The data group of one object: group attrs and every array (names ascending)."""
+
+    group_attrs: dict
+    arrays: dict[str, ArraySchema] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One object's contribution: the rows ``sel`` (local cell positions, None = all) of ``group``."""
+
+    group: str  # store-relative path of the object's data group, e.g. "4/3/.../4331421.zarr/8"
+    first_rank: int  # rank (at the level's order) of the object's first cell
+    n_cells: int  # cells the object holds (4**depth)
+    sel: np.ndarray | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return self.n_cells if self.sel is None else int(self.sel.size)
+
+
+def gc_paused(fn):
+    """Run ``fn`` with the cyclic garbage collector paused.
+
+    An open allocates a few small objects per leaf (parsed stamps, parts) that
+    all stay alive; every generation-0 collection rescans them, which made
+    large opens superlinear. Nothing an open builds is cyclic garbage.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not gc.isenabled():
+            return fn(*args, **kwargs)
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return wrapper
+
+
+def read_schema(storage: Storage, group: str, array_names: list[str] | None = None) -> Schema:
+    """Group and array metadata of one data group (1 GET + one per array, concurrent).
+
+    ``array_names`` skips the LIST when the caller knows them (a stamp's
+    ``content_hashes``, a provenance block); each name is checked as one path
+    component first (:func:`moczarr.storage.keys.array_name`). Raises
+    :class:`StampError` when the group is missing or is not a zarr v3 group,
+    :class:`~moczarr.errors.SchemaError` when an array the caller declares or
+    the listing shows has missing or unusable metadata (a variable never
+    vanishes silently), and :class:`~moczarr.errors.KeyContainmentError` for a
+    name that is not a node name.
+    """
+    where = storage.describe(group)
+    doc = storage.get_json(f"{group}/zarr.json")
+    if not isinstance(doc, dict) or doc.get("node_type") != "group" or doc.get("zarr_format") != 3:
+        raise StampError(f"{where}: missing or not a zarr v3 group (malformed object)")
+    declared = array_names is not None
+    if array_names is None:
+        array_names = [n for n in storage.list_dir(group) if n != "zarr.json"]
+    array_names = [keys.array_name(n, where) for n in array_names]
+    docs = storage.get_many_json([f"{group}/{n}/zarr.json" for n in array_names])
+    present = {n: d for n, d in zip(array_names, docs) if d is not None}
+    check_declared_arrays(array_names, present, where, "the stamp or provenance block" if declared else "the listing")
+    arrays = {}
+    for name, meta in sorted(zip(array_names, docs)):
+        parse_array_metadata(meta, storage.describe(f"{group}/{name}"))
+        check_array_contract(meta, storage.describe(f"{group}/{name}"))
+        dims = meta.get("dimension_names") or [f"{name}_dim_{i}" for i in range(len(meta["shape"]))]
+        arrays[name] = ArraySchema(name, meta, tuple(dims))
+        _ = arrays[name].dtype  # an unusable data_type raises here, at open, not in a task
+    attrs = doc.get("attributes") or {}
+    if not isinstance(attrs, dict):
+        raise SchemaError(f"{where}: group attributes are {type(attrs).__name__}, not a mapping")
+    return Schema(attrs, arrays)
+
+
+def check_array_contract(meta: dict, where: str) -> None:
+    """Refuse arrays whose zagg declarations cannot be read safely (FORMAT.md §0, §9).
+
+    Raises :class:`ArrayContractError` for a composition array of unknown spec or
+    with a non-zero fill (fill cells would decode as compositions), a ragged
+    declaration of unknown spec, and the ``vlen-ndarray`` data type (zagg-ragged/2).
+    """
+    attrs = meta.get("attributes") or {}
+    comp = attrs.get("composition")
+    if comp is not None:
+        if not isinstance(comp, dict) or comp.get("spec") != "zagg-composition/1":
+            raise ArrayContractError(f"{where}: unknown composition declaration {comp!r}")
+        if meta.get("fill_value") not in (0, "0"):
+            raise ArrayContractError(f"{where}: a composition array must have fill 0, not {meta.get('fill_value')!r}")
+    ragged = attrs.get("ragged")
+    if ragged is not None and (not isinstance(ragged, dict) or ragged.get("spec") != "zagg-ragged/1"):
+        raise ArrayContractError(f"{where}: unknown ragged declaration {ragged!r}; refusing to guess a layout")
+    dtype = meta.get("data_type")
+    if isinstance(dtype, dict) and dtype.get("name") == "vlen-ndarray" or dtype == "vlen-ndarray":
+        raise ArrayContractError(f"{where}: vlen-ndarray (zagg-ragged/2) needs the zarr-vlen-ndarray extension; install it")
+
+
+#: the open arrays still exactly as built, by dask name -> their source (what :func:`pick_cells` rebuilds)
+_SOURCES: weakref.WeakValueDictionary[str, CellsSource] = weakref.WeakValueDictionary()
+
+
+def cells_array(source: CellsSource, row_chunks: tuple[int, ...], name: str) -> da.Array:
+    """The dask array of ``source`` in batches of ``row_chunks`` rows (object-aligned), named ``name``.
+
+    One task per batch; dask fuses a later slice or integer into the task's
+    key, so it reads only the objects the slice touches.
+    """
+    axis = source.axis
+    chunks = [(s,) for i, s in enumerate(source.shape) if i != axis]
+    chunks.insert(axis, row_chunks)
+    meta = np.empty((0,) * source.ndim, dtype=source.dtype)
+    arr = da.from_array(source, chunks=tuple(chunks), name=name, meta=meta, asarray=False)
+    _SOURCES[arr.name] = source
+    return arr
+
+
+def picked_array(source: CellsSource, rows: np.ndarray, max_rows: int) -> da.Array:
+    """Rows ``rows`` of ``source`` (valid positions, any order, repeats) lazily, in batches of at most ``max_rows``.
+
+    Each task reads only the objects holding its rows, each once per sub-batch.
+    """
+    token = tokenize(source.token, rows)
+    picked = source.pick(rows, token)
+    if not picked.groups:
+        return da.from_array(np.empty(picked.shape, dtype=source.dtype), chunks=-1)
+    row_chunks = batch_row_chunks(np.diff(picked.offsets).tolist(), 1, max_rows)
+    return cells_array(picked, row_chunks, f"moczarr-{source.name}-{token}")
+
+
+def pick_cells(ds: xr.Dataset, cells=None, *, morton=None) -> xr.Dataset:
+    """``ds.isel(cells=cells)`` (or ``ds.sel(morton=morton)``) that reads only the objects holding the picked cells.
+
+    ``cells`` are positions (integers in any order, repeats and negatives
+    allowed) or a boolean mask; ``morton`` are labels of the ``morton`` index
+    (words, decimal strings). dask answers an integer-array index with a
+    shuffle whose tasks compute every batch the positions fall in, so a plain
+    ``isel`` of a few scattered cells reads whole batches; here every variable
+    still exactly as opened is rebuilt over just the picked rows
+    (:func:`picked_array`) and everything else (coordinates, the index,
+    derived variables) is ``isel``'s. Raises
+    :class:`~moczarr.errors.ArgumentError` for anything but one of
+    ``cells``/``morton`` as a 1-D pick, :class:`IndexError` for positions out
+    of range, ``KeyError`` for an absent label.
+    """
+    if (cells is None) == (morton is None):
+        raise ArgumentError("pick_cells takes exactly one of cells= (positions or a mask) and morton= (labels)")
+    if morton is not None:
+        cells = ds.xindexes[COORD].sel({COORD: morton}).dim_indexers[CELLS]
+    positions = np.asarray(cells)
+    if positions.size == 0:
+        positions = positions.astype(np.int64)
+    if positions.ndim != 1 or positions.dtype.kind not in "biu":
+        raise ArgumentError(f"pick_cells: cells must be 1-D integer positions or a boolean mask, got {cells!r}")
+    rows, _ = cells_rows(positions, ds.sizes[CELLS])
+    out = ds.isel({CELLS: rows})
+    for name, var in ds.variables.items():
+        source = _source_of(var.data) if CELLS in var.dims and var.chunks else None
+        if source is not None:
+            out.variables[name].data = picked_array(source, rows, max(var.chunks[var.dims.index(CELLS)]))
+    return out
+
+
+def _source_of(arr) -> CellsSource | None:
+    """The source of an array still exactly as built (not persisted: its blocks still come from reads)."""
+    source = _SOURCES.get(getattr(arr, "name", None))
+    if source is None or not arr.__dask_graph__().dependencies.get(arr.name):
+        return None
+    return source
+
+
+def lazy_cells_array(
+    storage: Storage, schema: ArraySchema, parts: list[Part], row_chunks: tuple[int, ...], parts_token: str = ""
+) -> da.Array:
+    """A dask array over the ``cells`` axis, one task per batch of parts (``row_chunks``, part-aligned).
+
+    Each task reads its parts' chunks of this array in batched reads; a
+    later slice is fused into the task, so it reads only the parts it
+    touches (scattered picks: :func:`pick_cells`).
+    """
+    axis = schema.cells_axis
+    if not parts:
+        shape = list(schema.shape)
+        shape[axis] = 0
+        return da.from_array(np.empty(shape, dtype=schema.dtype), chunks=-1)
+    token = tokenize(parts_token or parts_token_of(storage, parts), schema.name, schema.metadata)
+    source = CellsSource(
+        storage, schema.name, schema.metadata, axis, [p.group for p in parts], [p.sel for p in parts],
+        [p.n_cells for p in parts], token=token,
+    )
+    return cells_array(source, row_chunks, f"moczarr-{schema.name}-{token}")
+
+
+def parts_token_of(storage: Storage, parts: list[Part]) -> str:
+    """One token for the objects and rows of an open (computed once, shared by every variable)."""
+    return tokenize(storage.location, [p.group for p in parts], [p.sel for p in parts])
+
+
+def lazy_whole_array(storage: Storage, schema: ArraySchema, group: str) -> da.Array:
+    """A dask array of one object's whole array (arrays without a ``cells`` axis)."""
+    name = f"moczarr-{schema.name}-" + tokenize(storage.location, group, schema.name, schema.metadata)
+    key = (name, *([0] * len(schema.shape)))
+    dsk = {key: (read_whole, storage, schema.name, schema.metadata, group)}
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[])
+    return da.Array(graph, name, tuple((s,) for s in schema.shape), dtype=schema.dtype)
+
+
+NESTED_ROWS = 2**14  # rows of NESTED ids converted at once (bounds mortie's temporaries, whatever the batch)
+
+
+def _nested_block(domain: MortonRanges, start: int, stop: int) -> np.ndarray:
+    out = np.empty(stop - start, dtype=np.uint64)
+    for a in range(start, stop, NESTED_ROWS):
+        b = min(stop, a + NESTED_ROWS)
+        nested, _ = mortie.mort2healpix(domain.isel(slice(a, b)).words())
+        out[a - start : b - start] = nested
+    return out
+
+
+def fabricated_cell_ids(domain: MortonRanges, row_chunks: tuple[int, ...], where: str) -> da.Array:
+    """NESTED ids of the domain's words, computed per chunk from the index (no I/O)."""
+    if domain.order > MAX_EXACT_NESTED_ORDER:
+        warn(
+            f"{where}: NESTED cell_ids at order {domain.order} exceed 2**53 and are unsafe as float64/JS numbers",
+            PrecisionWarning)
+    if not row_chunks or sum(row_chunks) == 0:
+        return da.from_array(np.empty(0, dtype=np.uint64), chunks=-1)
+    name = "moczarr-cell_ids-" + tokenize(domain, row_chunks)
+    bounds = np.concatenate([[0], np.cumsum(row_chunks)])
+    dsk = {(name, i): (_nested_block, domain, int(bounds[i]), int(bounds[i + 1])) for i in range(len(row_chunks))}
+    return da.Array(HighLevelGraph.from_collections(name, dsk, dependencies=[]), name, (tuple(row_chunks),), dtype=np.uint64)
+
+
+def nested_attrs(order: int, latitude: str | None = None) -> dict:
+    """The xdggs (0.7) HEALPix attrs of a NESTED ``cell_ids`` coordinate, and nothing else (xdggs refuses extras).
+
+    mortie cells are equal-area on WGS84 through the authalic latitude (the
+    ``dggs.latitude`` of ``authalic-wgs84`` stores, mortie 1.0's default), which
+    xdggs spells ``ellipsoid: "WGS84"``; legacy ``geodetic-spherical`` cells sit on
+    the sphere (no ``ellipsoid``).
+    """
+    attrs = {"grid_name": "healpix", "level": int(order), "indexing_scheme": "nested"}
+    if latitude != "geodetic-spherical":
+        attrs["ellipsoid"] = "WGS84"
+    return attrs
+
+
+def morton_coords(domain: MortonRanges, index_kind: str) -> xr.Coordinates:
+    """The ``morton`` coordinate on ``cells``: the lazy MOC index or a materialized pandas index."""
+    if index_kind == "moc":
+        from ..indexes.moc_index import MortonMocIndex
+
+        return xr.Coordinates.from_xindex(MortonMocIndex.from_ranges(domain, dim=CELLS, coord_name=COORD))
+    if index_kind == "pandas":
+        import pandas as pd
+        from xarray.indexes import PandasIndex
+
+        index = PandasIndex(pd.Index(domain.words(), dtype=np.uint64, name=COORD), CELLS, coord_dtype=np.dtype(np.uint64))
+        return xr.Coordinates.from_xindex(index)
+    raise ArgumentError(f"index_kind must be 'moc' or 'pandas', got {index_kind!r}")
+
+
+def build_dataset(
+    storage: Storage,
+    schema: Schema,
+    parts: list[Part],
+    domain: MortonRanges,
+    *,
+    index_kind: str = "moc",
+    fabricate_cell_ids: str | bool = "auto",
+    attrs: dict | None = None,
+    batch_bytes: int | None = None,
+) -> xr.Dataset:
+    """The Dataset of ``parts`` under ``schema``: lazy data variables, the morton index, NESTED ids.
+
+    ``domain`` must hold exactly the rows of ``parts`` in order (the caller's
+    coverage arithmetic guarantees it; a mismatch raises ``ValueError``).
+    Every cells variable shares one chunking: batches of consecutive parts
+    holding up to ``batch_bytes`` (default :data:`~moczarr.dataplane.DEFAULT_BATCH_BYTES`)
+    of decoded data of the widest variable, one dask task per batch and variable.
+    """
+    if fabricate_cell_ids not in ("auto", True, False):
+        raise ArgumentError(f"fabricate_cell_ids must be 'auto', True or False, got {fabricate_cell_ids!r}")
+    n_rows = sum(p.n_rows for p in parts)
+    if n_rows != len(domain):
+        raise ValueError(f"row domain holds {len(domain)} cells but the objects give {n_rows}")
+    live = [p for p in parts if p.n_rows]
+    widest = max(
+        (row_bytes(a.dtype, a.shape, a.cells_axis) for a in schema.arrays.values() if a.cells_axis is not None), default=1
+    )
+    row_chunks = batch_row_chunks([p.n_rows for p in live], widest, batch_bytes or DEFAULT_BATCH_BYTES)
+    parts_token = parts_token_of(storage, live) if live else ""
+    data_vars, coords = {}, {}
+    for name, arr in schema.arrays.items():
+        if name == COORD:
+            continue
+        if arr.cells_axis is None:
+            if live:
+                coords_or_vars = coords if name in _other_dims(schema) else data_vars
+                coords_or_vars[name] = xr.Variable(arr.dims, lazy_whole_array(storage, arr, live[0].group), arr.attrs)
+            continue
+        var = xr.Variable(arr.dims, lazy_cells_array(storage, arr, live, row_chunks, parts_token), arr.attrs)
+        if name == NESTED:
+            if fabricate_cell_ids is True:
+                continue
+            coords[name] = var
+        else:
+            data_vars[name] = var
+    if NESTED not in coords and fabricate_cell_ids in ("auto", True):
+        latitude = (schema.group_attrs.get("dggs") or {}).get("latitude") if isinstance(schema.group_attrs.get("dggs"), dict) else None
+        coords[NESTED] = xr.Variable((CELLS,), fabricated_cell_ids(domain, row_chunks, storage.location), nested_attrs(domain.order, latitude))
+    ds = xr.Dataset(data_vars, coords=morton_coords(domain, index_kind))
+    ds = ds.assign_coords(coords)
+    ds.attrs.update(attrs or {})
+    return ds
+
+
+def _other_dims(schema: Schema) -> set[str]:
+    return {d for a in schema.arrays.values() for d in a.dims if d != CELLS}
+
+
+def rows_in(domain: MortonRanges, first_ranks: np.ndarray, n_cells: int) -> list[np.ndarray | None]:
+    """Per object (subtrees starting at ``first_ranks``, ``n_cells`` each): local positions in ``domain``.
+
+    None where the whole subtree is in the domain. Vectorized over intervals.
+    """
+    first = np.asarray(first_ranks, dtype=np.uint64)
+    last = first + np.uint64(n_cells - 1)
+    lo, hi = domain.lo, domain.hi
+    start = np.searchsorted(hi, first, side="left")
+    stop = np.searchsorted(lo, last, side="right")
+    out: list[np.ndarray | None] = []
+    for j in range(first.size):
+        a, b = int(start[j]), int(stop[j])
+        if b - a == 1 and lo[a] <= first[j] and hi[a] >= last[j]:
+            out.append(None)
+            continue
+        plo = np.maximum(lo[a:b], first[j]) - first[j]
+        phi = np.minimum(hi[a:b], last[j]) - first[j]
+        lengths = (phi - plo + np.uint64(1)).astype(np.int64)
+        pos = np.repeat(plo.astype(np.int64), lengths) + (
+            np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        )
+        out.append(pos)
+    return out
+
+
+def domain_of(object_words: np.ndarray, object_order: int, cell_order: int, aoi: np.ndarray | None) -> MortonRanges:
+    """The row domain: the objects' subtrees at ``cell_order``, intersected with the AOI cover."""
+    words = np.asarray(object_words, dtype=np.uint64)
+    full = MortonRanges.from_subtrees(words, cell_order) if words.size else MortonRanges.empty(cell_order)
+    if aoi is None:
+        return full
+    return full.intersection(aoi_ranges(aoi, cell_order))
+
+
+def aoi_ranges(aoi_words: np.ndarray, cell_order: int) -> MortonRanges:
+    """An AOI cover as cell-order intervals: a member finer than ``cell_order`` selects its containing cell."""
+    if aoi_words.size == 0:
+        return MortonRanges.empty(cell_order)
+    orders = mortie.orders_of(aoi_words)
+    words = aoi_words.copy()
+    fine = orders > cell_order
+    if fine.any():
+        words[fine] = mortie.clip2order(cell_order, aoi_words[fine])
+    return MortonRanges.from_subtrees(np.unique(words), cell_order)
+
+
+__all__ = [
+    "ArraySchema",
+    "Part",
+    "Schema",
+    "build_dataset",
+    "domain_of",
+    "ids",
+    "pick_cells",
+    "read_schema",
+    "rows_in",
+]

@@ -1,0 +1,518 @@
+"""The data plane: values of many objects read in batches, decoded by one parsed codec chain.
+
+A variable of an open is the concatenation, on the ``cells`` axis, of the
+same array in many zarr objects (leaves, overview or column objects), all
+under one schema. :class:`CellsSource` is that concatenation as an indexable
+array: ``source[key]`` works out which objects the key touches, fetches all
+their chunks in one batched read of :class:`~moczarr.storage.Storage`
+(plain file reads for local roots, ``concurrency`` requests in flight
+otherwise) and decodes them with a :class:`ChunkDecoder` built once per
+array schema. The dask graph (built in :mod:`moczarr.dataplane.assemble`) has one task
+per batch of objects and variable; dask fuses a later slice into the task's
+key, so a ``sel``/``isel`` reads only the objects it touches.
+
+Arrays whose codecs are exactly ``bytes`` or ``bytes`` + ``zstd`` are decoded
+with numpy (and ``zstandard``) directly; any other chain goes through zarr's
+own synchronous codec chain, parsed once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from ..errors import ArrayContractError, ChunkError, MoczarrError, StampError
+from ..storage import Storage
+
+DEFAULT_BATCH_BYTES = 4 * 2**20
+#: chunks whose payloads one read holds at once (a task reads its batch in sub-batches of this many)
+SUB_BATCH_KEYS = 1024
+_OBJECT_ROW_BYTES = 64  # nominal decoded size of one variable-length element, for batch sizing only
+
+
+class ChunkDecoder:
+    """One array schema's chunk grid, key encoding and codec chain, parsed once.
+
+    ``shortcuts=False`` decodes every chain through zarr's codecs (the reference
+    the numpy path is checked against). Raises :class:`ArrayContractError` naming ``where`` for metadata zarr
+    cannot parse or a chunk grid that is not regular.
+    """
+
+    def __init__(self, metadata: dict, where: str, *, shortcuts: bool = True):
+        from zarr.core.metadata.v3 import ArrayV3Metadata, RegularChunkGridMetadata
+
+        try:
+            meta = ArrayV3Metadata.from_dict(dict(metadata))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ArrayContractError(f"{where}: unreadable array metadata ({exc})") from None
+        if not isinstance(meta.chunk_grid, RegularChunkGridMetadata):
+            raise ArrayContractError(f"{where}: only regular chunk grids are supported")
+        self.where = where
+        self.meta = meta
+        self.shape = tuple(int(s) for s in meta.shape)
+        self.chunk_shape = tuple(int(c) for c in meta.chunk_grid.chunk_shape)
+        self.dtype = np.dtype(meta.dtype.to_native_dtype())
+        self.fill_value = meta.fill_value
+        self._chunk_keys: dict[tuple[int, ...], str] = {}
+        self._raw_dtype, self._zstd = self._fast_path(metadata.get("codecs") or []) if shortcuts else (None, False)
+        self._transform = self._spec = None
+        if self._raw_dtype is None:
+            self._zarr_chain()
+
+    def _fast_path(self, codecs: list) -> tuple[np.dtype | None, bool]:
+        """The stored dtype when the chain is exactly ``bytes`` (+ ``zstd``) on a fixed-size type."""
+        names = [c.get("name") if isinstance(c, dict) else c for c in codecs]
+        if self.dtype.kind in "OUSTV" or names not in (["bytes"], ["bytes", "zstd"]):
+            return None, False
+        config = codecs[0].get("configuration") or {} if isinstance(codecs[0], dict) else {}
+        endian = config.get("endian", "little")
+        raw = self.dtype.newbyteorder("<" if endian == "little" else ">") if self.dtype.itemsize > 1 else self.dtype
+        return raw, names[-1] == "zstd"
+
+    def _zarr_chain(self) -> None:
+        from zarr.core.array_spec import ArrayConfig, ArraySpec
+        from zarr.core.buffer import default_buffer_prototype
+        from zarr.core.chunk_utils import ChunkTransform
+
+        try:
+            self._transform = ChunkTransform(codecs=tuple(self.meta.codecs))
+        except TypeError:  # a codec without a synchronous decode: zarr's async chain, run on zarr's loop
+            self._transform = _AsyncChain(tuple(self.meta.codecs))
+        self._spec = ArraySpec(
+            shape=self.chunk_shape,
+            dtype=self.meta.dtype,
+            fill_value=self.fill_value,
+            config=ArrayConfig.from_dict({}),
+            prototype=default_buffer_prototype(),
+        )
+
+    @property
+    def numpy_path(self) -> bool:
+        """Chunks decode with numpy (and ``zstandard``), not through zarr's codec chain."""
+        return self._raw_dtype is not None
+
+    @functools.cached_property
+    def single_chunk(self) -> bool:
+        """One chunk holds the whole array (zagg's leaves)."""
+        return all(c >= s for c, s in zip(self.chunk_shape, self.shape))
+
+    def chunk_key(self, coords: tuple[int, ...]) -> str:
+        key = self._chunk_keys.get(coords)
+        if key is None:
+            key = self._chunk_keys[coords] = self.meta.encode_chunk_key(coords)
+        return key
+
+    def fill(self, shape: tuple[int, ...]) -> np.ndarray:
+        if self.dtype.kind == "O":
+            out = np.empty(shape, dtype=object)
+            out[...] = self.fill_value
+            return out
+        return np.full(shape, self.fill_value, dtype=self.dtype)
+
+    def decode(self, payload: bytes | None, where: str = "") -> np.ndarray:
+        """One chunk's values (``chunk_shape``); the fill value for a missing chunk.
+
+        Raises :class:`~moczarr.errors.ChunkError` when the bytes do not decode to the chunk.
+        """
+        if payload is None:
+            return self.fill(self.chunk_shape)
+        if self._raw_dtype is not None:
+            nbytes = int(np.prod(self.chunk_shape)) * self._raw_dtype.itemsize
+            if self._zstd:
+                payload = _zstd_decompress(payload, nbytes, where or self.where)
+            if len(payload) != nbytes:
+                raise ChunkError(
+                    f"{where or self.where}: chunk holds {len(payload)} bytes, its shape needs {nbytes} (corrupt chunk)"
+                )
+            values = np.frombuffer(payload, dtype=self._raw_dtype).reshape(self.chunk_shape)
+            return values if values.dtype == self.dtype else values.astype(self.dtype)
+        from zarr.core.buffer import default_buffer_prototype
+
+        try:
+            out = self._transform.decode_chunk(default_buffer_prototype().buffer.from_bytes(payload), self._spec)
+        except MoczarrError:
+            raise
+        except Exception as exc:  # zarr and numcodecs codecs, buffer reshapes: a damaged chunk
+            raise ChunkError(f"{where or self.where}: chunk does not decode ({type(exc).__name__}: {exc})") from exc
+        return np.asarray(out.as_numpy_array()).reshape(self.chunk_shape)
+
+
+class _AsyncChain:
+    def __init__(self, codecs):
+        from zarr.core.codec_pipeline import AsyncChunkTransform
+
+        self._chain = AsyncChunkTransform(codecs=codecs)
+
+    def decode_chunk(self, payload, spec):
+        from zarr.core.sync import sync
+
+        return sync(self._chain.decode_chunk(payload, spec))
+
+
+def _zstd_decompress(payload: bytes, nbytes: int, where: str) -> bytes:
+    import zstandard
+
+    try:
+        return zstandard.ZstdDecompressor().decompress(payload, max_output_size=nbytes)
+    except zstandard.ZstdError as exc:
+        raise ChunkError(f"{where}: zstd chunk does not decompress ({exc})") from None
+
+
+def batch_row_chunks(n_rows: Sequence[int], row_bytes: int, batch_bytes: int = DEFAULT_BATCH_BYTES) -> tuple[int, ...]:
+    """Rows per batch: consecutive objects grouped until a batch holds ``batch_bytes`` of decoded data.
+
+    Batches end at object boundaries; an object larger than ``batch_bytes`` is
+    a batch of its own. Objects with no rows are skipped.
+    """
+    if batch_bytes <= 0:
+        raise ValueError(f"batch_bytes must be positive, got {batch_bytes!r}")
+    per_batch = max(1, batch_bytes // max(1, row_bytes))
+    out, current = [], 0
+    for n in n_rows:
+        if not n:
+            continue
+        if current and current + n > per_batch:
+            out.append(current)
+            current = 0
+        current += n
+    if current:
+        out.append(current)
+    return tuple(out)
+
+
+def row_bytes(dtype: np.dtype, shape: tuple[int, ...], cells_axis: int) -> int:
+    """Decoded bytes of one row (one cell across the other axes) of an array."""
+    per = _OBJECT_ROW_BYTES if dtype.kind == "O" else dtype.itemsize
+    return per * int(np.prod([s for i, s in enumerate(shape) if i != cells_axis], dtype=np.int64))
+
+
+class CellsSource:
+    """One variable over many objects, concatenated on the cells axis, as a lazily indexed array.
+
+    The concatenation is made of segments: ``groups[i]`` is segment i's object
+    (its data group, store-relative), ``sels[i]`` the object's local cell
+    positions it holds, in order (None = all ``n_cells[i]``). An open's source
+    has one segment per object; :meth:`pick` makes sources whose segments may
+    repeat objects and positions. Indexing with slices, integers or integer
+    arrays reads only the objects the key touches, each once, in sub-batches of
+    at most :data:`SUB_BATCH_KEYS` chunks whose values are copied straight into
+    the result, so a read holds the result plus a bounded number of payloads.
+    ``source[...]`` of a whole batch is what a dask task computes.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        name: str,
+        metadata: dict,
+        cells_axis: int,
+        groups: Sequence[str],
+        sels: Sequence[np.ndarray | None],
+        n_cells: Sequence[int],
+        token: str = "",
+    ):
+        self.storage, self.name, self.metadata, self.axis = storage, name, metadata, cells_axis
+        self.groups = list(groups)
+        self.sels = list(sels)
+        self.n_cells = [int(n) for n in n_cells]
+        counts = np.array([n if s is None else s.size for n, s in zip(self.n_cells, self.sels)], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.token = token
+        self._decoder: ChunkDecoder | None = None
+        meta_shape = tuple(int(s) for s in metadata["shape"])
+        self._leaf_shape = meta_shape
+        self._origin = [(0,) * len(meta_shape)]  # the one chunk of a single-chunk object
+        shape = list(meta_shape)
+        shape[cells_axis] = int(self.offsets[-1])
+        self.shape = tuple(shape)
+        self.ndim = len(shape)
+
+    @property
+    def decoder(self) -> ChunkDecoder:
+        if self._decoder is None:
+            self._decoder = ChunkDecoder(self.metadata, self.storage.describe(self.groups[0] + "/" + self.name) if self.groups else self.name)
+        return self._decoder
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.decoder.dtype
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_decoder": None}
+
+    def __dask_tokenize__(self):
+        return ("moczarr.CellsSource", self.token)
+
+    def pick(self, rows: np.ndarray, token: str = "") -> CellsSource:
+        """The rows at ``rows`` (valid positions, any order, repeats allowed) as a source of their own.
+
+        Consecutive rows of one segment become one segment; nothing is read.
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        seg = np.searchsorted(self.offsets, rows, side="right") - 1
+        local = rows - self.offsets[seg]
+        cuts = np.flatnonzero(np.diff(seg)) + 1
+        groups, sels, n_cells = [], [], []
+        for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [rows.size]])):
+            if a == b:
+                continue
+            p = int(seg[a])
+            sel = self.sels[p]
+            groups.append(self.groups[p])
+            sels.append(local[a:b] if sel is None else sel[local[a:b]])
+            n_cells.append(self.n_cells[p])
+        picked = CellsSource(self.storage, self.name, self.metadata, self.axis, groups, sels, n_cells, token=token)
+        picked._decoder = self._decoder
+        return picked
+
+    def __getitem__(self, key) -> np.ndarray:
+        key = _normalize_key(key, self.ndim)
+        n = self.shape[self.axis]
+        idx = key[self.axis]
+        scalar = False
+        if isinstance(idx, slice) and idx.indices(n)[2] == 1:
+            start, stop, _ = idx.indices(n)
+            values = self.read_range(start, max(start, stop))
+        else:
+            rows, scalar = cells_rows(idx, n)
+            values = self.read_rows(rows)
+        if scalar:
+            values = np.take(values, 0, axis=self.axis)
+        # the other axes: each indexer applied on its own axis, last axis first so positions stay put
+        axes = [i for i in range(self.ndim) if i != self.axis]
+        for i in reversed(axes):
+            pos = i - (1 if scalar and i > self.axis else 0)
+            idx = key[i]
+            if isinstance(idx, slice):
+                if idx != slice(None):
+                    values = values[(slice(None),) * pos + (idx,)]
+            else:
+                values = np.take(values, idx, axis=pos)
+        return values
+
+    def read_range(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop`` of the concatenation, cells axis kept (no per-row index arrays are built)."""
+        first = max(int(np.searchsorted(self.offsets, start, side="right")) - 1, 0)
+        last = min(int(np.searchsorted(self.offsets, stop, side="left")), len(self.groups))
+
+        def pieces():
+            bounds = self.offsets[first : last + 1].tolist()
+            for p, a, b in zip(range(first, last), bounds, bounds[1:]):
+                lo, hi = max(start, a), min(stop, b)
+                if lo < hi:
+                    yield p, slice(lo - a, hi - a), lo - start
+
+        return self._fill(pieces(), stop - start)
+
+    def read_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Values of the given rows of the concatenation (any order, repeats allowed), cells axis kept."""
+        if rows.size == 0:
+            return self._fill((), 0)
+        ordered = rows.size == 1 or bool(np.all(rows[1:] > rows[:-1]))
+        uniq, inverse = (rows, None) if ordered else np.unique(rows, return_inverse=True)
+        seg = np.searchsorted(self.offsets, uniq, side="right") - 1
+        cuts = np.flatnonzero(np.diff(seg)) + 1
+        pieces = (
+            (int(seg[a]), uniq[a:b] - self.offsets[seg[a]], int(a))
+            for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [uniq.size]]))
+        )
+        values = self._fill(pieces, uniq.size)
+        return values if inverse is None else np.take(values, inverse, axis=self.axis)
+
+    def _fill(self, pieces: Iterable, n_rows: int) -> np.ndarray:
+        """The result of ``n_rows`` rows, each piece's rows decoded into place.
+
+        A piece is ``(segment, rows of the segment as a slice or positions,
+        first output row)``. Pieces are taken in sub-batches of objects
+        holding at most about :data:`SUB_BATCH_KEYS` chunks; each object of a
+        sub-batch is read once, and its payloads are dropped once copied.
+        """
+        shape = list(self.shape)
+        shape[self.axis] = n_rows
+        out = np.empty(shape, dtype=self.dtype)
+        dec = self.decoder
+        per_object = 1 if dec.single_chunk else int(np.prod([-(-s // c) for s, c in zip(self._leaf_shape, dec.chunk_shape)]))
+        batch: dict[str, list] = {}
+        for piece in pieces:
+            group = self.groups[piece[0]]
+            if group not in batch and len(batch) * per_object >= SUB_BATCH_KEYS:
+                self._fill_batch(out, batch)
+                batch = {}
+            batch.setdefault(group, []).append(piece)
+        if batch:
+            self._fill_batch(out, batch)
+        return out
+
+    def _chunks_of(self, pieces: list) -> list[tuple[int, ...]]:
+        """Coordinates of the chunks of one object the pieces need."""
+        dec = self.decoder
+        if dec.single_chunk:
+            return self._origin
+        step, along = dec.chunk_shape[self.axis], set()
+        for seg, rows, _ in pieces:
+            pos = self._object_positions(seg, rows)
+            if isinstance(pos, slice):
+                along.update(range(pos.start // step, -(-pos.stop // step)))
+            else:
+                along.update(np.unique(pos // step).tolist())
+        along = sorted(along)
+        cshape, axis = dec.chunk_shape, self.axis
+        coords_list = [()]
+        for i, (s, c) in enumerate(zip(self._leaf_shape, cshape)):
+            choices = along if i == axis else range(-(-s // c))
+            coords_list = [cc + (int(x),) for cc in coords_list for x in choices]
+        return coords_list
+
+    def _object_positions(self, seg: int, rows) -> np.ndarray | slice:
+        """The object's local cell positions of a piece's segment rows (a slice when they are contiguous)."""
+        sel = self.sels[seg]
+        if sel is None:
+            return rows
+        return sel[rows]
+
+    def _fill_batch(self, out: np.ndarray, batch: dict[str, list]) -> None:
+        """Read one sub-batch (``{object: its pieces}``) and copy its values into ``out``."""
+        dec = self.decoder
+        plans = [(group, self._chunks_of(pieces), pieces) for group, pieces in batch.items()]
+        if dec.single_chunk:
+            suffix = f"/{self.name}/{dec.chunk_key((0,) * len(self._leaf_shape))}"
+            payloads = self.storage.get_many([group + suffix for group in batch])
+            gone = [group for group, p in zip(batch, payloads) if p is None]
+        else:
+            keys = [f"{group}/{self.name}/{dec.chunk_key(c)}" for group, coords_list, _ in plans for c in coords_list]
+            payloads = self.storage.get_many(keys)
+            del keys
+            k, gone = 0, []
+            for group, coords_list, _ in plans:
+                if all(p is None for p in payloads[k : k + len(coords_list)]):
+                    gone.append(group)
+                k += len(coords_list)
+        self._require_groups(gone)
+        if self._fill_joined(out, plans, payloads):
+            return
+        k = 0
+        for group, coords_list, pieces in plans:
+            leaf = self._decode_object(group, coords_list, payloads[k : k + len(coords_list)])
+            payloads[k : k + len(coords_list)] = [None] * len(coords_list)
+            k += len(coords_list)
+            for seg, rows, at in pieces:
+                pos = self._object_positions(seg, rows)
+                n = pos.stop - pos.start if isinstance(pos, slice) else pos.size
+                target = (slice(None),) * self.axis + (slice(at, at + n),)
+                out[target] = leaf[(slice(None),) * self.axis + (pos,)] if isinstance(pos, slice) else np.take(leaf, pos, axis=self.axis)
+
+    def _fill_joined(self, out: np.ndarray, plans: list, payloads: list) -> bool:
+        """Whole single-chunk objects of a plain ``bytes`` array, landing on consecutive rows: one copy of their joined bytes.
+
+        False (nothing written) when the shortcut does not apply: a
+        sub-selection, another codec chain, a missing or odd-sized chunk, an
+        object read for several pieces. Tiny chunks are the norm (zagg
+        leaves), so one array over the joined bytes saves an array per chunk.
+        """
+        dec = self.decoder
+        n = self._leaf_shape[self.axis]
+        if dec._raw_dtype is None or dec._zstd or dec.chunk_shape != self._leaf_shape:
+            return False
+        at = plans[0][2][0][2]
+        expect = at
+        for _, _, pieces in plans:
+            if len(pieces) != 1:
+                return False
+            seg, rows, first = pieces[0]
+            if first != expect or self.sels[seg] is not None or not isinstance(rows, slice) or (rows.start, rows.stop) != (0, n):
+                return False
+            expect += n
+        nbytes = int(np.prod(self._leaf_shape)) * dec._raw_dtype.itemsize
+        if any(p is None or len(p) != nbytes for p in payloads):
+            return False
+        stacked = np.frombuffer(b"".join(payloads), dtype=dec._raw_dtype).reshape((len(plans), *self._leaf_shape))
+        payloads.clear()
+        shape = list(self._leaf_shape)
+        shape[self.axis] = n * len(plans)
+        out[(slice(None),) * self.axis + (slice(at, expect),)] = np.moveaxis(stacked, 0, self.axis).reshape(shape)
+        return True
+
+    def _decode_object(self, group: str, coords_list: list, payloads: list) -> np.ndarray:
+        """One object's leaf array from the payloads of its chunks at ``coords_list`` (fill elsewhere)."""
+        dec = self.decoder
+        lshape, cshape = self._leaf_shape, dec.chunk_shape
+
+        def where(coords) -> str:  # a damaged chunk is named by its own key
+            return self.storage.describe(f"{group}/{self.name}/{dec.chunk_key(coords)}")
+
+        if dec.single_chunk:
+            return dec.decode(payloads[0], where(coords_list[0]))[tuple(slice(0, s) for s in lshape)]
+        leaf = dec.fill(lshape)
+        for coords, payload in zip(coords_list, payloads):
+            chunk = dec.decode(payload, where(coords))
+            region = tuple(slice(c * cs, min((c + 1) * cs, s)) for c, cs, s in zip(coords, cshape, lshape))
+            leaf[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
+        return leaf
+
+    def _require_groups(self, groups: Sequence[str]) -> None:
+        """Objects none of whose chunks exist: their data group must (else fill would be a silent wrong answer).
+
+        zarr leaves an all-fill chunk unwritten, so missing chunks alone prove
+        nothing; a missing data *group* under a committed stamp does (a removed
+        or nulled ``current``). One GET per group, memoized per open, and only
+        for objects whose chunks are all absent. Raises :class:`StampError`.
+        """
+        for group in groups:
+            memo_key = ("group_exists", group)
+            if memo_key not in self.storage.memo:
+                self.storage.memo[memo_key] = self.storage.get_bytes(f"{group}/zarr.json") is not None
+            if not self.storage.memo[memo_key]:
+                raise StampError(
+                    f"{self.storage.describe(group)}: the data group of a committed object is missing (its stamp "
+                    "says committed; a removed or nulled 'current' pointer?); refusing to read its rows as fill"
+                )
+
+
+def read_whole(storage: Storage, name: str, metadata: dict, group: str) -> np.ndarray:
+    """One object's whole array (arrays without a cells axis), through the same decoder and batched read."""
+    where = storage.describe(f"{group}/{name}")
+    shape = tuple(int(x) for x in metadata["shape"])
+    if len(shape) == 0 or ChunkDecoder(metadata, where).single_chunk:
+        dec = ChunkDecoder(metadata, where)
+        chunk = dec.decode(storage.get_bytes(f"{group}/{name}/{dec.chunk_key((0,) * len(shape))}"), where)
+        values = chunk[tuple(slice(0, s) for s in shape)] if shape else chunk.reshape(())
+    else:
+        values = CellsSource(storage, name, metadata, 0, [group], [None], [shape[0]])[...]
+    return values if values.flags.writeable else values.copy()
+
+
+def _normalize_key(key, ndim: int) -> tuple:
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(k is Ellipsis for k in key):
+        i = next(j for j, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (ndim - len(key) + 1) + key[i + 1 :]
+    if any(k is None for k in key):
+        raise IndexError("moczarr arrays do not take new axes in a read key")
+    return tuple(key) + (slice(None),) * (ndim - len(key))
+
+
+def cells_rows(idx, n: int) -> tuple[np.ndarray, bool]:
+    """The cells-axis indexer as row positions (and whether it drops the axis)."""
+    if isinstance(idx, slice):
+        return np.arange(*idx.indices(n), dtype=np.int64), False
+    if isinstance(idx, (int, np.integer)):
+        i = int(idx) + (n if idx < 0 else 0)
+        if not 0 <= i < n:
+            raise IndexError(f"index {idx} is out of bounds for a cells axis of {n}")
+        return np.array([i], dtype=np.int64), True
+    arr = np.asarray(idx)
+    if arr.dtype == bool:
+        if arr.shape != (n,):
+            raise IndexError(f"a boolean index of shape {arr.shape} does not match a cells axis of {n}")
+        return np.flatnonzero(arr).astype(np.int64), False
+    arr = arr.astype(np.int64).ravel()
+    arr = np.where(arr < 0, arr + n, arr)
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        raise IndexError(f"indices out of bounds for a cells axis of {n}")
+    return arr, False
+
+
+__all__ = ["DEFAULT_BATCH_BYTES", "SUB_BATCH_KEYS", "CellsSource", "ChunkDecoder", "batch_row_chunks", "cells_rows", "read_whole", "row_bytes"]

@@ -1,0 +1,246 @@
+"""One cheap description of a store: what a catalog needs to let a user choose without opening data.
+
+Per product it reads the manifest, the root coverage MOC and a bounded number
+of small objects (one committed leaf's schema, a few shard-node listings for
+window labels on generative schedules), so its cost does not grow with the
+leaf count. Levels are what the manifest declares (declared is not
+materialized; opening a level says what is on disk).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import mortie
+import numpy as np
+
+from .. import ids
+from ..dataplane.assemble import read_schema
+from ..format.coverage import ROOT_MOC_NAME, parse_root_moc
+from ..format.declaration import PyramidDeclaration, pyramid_declaration, pyramid_levels
+from ..errors import (
+    MoczarrError,
+    NotAHiveStoreError,
+    ObjectDroppedWarning,
+    SelectionError,
+    warn,
+)
+from ..places import footprint_geometry, geometry_bbox
+from ..format.manifest import MANIFEST_NAME, Manifest, parse_manifest
+from ..format.roster import read_roster
+from ..storage import Storage, parse_json
+from ..format.stamps import (
+    leaf_data_prefix,
+    stamp_of,
+    stamped_array_names,
+    walk_leaves,
+    windows_present,
+)
+
+#: shard nodes listed (at most) to find window labels on generative schedules
+WINDOW_SAMPLE = 8
+#: leaves tried (at most) to find one committed leaf for the schema
+SCHEMA_TRIES = 4
+
+
+@dataclass
+class VariableInfo:
+    name: str
+    dtype: str
+    dims: list[str]
+    attrs: dict = field(default_factory=dict)
+    kind: str = "dense"  # dense | ragged
+
+
+@dataclass
+class LevelInfo:
+    cell_order: int
+    node_order: int
+    artifact: str
+    variables: list[str]
+    resolution_km: float
+
+
+@dataclass
+class ProductSummary:
+    """What a catalog entry needs to let a user choose without opening data.
+
+    The store's own facts are the validated :class:`~moczarr.format.manifest.Manifest`
+    (``manifest``) and its pyramid record (``declaration``); the rest is what
+    the summary read beside them.
+    """
+
+    name: str
+    root: str
+    manifest: Manifest = field(repr=False)
+    declaration: PyramidDeclaration | None
+    windows: list[str]
+    time_range: list[str] | None
+    n_shards: int | None
+    shards: list[str]  # decimal shard ids from the root MOC (empty without one)
+    bbox: list[float] | None
+    footprint: dict | None  # GeoJSON MultiPolygon of the root MOC's shards (mortie polygons, dissolved)
+    levels: list[LevelInfo]
+    variables: list[VariableInfo]
+    coverage_usable: bool = True
+    #: ``{name: bytes}`` of the small root objects the summary read (``morton_hive.json``, ``coverage.moc``)
+    object_sizes: dict[str, int] = field(default_factory=dict)
+
+    spec = property(lambda self: self.manifest.spec)
+    dataset = property(lambda self: dict(self.manifest.dataset))
+    semantic_hash = property(lambda self: self.manifest.semantic_hash)
+    cell_order = property(lambda self: self.manifest.cell_order)
+    shard_order = property(lambda self: self.manifest.shard_order)
+    path_grouping = property(lambda self: self.manifest.path_grouping)
+    windowed = property(lambda self: self.manifest.windowed)
+    schedule = property(lambda self: self.manifest.schedule)
+    pyramid_spec = property(lambda self: self.declaration.spec if self.declaration else None)
+
+    @property
+    def native_order(self) -> int:
+        return self.cell_order
+
+    @property
+    def orders(self) -> list[int]:
+        return [lv.cell_order for lv in self.levels]
+
+    def level(self, cell_order: int) -> LevelInfo:
+        for lv in self.levels:
+            if lv.cell_order == cell_order:
+                return lv
+        raise SelectionError(f"{self.root}: no level at cell order {cell_order}; levels: {self.orders}")
+
+    def metadata(self) -> dict:
+        """The Intake entry metadata (plain JSON types)."""
+        return {
+            "product": self.name,
+            "store_root": self.root,
+            "spec": self.spec,
+            "dataset": self.dataset,
+            "semantic_hash": self.semantic_hash,
+            "cell_order": self.cell_order,
+            "shard_order": self.shard_order,
+            "pyramid": self.pyramid_spec,
+            "levels": [asdict(lv) for lv in self.levels],
+            "windows": self.windows,
+            "schedule": self.schedule,
+            "time_range": self.time_range,
+            "bbox": self.bbox,
+            "n_shards": self.n_shards,
+            "variables": {v.name: {"dtype": v.dtype, "kind": v.kind} for v in self.variables},
+        }
+
+
+@dataclass
+class StoreSummary:
+    root: str
+    layout: str  # "bare" | "multi"
+    products: list[ProductSummary]
+
+
+def summarize_store(root, storage_options: dict | None = None) -> StoreSummary:
+    """Describe a bare store or a multi-product root (see the module docstring for the cost).
+
+    Raises :class:`~moczarr.errors.NotAHiveStoreError` when the root holds
+    neither a manifest nor products, and the manifest's own errors.
+    """
+    storage = Storage.open(root, storage_options)
+    root_doc, manifests = read_roster(storage)
+    if root_doc is not None:
+        manifest = parse_manifest(root_doc, storage.describe())
+        name = (manifest.short_name or "product").lower()
+        return StoreSummary(storage.location, "bare", [summarize_product(storage, manifest, name)])
+    if not manifests:
+        raise NotAHiveStoreError(f"{storage.describe()} holds neither a morton-hive manifest nor products")
+    out = []
+    for name in sorted(manifests):
+        child = storage.child(name)
+        out.append(summarize_product(child, parse_manifest(manifests[name], child.describe()), name))
+    return StoreSummary(storage.location, "multi", out)
+
+
+def summarize_product(storage: Storage, manifest: Manifest, name: str) -> ProductSummary:
+    """One product's summary (manifest + root MOC + one leaf schema + bounded listings)."""
+    moc_bytes = storage.get_bytes(ROOT_MOC_NAME)
+    sizes = {n: storage.sizes[storage.key(n)] for n in (MANIFEST_NAME, ROOT_MOC_NAME) if storage.key(n) in storage.sizes}
+    shards = parse_root_moc(moc_bytes, manifest.shard_order, storage.describe())
+    envelope = parse_json(moc_bytes, storage.describe(ROOT_MOC_NAME)) if shards is not None else None
+    decimals = ids.to_decimals(shards) if shards is not None else []
+    footprint = footprint_geometry(shards) if shards is not None and shards.size else None
+    windows = _windows(storage, manifest, decimals)
+    variables = _source_variables(storage, manifest, decimals, windows)
+    decl = pyramid_declaration(manifest)
+    composable = (
+        sorted(k for k, f in (decl.fields or {}).items() if isinstance(f, dict) and f.get("class") in ("exact", "approximate"))
+        if decl
+        else []
+    )
+    levels = []
+    for lv in pyramid_levels(manifest):
+        names = [v.name for v in variables] if lv.artifact == "source" else composable
+        levels.append(LevelInfo(lv.cell_order, lv.node_order, lv.artifact, names, float(mortie.order2res(lv.cell_order))))
+    return ProductSummary(
+        name=name,
+        root=storage.location,
+        manifest=manifest,
+        declaration=decl,
+        windows=windows,
+        time_range=_time_range(manifest, envelope),
+        n_shards=None if shards is None else int(shards.size),
+        shards=decimals,
+        bbox=geometry_bbox(footprint) if footprint else None,
+        footprint=footprint,
+        levels=levels,
+        variables=variables,
+        coverage_usable=shards is not None,
+        object_sizes=sizes,
+    )
+
+
+def _windows(storage: Storage, manifest: Manifest, decimals: list[str]) -> list[str]:
+    if not manifest.windowed:
+        return []
+    if manifest.declared_windows:
+        return manifest.declared_windows
+    if decimals:
+        step = max(1, len(decimals) // WINDOW_SAMPLE)
+        return windows_present(storage, decimals[::step][:WINDOW_SAMPLE], manifest.path_grouping)
+    return sorted({r.window for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping) if r.window})
+
+
+def _source_variables(storage: Storage, manifest: Manifest, decimals: list[str], windows: list[str]) -> list[VariableInfo]:
+    """Variables of the source level, from the schema of one committed leaf."""
+    group = str(manifest.cell_order)
+    candidates = [ids.leaf_path(d, windows[0] if windows else None, manifest.path_grouping) for d in decimals[:SCHEMA_TRIES]]
+    if not candidates:
+        candidates = [r.path for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping)[:SCHEMA_TRIES]]
+    for path, doc in zip(candidates, storage.get_many_json([f"{p}/zarr.json" for p in candidates])):
+        stamp = stamp_of(doc)
+        if stamp is None:
+            continue
+        prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
+        try:
+            schema = read_schema(storage, f"{prefix}/{group}", stamped_array_names(stamp, group))
+        except MoczarrError as exc:  # a torn leaf: try the next one
+            warn(f"{storage.describe(path)}: schema unreadable ({exc}); trying another leaf", ObjectDroppedWarning)
+            continue
+        out = []
+        for name, arr in schema.arrays.items():
+            if name == "morton":
+                continue
+            kind = "ragged" if "ragged" in arr.attrs else "dense"
+            out.append(VariableInfo(name, str(arr.metadata["data_type"]), list(arr.dims), arr.attrs, kind))
+        return out
+    return []
+
+
+def _time_range(manifest: Manifest, envelope: Any) -> list[str] | None:
+    if isinstance(envelope, dict) and isinstance(envelope.get("time_range"), list) and len(envelope["time_range"]) == 2:
+        return list(envelope["time_range"])
+    windows = (manifest.temporal or {}).get("windows") or []
+    starts = [w["start"] for w in windows if isinstance(w, dict) and "start" in w]
+    ends = [w["end"] for w in windows if isinstance(w, dict) and "end" in w]
+    if starts and ends:
+        return [min(starts), max(ends)]
+    return None

@@ -1,0 +1,739 @@
+"""Read moraine raster and point-cloud pyramids (contract version 1, and older unmarked ones).
+
+A moraine pyramid is a directory of standalone zarr arrays ``0.zarr`` (full
+resolution), ``1.zarr`` (half size), ... ``L.zarr``, written by the moraine
+InSAR toolkit's ``ras-pyramid`` and ``pc-pyramid`` commands. Version 1 marks
+``0.zarr`` with the attribute ``moraine_pyramid``; older pyramids have no
+marker and are recognised by ``1.zarr`` being half the size of ``0.zarr``
+(rounded up). A directory with ``bounds.toml`` is a point-cloud pyramid: its
+levels are the points rasterised on a grid, and the points themselves are in
+``x.zarr``, ``y.zarr`` and ``pc.zarr``.
+
+Everything here only reads. Paths are local paths or fsspec URLs
+(``s3://bucket/prefix`` with ``storage_options``); level data opens lazily as
+dask arrays wrapped in xarray objects. See ``docs/moraine.md``.
+
+Errors follow :mod:`moczarr.errors`: a marker version newer than
+:data:`SUPPORTED_VERSION` raises :class:`~moczarr.errors.UnsupportedVersionError`,
+content that contradicts the contract raises :class:`~moczarr.errors.PyramidError`
+(a directory that is not a pyramid at all raises its subclass
+:class:`NotAMorainePyramidError`), and an optional derived object
+(``stats.zarr``) that cannot be interpreted is left out with an
+:class:`~moczarr.errors.ObjectDroppedWarning`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+import zarr
+import zarr.errors
+from dask.base import tokenize
+
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    ChunkError,
+    MoczarrError,
+    ObjectDroppedWarning,
+    PyramidError,
+    StorageError,
+    UnsupportedVersionError,
+    warn,
+)
+from ..storage import Storage, is_remote, join_location, normalize_location
+
+__all__ = [
+    "SUPPORTED_VERSION",
+    "MARKER",
+    "RASTER",
+    "POINT_CLOUD",
+    "STATS_COLUMNS",
+    "MorainePyramid",
+    "NotAMorainePyramidError",
+    "MoraineLevelError",
+    "is_moraine_pyramid",
+    "read_moraine_info",
+    "open_moraine_level",
+    "open_moraine_pyramid",
+    "open_moraine_points",
+    "open_moraine_index",
+    "read_moraine_rtree",
+    "level_name",
+]
+
+
+class NotAMorainePyramidError(PyramidError):
+    """The directory is neither a marked (version >= 1) nor a legacy moraine pyramid."""
+
+
+class MoraineLevelError(ArgumentError, IndexError):
+    """A ``level=`` argument outside the levels a pyramid has (also an ``IndexError``)."""
+
+#: Highest ``moraine_pyramid.version`` this reader understands.
+SUPPORTED_VERSION = 1
+#: Name of the attribute of ``0.zarr`` that marks a version >= 1 pyramid.
+MARKER = "moraine_pyramid"
+RASTER = "raster"
+POINT_CLOUD = "point cloud"
+#: The columns ``stats.zarr`` is documented to hold (its ``columns`` attribute is authoritative).
+STATS_COLUMNS = ("nan_fraction", "min", "max", "mean", "std", "p01", "p50", "p99")
+
+_METHODS = {RASTER: ("decimate", "mean"), POINT_CLOUD: ("first", "mean")}
+_DEFAULT_METHOD = {RASTER: "decimate", POINT_CLOUD: "first"}
+#: Name of the data variable of every level (rasters and point-cloud grids alike).
+DATA_VAR = "data"
+#: Name of the index variable of point-cloud levels in the tree.
+INDEX_VAR = "idx"
+
+
+def level_name(level: int) -> str:
+    """Name of the DataTree child holding ``level`` (``"l0"``, ``"l1"``, ...)."""
+    return f"l{int(level)}"
+
+
+# --------------------------------------------------------------------------- locations
+
+
+class _Location:
+    """A pyramid directory: a local path (or ``file://`` URL; ``storage_options`` are then unused)
+    or an fsspec URL plus its storage options."""
+
+    def __init__(self, path: Any, storage_options: dict | None = None):
+        try:
+            raw = os.fsdecode(os.fspath(path))
+        except (TypeError, ValueError) as exc:
+            raise ArgumentError(f"path must be a local path or an fsspec URL, got {path!r}") from exc
+        if storage_options is not None and not isinstance(storage_options, dict):
+            raise ArgumentError(f"storage_options must be a dict, got {storage_options!r}")
+        self.storage_options = dict(storage_options or {})
+        self.local = not is_remote(raw)
+        self.root = normalize_location(raw)
+        self.path = self.root
+        self._storage = None
+
+    # zarr -----------------------------------------------------------------------
+    @property
+    def storage(self) -> Storage:
+        """moczarr's bounded, typed store handle (timeouts, retry budget, errors naming the object)."""
+        if self._storage is None:
+            self._storage = Storage.open(self.root, None if self.local else self.storage_options)
+        return self._storage
+
+    @property
+    def store(self):
+        return self.storage.store
+
+    def url(self, name: str) -> str:
+        return join_location(self.root, name)
+
+    def try_open(self, name: str):
+        """The zarr array ``name`` (v2 or v3), or ``None`` when there is none there."""
+        try:
+            return zarr.open_array(store=self.store, path=name, mode="r", zarr_format=None)
+        except (FileNotFoundError, zarr.errors.NodeNotFoundError):
+            return None
+        except MoczarrError:  # a typed storage failure: not a statement about the content
+            raise
+        except OSError as exc:  # permissions, a name the filesystem refuses
+            raise StorageError(f"{self.url(name)}: cannot be read ({type(exc).__name__}: {exc})") from exc
+        except Exception as exc:  # a group, unreadable metadata, ...
+            raise PyramidError(f"{self.url(name)} is not a readable zarr array: {exc}") from exc
+
+    def open(self, name: str, what: str):
+        arr = self.try_open(name)
+        if arr is None:
+            raise PyramidError(f"{self.path}: {name} ({what}) is missing")
+        return arr
+
+    # plain files ----------------------------------------------------------------
+    def read_bytes(self, name: str) -> bytes | None:
+        """The bytes of a plain object, None when it is absent."""
+        return self.storage.get_bytes(name)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` made JSON friendly: python scalars, lists, dicts; NaN and inf become None."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    return value
+
+
+def _expected_n_levels(shape0: tuple[int, ...]) -> int:
+    """Number of levels the contract gives a level 0 of ``shape0``: ``floor(log2(min)) + 1``."""
+    m = min(int(shape0[0]), int(shape0[1]))
+    return max(m, 1).bit_length()  # floor(log2(m)) + 1 without float rounding
+
+
+def _level_shape(shape0: tuple[int, ...], level: int) -> tuple[int, ...]:
+    f = 2**level
+    return (-(-int(shape0[0]) // f), -(-int(shape0[1]) // f), *(int(n) for n in shape0[2:]))
+
+
+def _channel_dims(n: int) -> tuple[str, ...]:
+    if n == 0:
+        return ()
+    if n == 1:
+        return ("channel",)
+    return tuple(f"channel_{k}" for k in range(n))
+
+
+def _is_half(shape0: tuple[int, ...], shape1: tuple[int, ...]) -> bool:
+    return len(shape0) >= 2 and tuple(shape1) == _level_shape(shape0, 1)
+
+
+# --------------------------------------------------------------------------- info
+
+
+@dataclass(frozen=True)
+class MorainePyramid:
+    """What :func:`read_moraine_info` finds in a pyramid directory (metadata only, no data).
+
+    ``version`` is ``None`` and ``legacy`` true for pyramids made before the marker.
+    ``method`` is the declared method or the default (decimate for rasters, first
+    for point clouds); ``method_declared`` says which. ``shapes``/``dtypes`` are
+    per level, finest first; ``dtype`` is level 0's (levels of a mean pyramid of
+    integer or boolean data are float32). ``stats`` is the marker's ``stats``
+    (JSON friendly, NaN as None) and ``channel_stats`` maps each column of
+    ``stats.zarr`` to a value (2-D data) or nested list over the channels; for
+    complex data the value columns are renamed ``amplitude_<column>`` like the
+    marker's. ``bounds``, ``resolution`` (``ras_resolution``, the level-0 cell
+    size), ``n_points``, ``point_dtype`` and ``has_rtree`` describe point clouds
+    (``None``/false for rasters).
+    """
+
+    path: str
+    kind: str
+    version: int | None
+    legacy: bool
+    method: str
+    method_declared: bool
+    stats: dict | None
+    n_levels: int
+    shapes: list[tuple[int, ...]]
+    dtypes: list[str]
+    dtype: str
+    zarr_format: int
+    channel_dims: tuple[str, ...]
+    bounds: tuple[float, float, float, float] | None = None
+    resolution: float | None = None
+    has_rtree: bool = False
+    channel_stats: dict | None = None
+    n_points: int | None = None
+    point_dtype: str | None = None
+
+    @property
+    def is_point_cloud(self) -> bool:
+        return self.kind == POINT_CLOUD
+
+    @property
+    def levels(self) -> list[int]:
+        return list(range(self.n_levels))
+
+    def level_name(self, level: int) -> str:
+        return level_name(self._check_level(level))
+
+    def cell_size(self, level: int) -> float | None:
+        """Cell size of ``level`` of a point-cloud grid (``resolution * 2**level``)."""
+        level = self._check_level(level)
+        return None if self.resolution is None else self.resolution * 2**level
+
+    def _check_level(self, level: int) -> int:
+        if isinstance(level, (bool, np.bool_)) or not isinstance(level, (int, np.integer)):
+            raise ArgumentTypeError(f"level must be an int, got {level!r}")
+        level = int(level)
+        if level < 0:
+            level += self.n_levels
+        if not 0 <= level < self.n_levels:
+            raise MoraineLevelError(
+                f"{self.path}: level {level} does not exist; levels are 0..{self.n_levels - 1}"
+            )
+        return level
+
+    def to_attrs(self) -> dict:
+        """The JSON-friendly attrs put on the root of :func:`open_moraine_pyramid` (no NaN)."""
+        return _jsonable(
+            {
+                "kind": self.kind,
+                "version": self.version,
+                "legacy": self.legacy,
+                "method": self.method,
+                "method_declared": self.method_declared,
+                "stats": self.stats,
+                "channel_stats": self.channel_stats,
+                "n_levels": self.n_levels,
+                "levels": [level_name(lv) for lv in range(self.n_levels)],
+                "shapes": [list(s) for s in self.shapes],
+                "dtypes": self.dtypes,
+                "dtype": self.dtype,
+                "zarr_format": self.zarr_format,
+                "channel_dims": list(self.channel_dims),
+                "bounds": self.bounds,
+                "resolution": self.resolution,
+                "has_rtree": self.has_rtree,
+                "n_points": self.n_points,
+                "point_dtype": self.point_dtype,
+                "source": self.path,
+            }
+        )
+
+
+def _read_marker(loc: _Location, a0) -> dict | None:
+    attrs = a0.attrs.asdict() if hasattr(a0.attrs, "asdict") else dict(a0.attrs)
+    if MARKER not in attrs:
+        return None
+    marker = attrs[MARKER]
+    if not isinstance(marker, dict):
+        raise PyramidError(f"{loc.url('0.zarr')}: attribute {MARKER} is not an object: {marker!r}")
+    return marker
+
+
+def _marker_version(loc: _Location, marker: dict) -> int:
+    version = marker.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise PyramidError(
+            f"{loc.url('0.zarr')}: {MARKER}.version must be an integer, got {version!r}"
+        )
+    if version > SUPPORTED_VERSION:
+        raise UnsupportedVersionError(
+            f"{loc.path}: moraine pyramid version {version} is newer than version "
+            f"{SUPPORTED_VERSION}, the newest this reader supports"
+        )
+    if version < 1:
+        raise PyramidError(f"{loc.url('0.zarr')}: {MARKER}.version {version} is not a valid version")
+    return version
+
+
+def _recognise(loc: _Location):
+    """(level-0 array, marker or None, version or None); raises if not a pyramid."""
+    try:
+        a0 = loc.try_open("0.zarr")
+    except PyramidError as exc:
+        raise NotAMorainePyramidError(
+            f"{loc.path} is not a moraine pyramid: its 0.zarr is not a zarr array ({exc.__cause__})"
+        ) from exc
+    if a0 is None:
+        if loc.local and not os.path.isdir(loc.root):
+            raise NotAMorainePyramidError(f"{loc.path} is not a moraine pyramid: the directory does not exist")
+        raise NotAMorainePyramidError(
+            f"{loc.path} is not a moraine pyramid: it has no 0.zarr array "
+            f"(the level-0 array every moraine pyramid has)"
+        )
+    marker = _read_marker(loc, a0)
+    if marker is not None:
+        return a0, marker, _marker_version(loc, marker)
+    # legacy: no marker, level 1 half the size (ceil) of level 0
+    a1 = loc.try_open("1.zarr")
+    if a1 is None:
+        raise NotAMorainePyramidError(
+            f"{loc.path} is not a moraine pyramid: 0.zarr has no {MARKER} attribute and "
+            f"there is no 1.zarr to recognise a legacy (unmarked) pyramid by"
+        )
+    if not _is_half(tuple(a0.shape), tuple(a1.shape)):
+        raise NotAMorainePyramidError(
+            f"{loc.path} is not a moraine pyramid: 0.zarr has no {MARKER} attribute and "
+            f"1.zarr {tuple(a1.shape)} is not half the size of 0.zarr {tuple(a0.shape)} "
+            f"(expected {_level_shape(tuple(a0.shape), 1) if len(a0.shape) >= 2 else 'a 2-D level 0'})"
+        )
+    return a0, None, None
+
+
+def _read_bounds(loc: _Location) -> tuple[float, float, float, float] | None:
+    raw = loc.read_bytes("bounds.toml")
+    if raw is None:
+        return None
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise PyramidError(f"{loc.url('bounds.toml')} is not valid TOML: {exc}") from exc
+    b = doc.get("bounds")
+    if (
+        not isinstance(b, list)
+        or len(b) != 4
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)
+    ):
+        raise PyramidError(f"{loc.url('bounds.toml')}: bounds must be 4 numbers [x0, y0, xm, ym], got {b!r}")
+    bounds = tuple(float(v) for v in b)
+    if not all(math.isfinite(v) for v in bounds) or bounds[2] < bounds[0] or bounds[3] < bounds[1]:
+        raise PyramidError(
+            f"{loc.url('bounds.toml')}: bounds {list(b)} must be finite with xm >= x0 and ym >= y0 "
+            "(the grid's lower-left and upper-right cell centres)"
+        )
+    return bounds
+
+
+def _resolution(loc: _Location, bounds, shape0) -> float | None:
+    """``ras_resolution`` from the bounds: ``xm = x0 + (width - 1) * res`` (same for y)."""
+    x0, y0, xm, ym = bounds
+    nlines, width = int(shape0[0]), int(shape0[1])
+    rx = (xm - x0) / (width - 1) if width > 1 else None
+    ry = (ym - y0) / (nlines - 1) if nlines > 1 else None
+    if rx is not None and ry is not None:
+        if not math.isclose(rx, ry, rel_tol=1e-6, abs_tol=1e-12):
+            raise PyramidError(
+                f"{loc.path}: bounds {list(bounds)} and the {nlines} x {width} grid give "
+                f"different cell sizes in x ({rx}) and y ({ry})"
+            )
+    res = rx if rx is not None else ry
+    if res is not None and not res > 0:
+        raise PyramidError(f"{loc.path}: bounds {list(bounds)} give a non-positive cell size {res}")
+    return res
+
+
+def _read_channel_stats(loc: _Location, channels: tuple[int, ...], complex_data: bool) -> dict | None:
+    where = loc.url("stats.zarr")
+    try:
+        arr = loc.try_open("stats.zarr")
+    except PyramidError as exc:  # unreadable metadata: a derived object, left out
+        warn(f"{where} left out: {exc}", ObjectDroppedWarning)
+        return None
+    if arr is None:
+        return None
+    columns = arr.attrs.get("columns")
+    problem = None
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        problem = f"its columns attribute is {columns!r}, not a list of names"
+    elif tuple(arr.shape) != (*channels, len(columns)):
+        problem = f"shape {tuple(arr.shape)} does not match channels {channels} x {len(columns)} columns"
+    if problem:
+        warn(f"{where} left out: {problem}", ObjectDroppedWarning)
+        return None
+    try:
+        values = np.asarray(arr[...], dtype=np.float64)
+    except MoczarrError as exc:
+        if not isinstance(exc, ChunkError):
+            raise
+        values = None
+    except Exception:  # a damaged chunk of a derived object
+        values = None
+    if values is None or values.shape != tuple(arr.shape):
+        warn(f"{where} left out: its values cannot be read as float64", ObjectDroppedWarning)
+        return None
+    out = {}
+    for k, col in enumerate(columns):
+        name = col
+        if complex_data and col != "nan_fraction" and not col.startswith("amplitude_"):
+            name = f"amplitude_{col}"
+        out[name] = _jsonable(values[..., k])
+    return out
+
+
+def _info(loc: _Location) -> tuple[MorainePyramid, list]:
+    a0, marker, version = _recognise(loc)
+    legacy = marker is None
+    bounds = _read_bounds(loc)
+    found = POINT_CLOUD if bounds is not None else RASTER
+    if marker is not None:
+        kind = marker.get("kind")
+        if kind not in _METHODS:
+            raise PyramidError(
+                f"{loc.url('0.zarr')}: {MARKER}.kind must be {RASTER!r} or {POINT_CLOUD!r}, got {kind!r}"
+            )
+        if kind != found:
+            why = "bounds.toml is present" if bounds is not None else "there is no bounds.toml"
+            raise PyramidError(
+                f"{loc.path}: the {MARKER} marker says kind {kind!r} but {why}, "
+                f"which makes it a {found} pyramid"
+            )
+        method = marker.get("method")
+        declared = method is not None
+        if method is None:
+            method = _DEFAULT_METHOD[kind]
+        elif method not in _METHODS[kind]:
+            raise PyramidError(
+                f"{loc.url('0.zarr')}: method {method!r} is not a {kind} pyramid method "
+                f"(one of {', '.join(_METHODS[kind])})"
+            )
+        stats = marker.get("stats")
+        if stats is not None and not isinstance(stats, dict):
+            raise PyramidError(f"{loc.url('0.zarr')}: {MARKER}.stats is not an object: {stats!r}")
+        stats = _jsonable(stats) if stats is not None else None
+    else:
+        kind, method, declared, stats = found, _DEFAULT_METHOD[found], False, None
+
+    shape0 = tuple(int(n) for n in a0.shape)
+    if len(shape0) < 2:
+        raise PyramidError(f"{loc.url('0.zarr')}: level 0 must have at least 2 dimensions, got {shape0}")
+    n_levels = _expected_n_levels(shape0)
+    arrays = [a0]
+    for lv in range(1, n_levels):
+        arr = loc.try_open(f"{lv}.zarr")
+        if arr is None:
+            raise PyramidError(
+                f"{loc.path}: level {lv}.zarr is missing; a level 0 of shape {shape0} "
+                f"has levels 0..{n_levels - 1}"
+            )
+        if tuple(arr.shape) != _level_shape(shape0, lv):
+            raise PyramidError(
+                f"{loc.url(f'{lv}.zarr')}: shape {tuple(arr.shape)}, expected "
+                f"{_level_shape(shape0, lv)} (level 0 {shape0} / 2**{lv}, rounded up)"
+            )
+        arrays.append(arr)
+
+    resolution = n_points = point_dtype = None
+    has_rtree = False
+    if kind == POINT_CLOUD:
+        resolution = _resolution(loc, bounds, shape0)
+        pc = loc.try_open("pc.zarr")
+        if pc is not None:
+            n_points, point_dtype = int(pc.shape[0]), str(pc.dtype)
+        has_rtree = loc.try_open("rtree.zarr") is not None
+
+    channel_stats = _read_channel_stats(loc, shape0[2:], np.dtype(a0.dtype).kind == "c")
+    info = MorainePyramid(
+        path=loc.path,
+        kind=kind,
+        version=version,
+        legacy=legacy,
+        method=method,
+        method_declared=declared,
+        stats=stats,
+        n_levels=n_levels,
+        shapes=[tuple(int(n) for n in a.shape) for a in arrays],
+        dtypes=[str(a.dtype) for a in arrays],
+        dtype=str(a0.dtype),
+        zarr_format=int(a0.metadata.zarr_format),
+        channel_dims=_channel_dims(len(shape0) - 2),
+        bounds=bounds,
+        resolution=resolution,
+        has_rtree=has_rtree,
+        channel_stats=channel_stats,
+        n_points=n_points,
+        point_dtype=point_dtype,
+    )
+    return info, arrays
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def is_moraine_pyramid(path, storage_options: dict | None = None) -> bool:
+    """True when ``path`` holds a moraine pyramid: ``0.zarr`` with the marker, or unmarked with
+    ``1.zarr`` half the size of ``0.zarr``. Reads at most two array metadata documents (a marked
+    pyramid of an unsupported version still counts as one). Content that is no pyramid answers
+    False; a storage failure is not an answer and raises its
+    :class:`~moczarr.errors.StorageError` (a 500 on the marker must not read as "not a pyramid")."""
+    loc = _Location(path, storage_options)
+    try:
+        a0 = loc.try_open("0.zarr")
+        if a0 is None:
+            return False
+        if _read_marker(loc, a0) is not None:
+            return True
+        a1 = loc.try_open("1.zarr")
+        return a1 is not None and _is_half(tuple(a0.shape), tuple(a1.shape))
+    except PyramidError:
+        return False
+
+
+def read_moraine_info(path, storage_options: dict | None = None) -> MorainePyramid:
+    """Recognise the pyramid at ``path`` and describe it (metadata only; no chunk is read)."""
+    return _info(_Location(path, storage_options))[0]
+
+
+class _GuardedArray:
+    """A zarr array whose reads raise :class:`~moczarr.errors.ChunkError` naming it when a chunk cannot be decoded."""
+
+    def __init__(self, arr, where: str):
+        self.arr, self.where = arr, where
+        self.shape, self.dtype, self.ndim = arr.shape, arr.dtype, arr.ndim
+
+    def __getitem__(self, key):
+        try:
+            return self.arr[key]
+        except MoczarrError:
+            raise
+        except Exception as exc:  # numcodecs / zarr codec / buffer errors of a damaged chunk
+            raise ChunkError(f"{self.where}: a chunk of {key!r} cannot be decoded: {type(exc).__name__}: {exc}") from exc
+
+
+def _lazy(loc: _Location, name: str, arr) -> da.Array:
+    token = tokenize(loc.url(name), tuple(arr.shape), str(arr.dtype), tuple(arr.chunks))
+    return da.from_array(
+        _GuardedArray(arr, loc.url(name)), chunks=arr.chunks, name=f"moraine-{name.removesuffix('.zarr')}-{token}",
+        asarray=False, fancy=False, inline_array=True,
+    )
+
+
+def _grid_coords(info: MorainePyramid, level: int, shape: tuple[int, ...]) -> dict:
+    x0, y0 = info.bounds[0], info.bounds[1]
+    step = (info.resolution or 0.0) * 2**level
+    x = x0 + np.arange(shape[1], dtype=np.float64) * step
+    y = y0 + np.arange(shape[0], dtype=np.float64) * step
+    return {
+        "y": ("y", y, {"long_name": "y of the cell centres", "cell_size": step}),
+        "x": ("x", x, {"long_name": "x of the cell centres", "cell_size": step}),
+    }
+
+
+def _level_attrs(info: MorainePyramid, level: int, dtype) -> dict:
+    attrs = {
+        "kind": info.kind,
+        "method": info.method,
+        "level": level,
+        "factor": 2**level,
+    }
+    floating = np.dtype(dtype).kind in "fc"
+    if info.is_point_cloud:
+        attrs["cell_size"] = info.cell_size(level)
+        attrs["empty_cells"] = "nan" if floating else "not marked (legacy); idx == -1"
+    elif floating:
+        attrs["missing"] = "nan"
+    return _jsonable(attrs)
+
+
+def _level_da(loc: _Location, info: MorainePyramid, level: int, arr) -> xr.DataArray:
+    dims = ("y", "x", *info.channel_dims)
+    coords = _grid_coords(info, level, info.shapes[level]) if info.is_point_cloud else None
+    return xr.DataArray(
+        _lazy(loc, f"{level}.zarr", arr),
+        dims=dims,
+        coords=coords,
+        name=DATA_VAR,
+        attrs=_level_attrs(info, level, arr.dtype),
+    )
+
+
+def _require_point_cloud(info: MorainePyramid, what: str) -> None:
+    if not info.is_point_cloud:
+        raise PyramidError(f"{info.path} is a raster pyramid; only point-cloud pyramids have {what}")
+
+
+def _index_da(loc: _Location, info: MorainePyramid, level: int) -> xr.DataArray:
+    name = f"idx_{level}.zarr"
+    arr = loc.open(name, f"the point index of level {level}")
+    if tuple(arr.shape) != info.shapes[level][:2]:
+        raise PyramidError(
+            f"{loc.url(name)}: shape {tuple(arr.shape)}, expected {info.shapes[level][:2]} like {level}.zarr"
+        )
+    return xr.DataArray(
+        _lazy(loc, name, arr),
+        dims=("y", "x"),
+        coords=_grid_coords(info, level, info.shapes[level]),
+        name=INDEX_VAR,
+        attrs={"level": level, "empty": -1, "long_name": "index of the point shown in each cell"},
+    )
+
+
+def open_moraine_level(path, level: int = 0, storage_options: dict | None = None) -> xr.DataArray:
+    """Level ``level`` (0 = full resolution; negative counts from the coarsest) as a lazy DataArray.
+
+    Dims ``("y", "x"[, "channel"])`` (``channel_0``, ``channel_1``, ... when level 0 has more
+    than 3 dims); named ``"data"``. Point-cloud grids carry ``x``/``y`` coordinates of the cell
+    centres (``x0 + j * res * 2**level``). Values are returned as stored: NaN marks missing
+    floating-point data and the zarr fill value is not treated as missing."""
+    loc = _Location(path, storage_options)
+    info, arrays = _info(loc)
+    level = info._check_level(level)
+    return _level_da(loc, info, level, arrays[level])
+
+
+def open_moraine_pyramid(path, storage_options: dict | None = None) -> xr.DataTree:
+    """All levels as a DataTree: children ``"l0"`` (finest) ... ``"lL"``, each a Dataset with the
+    ``"data"`` variable of :func:`open_moraine_level` (and ``"idx"`` for point clouds); the root
+    has no data and carries :meth:`MorainePyramid.to_attrs`."""
+    loc = _Location(path, storage_options)
+    info, arrays = _info(loc)
+    children = {}
+    for level, arr in enumerate(arrays):
+        data = _level_da(loc, info, level, arr)
+        variables = {DATA_VAR: data}
+        if info.is_point_cloud:
+            idx = loc.try_open(f"idx_{level}.zarr")
+            if idx is not None:
+                variables[INDEX_VAR] = _index_da(loc, info, level)
+        ds = xr.Dataset(variables, attrs=dict(data.attrs))
+        children[level_name(level)] = xr.DataTree(dataset=ds)
+    root = xr.Dataset(attrs=info.to_attrs())
+    return xr.DataTree(dataset=root, children=children, name=os.path.basename(loc.path.rstrip("/")) or None)
+
+
+def open_moraine_points(path, storage_options: dict | None = None) -> xr.Dataset:
+    """The points of a point-cloud pyramid: data variables ``x``, ``y`` (dim ``point``) and
+    ``pc`` (``point`` plus channel dims), lazy. Raises :class:`PyramidError` for rasters."""
+    loc = _Location(path, storage_options)
+    info, _ = _info(loc)
+    _require_point_cloud(info, "points")
+    x = loc.open("x.zarr", "the x coordinates of the points")
+    y = loc.open("y.zarr", "the y coordinates of the points")
+    pc = loc.open("pc.zarr", "the point data")
+    n = int(pc.shape[0])
+    if tuple(x.shape) != (n,) or tuple(y.shape) != (n,):
+        raise PyramidError(
+            f"{loc.path}: x.zarr {tuple(x.shape)} and y.zarr {tuple(y.shape)} do not match "
+            f"the {n} points of pc.zarr"
+        )
+    channel_dims = _channel_dims(pc.ndim - 1)
+    attrs = info.to_attrs()
+    attrs["n_points"] = n
+    return xr.Dataset(
+        {
+            "x": (("point",), _lazy(loc, "x.zarr", x)),
+            "y": (("point",), _lazy(loc, "y.zarr", y)),
+            "pc": (("point", *channel_dims), _lazy(loc, "pc.zarr", pc)),
+        },
+        attrs=attrs,
+    )
+
+
+def open_moraine_index(path, level: int, storage_options: dict | None = None) -> xr.DataArray:
+    """``idx_<level>.zarr`` of a point-cloud pyramid: per cell the index (into the points) of the
+    point shown, ``-1`` for empty cells; dims ``("y", "x")`` with the level's cell-centre coords."""
+    loc = _Location(path, storage_options)
+    info, _ = _info(loc)
+    _require_point_cloud(info, "point indexes")
+    return _index_da(loc, info, info._check_level(level))
+
+
+def read_moraine_rtree(path, storage_options: dict | None = None) -> xr.DataArray | None:
+    """The bounding-box tree of a point-cloud pyramid's points as a DataArray (dims ``node``,
+    ``bound`` with ``bound`` = x0, y0, xm, ym; attrs ``page_size``, ``n_points`` and ``built``),
+    or ``None`` for a raster pyramid.
+
+    ``rtree.zarr`` opens lazily when the pyramid has one (``built`` false). Otherwise, as the
+    contract asks of readers, the tree is built in memory from ``x.zarr`` / ``y.zarr`` with
+    :func:`moczarr.moraine.rtree.build_rtree` at the writer's page size (``built`` true); nothing
+    is written. Raises :class:`PyramidError` for an ``rtree.zarr`` that is not ``(n_nodes, 4)``
+    or points missing or of mismatched lengths."""
+    from .rtree import DEFAULT_PAGE_SIZE, build_rtree
+
+    loc = _Location(path, storage_options)
+    info, _ = _info(loc)
+    if not info.is_point_cloud:
+        return None
+    dims, coords = ("node", "bound"), {"bound": ["x0", "y0", "xm", "ym"]}
+    arr = loc.try_open("rtree.zarr")
+    if arr is None:
+        x = loc.open("x.zarr", "the x coordinates of the points")
+        y = loc.open("y.zarr", "the y coordinates of the points")
+        if x.ndim != 1 or tuple(x.shape) != tuple(y.shape):
+            raise PyramidError(f"{loc.path}: x.zarr {tuple(x.shape)} and y.zarr {tuple(y.shape)} are not one point list")
+        boxes = build_rtree(x[...], y[...], DEFAULT_PAGE_SIZE)
+        attrs = {"page_size": DEFAULT_PAGE_SIZE, "n_points": int(x.shape[0]), "built": True}
+        return xr.DataArray(boxes, dims=dims, coords=coords, name="rtree", attrs=attrs)
+    if arr.ndim != 2 or arr.shape[1] != 4:
+        raise PyramidError(f"{loc.url('rtree.zarr')}: shape {tuple(arr.shape)}, expected (n_nodes, 4)")
+    attrs = _jsonable(arr.attrs.asdict() if hasattr(arr.attrs, "asdict") else dict(arr.attrs))
+    attrs["built"] = False
+    return xr.DataArray(_lazy(loc, "rtree.zarr", arr), dims=dims, coords=coords, name="rtree", attrs=attrs)

@@ -1,0 +1,478 @@
+"""``open_hive`` and ``open_leaf``: source leaves as one lazy Dataset (FORMAT.md §12).
+
+The data flow, one function a step::
+
+    manifest -> candidate leaves (root MOC | walk) -> stamps (one batched read)
+             -> admitted leaves (debris, box reject, version pointers)
+             -> row domain (subtrees ∩ AOI) -> lazy arrays -> Dataset
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import mortie
+import numpy as np
+import xarray as xr
+
+from .. import ids
+from ..storage import keys
+from ..dataplane.assemble import Part, build_dataset, domain_of, gc_paused, read_schema, rows_in
+from ..format.coverage import (
+    ROOT_MOC_NAME,
+    box_words,
+    decode_bitmap,
+    meets,
+    parse_root_moc,
+    stamp_coverage,
+)
+from ..errors import (
+    ArgumentError,
+    CoverageError,
+    CoverageFallbackWarning,
+    DebrisWarning,
+    EmptySelectionWarning,
+    MissingLeafWarning,
+    NoCoverageError,
+    StaleCoverageError,
+    StampError,
+    UncommittedError,
+    WindowError,
+    warn,
+)
+from ..format.integrity import check_cells_extent, check_leaf_stamp, stamp_clock, stamp_int
+from ..format.manifest import Manifest, check_window
+from ..places import aoi_cover, as_place
+from ..format.roster import read_manifest
+from ..storage import DEFAULT_CONCURRENCY, Storage
+from ..format.stamps import (
+    LeafRef,
+    leaf_data_prefix,
+    read_roots,
+    read_stamp,
+    stamp_of,
+    stamped_array_names,
+    walk_leaves,
+    windows_present,
+)
+from .times import TimeRange, check_time_store, over_windows, window_or_time
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """A committed leaf admitted to an open: where it is, its stamp, and where its arrays are."""
+
+    ref: LeafRef
+    stamp: dict
+    prefix: str
+
+    @property
+    def word(self) -> int:
+        return int(ids.to_words(self.ref.decimal)[0])
+
+
+def open_hive(
+    store_root,
+    aoi=None,
+    window: str | None = None,
+    *,
+    time=None,
+    index_kind: str = "moc",
+    fabricate_cell_ids: str | bool = "auto",
+    storage_options: dict | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    batch_bytes: int | None = None,
+) -> xr.Dataset:
+    """Open every selected source leaf of a store as one lazy ``xarray.Dataset``.
+
+    Parameters
+    ----------
+    store_root : str or path
+        A bare store root (local path, ``file://`` or ``s3://`` URL).
+    aoi : optional
+        Any place :mod:`moczarr.places` accepts: morton ids (decimal strings,
+        packed words, lists, a ``mortie.Moc``), ``moczarr.BBox``,
+        ``moczarr.Circle``, a shapely geometry, GeoJSON or WKT. Rows are the
+        cells (at the store's cell order) that meet it; ``[]`` selects none.
+    window : str, optional
+        Required on a time-windowed (``morton-hive/2``) store, refused otherwise.
+    time : (start, end), optional
+        Instead of ``window=``: every window overlapping ``[start, end)``,
+        stacked on a ``window`` dimension (see :mod:`moczarr.openers.times`).
+    index_kind : {"moc", "pandas"}
+        ``moc`` (default) holds the row domain as intervals; ``pandas`` materializes it.
+    fabricate_cell_ids : {"auto", True, False}
+        ``auto`` keeps a stored ``cell_ids`` and fabricates NESTED ids otherwise.
+    storage_options : dict, optional
+        fsspec options for URLs (``{"anon": True}``, endpoint, credentials).
+    concurrency : int
+        Requests in flight at once on object storage, at open and at compute.
+    batch_bytes : int, optional
+        Decoded bytes per read task (default 4 MiB): each dask task reads this
+        much of one variable from many leaves in one batched read.
+
+    Returns a Dataset with one ``cells`` dimension in ascending packed-word
+    order, the ``morton`` coordinate, lazy (dask) data variables and the store
+    summary in ``attrs["morton_hive"]``. No data or coordinate chunk is read.
+
+    Raises
+    ------
+    NotAHiveStoreError, ManifestError
+        No manifest, or a malformed one.
+    AOIError
+        An ``aoi=`` that is no place (checked before any read).
+    WindowError
+        A window missing, refused, malformed, undeclared, or ``"all"``; a bad ``time=``.
+    NoCoverageError
+        The store holds no stamped leaf at all.
+    StaleCoverageError
+        Unscoped open whose root MOC names none of the committed leaves.
+    CoverageError, VersionPointerError, StampError
+        Corrupt coverage or stamp content.
+
+    Warns ``CoverageFallbackWarning`` when walking for lack of a usable root
+    MOC, ``DebrisWarning`` for a stamped pointer to a missing version, and
+    ``EmptySelectionWarning`` (with a 0-row, schema-correct result) when the
+    AOI or window selects nothing.
+    """
+    aoi = as_place(aoi)
+    window = window_or_time(window, time)
+    storage = Storage.open(store_root, storage_options, concurrency)
+    manifest = read_manifest(storage)
+    return open_source(
+        storage, manifest, aoi, window, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, batch_bytes=batch_bytes
+    )
+
+
+@gc_paused
+def open_source(
+    storage: Storage,
+    manifest: Manifest,
+    aoi=None,
+    window: str | None = None,
+    *,
+    index_kind: str = "moc",
+    fabricate_cell_ids: str | bool = "auto",
+    extra_attrs: dict | None = None,
+    batch_bytes: int | None = None,
+) -> xr.Dataset:
+    """:func:`open_hive` on an already-open storage and manifest (shared by the tree openers).
+
+    ``window`` may be a :class:`~moczarr.openers.times.TimeRange` (``time=``): each
+    overlapping window is opened and the results stacked on ``window``.
+    """
+    shards = root_shards(storage, manifest)
+    if isinstance(window, TimeRange):
+        check_time_store(manifest, window)
+        present = _labels(storage, manifest, shards)
+        return over_windows(
+            manifest, present, window, present=present,
+            open_one=lambda label, empty=False: open_source(
+                storage, manifest, [] if empty else aoi, label,
+                index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, extra_attrs=extra_attrs,
+            ),
+        )
+    window = check_window(manifest, window, lambda: _labels(storage, manifest, shards))
+    cover = aoi_cover(aoi, manifest.cell_order)
+    candidates = candidate_leaves(storage, manifest, shards, window, cover)
+    leaves, corrupted = admit_leaves(storage, manifest, candidates, cover, named_by_moc=shards is not None)
+    attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
+    attrs.update(extra_attrs or {})
+    if not leaves:
+        schema_leaf = find_schema_leaf(storage, manifest, candidates, corrupted, scoped=aoi is not None or window is not None)
+        if aoi is None and window is not None:
+            present = _labels(storage, manifest, shards)
+            if window not in present:
+                raise WindowError(
+                    f"{storage.describe()}: window {window!r} holds no leaf in this store; "
+                    f"windows present: {', '.join(present) or '(none)'}"
+                )
+        warn(
+            f"{storage.describe()}: the {'AOI' if aoi is not None else f'window {window!r}'} selects no committed "
+            "leaf; returning the schema with 0 rows",
+            EmptySelectionWarning,
+        )
+        return leaves_dataset(storage, manifest, [], cover, schema_leaf, index_kind, fabricate_cell_ids, attrs)
+    return leaves_dataset(storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs, batch_bytes)
+
+
+def root_shards(storage: Storage, manifest: Manifest) -> np.ndarray | None:
+    """Shard words from the root ranges MOC (one GET per open), or None when the cache is unusable."""
+    key = ("root_shards", manifest.shard_order)
+    if key not in storage.memo:
+        storage.memo[key] = parse_root_moc(storage.get_bytes(ROOT_MOC_NAME), manifest.shard_order, storage.describe())
+    return storage.memo[key]
+
+
+def candidate_leaves(
+    storage: Storage, manifest: Manifest, shards: np.ndarray | None, window: str | None, cover: np.ndarray | None
+) -> list[LeafRef]:
+    """Leaves worth a stamp read: root MOC shards (or the walk's finds) meeting the AOI, for the window."""
+    pg = manifest.path_grouping
+    if shards is None:
+        warn(
+            f"{storage.describe()}: no usable root coverage.moc; falling back to the discovery walk",
+            CoverageFallbackWarning)
+        refs = [r for r in walk_leaves(storage, manifest.shard_order, pg) if r.window == window]
+        if cover is not None and refs:
+            keep = meets(ids.to_words([r.decimal for r in refs]), cover)
+            refs = [r for r, k in zip(refs, keep) if k]
+        return refs
+    if cover is not None and shards.size:
+        shards = shards[meets(shards, cover)]
+    return [LeafRef(d, window, ids.leaf_path(d, window, pg)) for d in ids.to_decimals(shards)]
+
+
+def admit_leaves(
+    storage: Storage, manifest: Manifest, candidates: list[LeafRef], cover: np.ndarray | None, *, named_by_moc: bool = False
+) -> tuple[list[Leaf], set[str]]:
+    """Read the candidates' stamps (one batch) and keep the committed leaves worth opening.
+
+    Unstamped prefixes are debris and skipped silently. A stamped box that
+    misses the AOI is rejected. A version pointer is followed; a pointer whose
+    version group is gone (and whose version is unstamped) is skipped with a
+    :class:`DebrisWarning`. A shard the root MOC names (``named_by_moc``) of
+    an unwindowed store whose leaf is missing entirely (no ``zarr.json``) is
+    left out with a :class:`MissingLeafWarning`. Returns the leaves and the
+    paths of corrupted ones.
+    """
+    docs = read_roots(storage, [c.path for c in candidates])
+    admitted: list[Leaf] = []
+    missing = [ref.path for ref, doc in zip(candidates, docs) if doc is None]
+    if named_by_moc and missing and not manifest.windowed:
+        warn(
+            f"{storage.describe()}: the root coverage.moc names {len(missing)} shard(s) with no leaf at all "
+            f"(e.g. {missing[0]}): removed out of band, or a stale MOC; left out",
+            MissingLeafWarning)
+    for ref, doc in zip(candidates, docs):
+        stamp = stamp_of(doc)
+        if stamp is None:
+            continue
+        check_leaf_stamp(stamp, storage.describe(ref.path))
+        if cover is not None:
+            box = box_words(stamp)
+            if box is not None and not meets(box, cover).any():
+                continue
+        admitted.append(Leaf(ref, stamp, leaf_data_prefix(ref.path, stamp, where=storage.describe(ref.path))))
+    return drop_missing_versions(storage, manifest, admitted)
+
+
+def drop_missing_versions(storage: Storage, manifest: Manifest, leaves: list[Leaf]) -> tuple[list[Leaf], set[str]]:
+    """Probe each versioned leaf's data group; skip pointers to versions that are gone (FORMAT.md §5.5).
+
+    One batched GET per versioned leaf (legacy leaves cost nothing); for a
+    missing group the version's own stamp decides: missing or unstamped ->
+    corrupted leaf, skipped with a warning; stamped -> a malformed leaf, raised.
+    """
+    versioned = [lf for lf in leaves if lf.prefix != lf.ref.path]
+    if not versioned:
+        return leaves, set()
+    group = str(manifest.cell_order)
+    groups = storage.get_many([f"{lf.prefix}/{group}/zarr.json" for lf in versioned])
+    missing = [lf for lf, g in zip(versioned, groups) if g is None]
+    if not missing:
+        return leaves, set()
+    corrupted = set()
+    for lf, doc in zip(missing, read_roots(storage, [lf.prefix for lf in missing])):
+        if stamp_of(doc) is not None:
+            raise StampError(f"{storage.describe(lf.prefix)}: stamped version has no {group}/ data group (malformed leaf)")
+        warn(
+            f"{storage.describe(lf.ref.path)}: stamp points at version {lf.stamp['current']!r}, which is missing "
+            "or unstamped (committed data removed out of band); leaf skipped",
+            DebrisWarning)
+        corrupted.add(lf.ref.path)
+    return [lf for lf in leaves if lf.ref.path not in corrupted], corrupted
+
+
+def find_schema_leaf(
+    storage: Storage, manifest: Manifest, candidates: list[LeafRef], corrupted: set[str], *, scoped: bool
+) -> Leaf:
+    """A committed leaf to take the schema from when a selection is empty (FORMAT.md §12).
+
+    Raises :class:`NoCoverageError` when the store has no stamped leaf at all,
+    and :class:`StaleCoverageError` when an unscoped open found none through the
+    root MOC although committed leaves exist.
+    """
+    for ref in walk_leaves(storage, manifest.shard_order, manifest.path_grouping):
+        if ref.path in corrupted:
+            continue
+        stamp = stamp_of(storage.get_json(f"{ref.path}/zarr.json"))
+        if stamp is None:
+            continue
+        leaf = Leaf(ref, stamp, leaf_data_prefix(ref.path, stamp, where=storage.describe(ref.path)))
+        live, _ = drop_missing_versions(storage, manifest, [leaf])
+        if not live:
+            continue
+        if not scoped:
+            raise StaleCoverageError(
+                f"{storage.describe()}: committed leaves exist (e.g. {ref.path}) but the root coverage.moc "
+                "names none of them; the MOC is stale: rebuild it"
+            )
+        return leaf
+    raise NoCoverageError(f"{storage.describe()}: the store holds no committed (stamped) leaf")
+
+
+def leaves_dataset(
+    storage: Storage,
+    manifest: Manifest,
+    leaves: list[Leaf],
+    cover: np.ndarray | None,
+    schema_leaf: Leaf,
+    index_kind: str,
+    fabricate_cell_ids,
+    attrs: dict,
+    batch_bytes: int | None = None,
+) -> xr.Dataset:
+    """The Dataset of admitted leaves: domain arithmetic, then lazy assembly."""
+    group = str(manifest.cell_order)
+    schema = read_schema(storage, f"{schema_leaf.prefix}/{group}", stamped_array_names(schema_leaf.stamp, group))
+    check_cells_extent(schema.arrays, lambda a: a.cells_axis, manifest.cells_per_leaf, storage.describe(f"{schema_leaf.prefix}/{group}"))
+    words = ids.to_words([lf.ref.decimal for lf in leaves]) if leaves else np.empty(0, np.uint64)
+    domain = domain_of(words, manifest.shard_order, manifest.cell_order, cover)
+    first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
+    n_cells = manifest.cells_per_leaf
+    sels = rows_in(domain, first, n_cells)
+    parts = [Part(f"{lf.prefix}/{group}", int(f), n_cells, s) for lf, f, s in zip(leaves, first, sels)]
+    return build_dataset(
+        storage, schema, parts, domain, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, attrs=attrs,
+        batch_bytes=batch_bytes,
+    )
+
+
+def leaf_summary(leaves: list[Leaf]) -> dict:
+    """What the admitted leaves' stamps say, summarized for ``attrs``.
+
+    Raises :class:`StampError` naming the leaf for a mistyped stamp field.
+    """
+    clocks = [stamp_clock(lf.stamp, lf.ref.path) for lf in leaves]
+    written = sorted(w for w, _ in clocks if w is not None)
+    ranges = [r for _, r in clocks if r is not None]
+    out = {
+        "n_leaves": len(leaves),
+        "leaves": [lf.ref.decimal for lf in leaves],
+        "n_versioned": sum(1 for lf in leaves if lf.prefix != lf.ref.path),
+        "cells_with_data": sum(stamp_int(lf.stamp, "cells_with_data", lf.ref.path) for lf in leaves),
+        "granule_count": sum(stamp_int(lf.stamp, "granule_count", lf.ref.path) for lf in leaves),
+    }
+    if written:
+        out["written_at"] = [written[0], written[-1]]
+    if ranges:
+        out["time_range"] = [min(r[0] for r in ranges), max(r[1] for r in ranges)]
+    return out
+
+
+def list_windows(store_root, *, storage_options: dict | None = None) -> list[str]:
+    """Window labels of a store: declared ones (explicit schedules), else those found at the shard nodes.
+
+    ``[]`` on an unwindowed store. Costs LISTs on generative schedules (the
+    manifest does not record which windows were written).
+    """
+    storage = Storage.open(store_root, storage_options)
+    manifest = read_manifest(storage)
+    if not manifest.windowed:
+        return []
+    return _labels(storage, manifest, root_shards(storage, manifest))
+
+
+def _labels(storage: Storage, manifest: Manifest, shards: np.ndarray | None) -> list[str]:
+    """Window labels present (error paths only): declared labels, else a LIST of shard nodes."""
+    if manifest.declared_windows:
+        return manifest.declared_windows
+    if shards is not None:
+        return windows_present(storage, ids.to_decimals(shards), manifest.path_grouping)
+    return sorted({r.window for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping) if r.window})
+
+
+def open_leaf(
+    store_root,
+    leaf: str,
+    *,
+    stamp: dict | None = None,
+    index_kind: str = "moc",
+    fabricate_cell_ids: str | bool = "auto",
+    storage_options: dict | None = None,
+) -> xr.Dataset:
+    """One leaf as a lazy ``xarray.Dataset`` (all cells of its shard).
+
+    ``leaf`` is the shard's decimal id, ``{id}_{window}``, or the stable leaf
+    path. The root stamp is read (one GET) unless ``stamp=`` is given; a
+    ``current`` pointer is followed. Raises :class:`UncommittedError` for a
+    missing or unstamped leaf and :class:`VersionPointerError` for a bad pointer.
+    """
+    storage = Storage.open(store_root, storage_options)
+    manifest = read_manifest(storage)
+    decimal, window, path = resolve_leaf(leaf, manifest)
+    if stamp is None:
+        stamp = stamp_of(storage.get_json(f"{path}/zarr.json"))
+        if stamp is None:
+            raise UncommittedError(f"{storage.describe(path)}: no committed leaf there (missing, or debris without a stamp)")
+    ref = LeafRef(decimal, window, path)
+    lf = Leaf(ref, stamp, leaf_data_prefix(path, stamp, where=storage.describe(path)))
+    attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary([lf])}}
+    return leaves_dataset(storage, manifest, [lf], None, lf, index_kind, fabricate_cell_ids, attrs)
+
+
+def read_coverage_bitmap(
+    store_root,
+    leaf: str,
+    *,
+    stamp: dict | None = None,
+    storage_options: dict | None = None,
+) -> np.ndarray | None:
+    """The exact occupied cells of one leaf as packed words at the store's cell order.
+
+    ``leaf`` is the decimal id (with ``_window`` on windowed stores) or its
+    stable leaf path. Reads the root stamp (one GET) unless ``stamp=`` is
+    given, follows a ``current`` pointer, then reads the sidecar.
+
+    Returns all cells of the shard for ``encoding: "full"``; None when the
+    leaf is not committed, the stamp declares no bitmap, or the sidecar is
+    missing (no answer: use the box). Raises :class:`CoverageError` for a
+    corrupt sidecar and :class:`~moczarr.errors.VersionPointerError` for a
+    bad ``current``.
+    """
+    storage = Storage.open(store_root, storage_options)
+    manifest = read_manifest(storage)
+    decimal, window, path = resolve_leaf(leaf, manifest)
+    if stamp is None:
+        stamp = read_stamp(storage, path)
+        if stamp is None:
+            return None
+    cov = stamp_coverage(stamp)
+    if cov is None:
+        return None
+    shard = ids.to_words(decimal)
+    depth = manifest.cell_order - manifest.shard_order
+    if cov.get("encoding") == "full":
+        return np.asarray(mortie.generate_morton_children(shard[0], manifest.cell_order), dtype=np.uint64).ravel()
+    if cov.get("encoding") != "bitmap":
+        return None
+    prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
+    sidecar = keys.sidecar_name(cov.get("sidecar") or "coverage.moc", f"{storage.describe(path)}: stamp coverage")
+    payload = storage.get_bytes(f"{prefix}/{sidecar}")
+    if payload is None:
+        return None
+    ranks = decode_bitmap(payload, depth, storage.describe(f"{prefix}/{sidecar}")).astype(np.uint64)
+    lo, _ = ids.subtree_rank_bounds(shard, manifest.shard_order, manifest.cell_order)
+    return ids.words_from_ranks(lo[0] + ranks, manifest.cell_order)
+
+
+def resolve_leaf(leaf: str, manifest: Manifest) -> tuple[str, str | None, str]:
+    """``(decimal, window, stable leaf path)`` of a leaf named by id, ``id_window`` or path."""
+    if not isinstance(leaf, (str, os.PathLike)):
+        raise ArgumentError(f"leaf={leaf!r} must be a str: a decimal id ('4331421'), id_window, or a leaf path")
+    leaf = os.fspath(leaf)
+    if "\x00" in leaf:
+        raise ArgumentError(f"leaf={leaf!r} holds a NUL byte: not a leaf id or path")
+    name = os.path.basename(leaf.rstrip("/"))
+    parsed = ids.parse_leaf_name(name if name.endswith(".zarr") else f"{name}.zarr")
+    if parsed is None:
+        raise CoverageError(f"{leaf!r} does not name a leaf (an id, id_window, or a leaf path)")
+    decimal, window = parsed
+    if ids.decimal_order(decimal) != manifest.shard_order:
+        raise CoverageError(f"{leaf!r} is not at the store's shard order {manifest.shard_order}")
+    return decimal, window, ids.leaf_path(decimal, window, manifest.path_grouping)
+
+
+__all__ = ["list_windows", "open_hive", "open_leaf", "open_source", "read_coverage_bitmap"]

@@ -1,0 +1,661 @@
+"""Storage: one zarr store handle per open call, batched concurrent reads, a request counter.
+
+Every byte moczarr reads goes through :class:`Storage`, which wraps a zarr v3
+store: ``LocalStore`` for local paths, zarr's ``ObjectStore`` over obstore for
+``s3://``, ``gs://`` and ``az://`` roots whose options map onto it
+(:func:`obstore_options`), ``FsspecStore`` for every other URL. Reads are
+issued concurrently, at most ``concurrency`` in flight per handle (one limit
+for open and load alike); the lazy arrays built on top read through the same
+store object, so one client serves the whole open and every later compute.
+
+Requests are classified by object kind and counted while a
+:func:`count_requests` block is active, for tests and benchmarks::
+
+    with count_requests() as counter:
+        ds = open_hive(root)
+    counter["GET", "stamp"], counter.lists
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+import zarr
+from zarr.abc.store import ByteRequest, Store
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+from zarr.storage import FsspecStore, LocalStore, ObjectStore, StorePath, WrapperStore
+
+from ..errors import (
+    ChecksumMismatchError,
+    ArgumentError,
+    MoczarrError,
+    StampError,
+    StorageError,
+    StoreNotFoundError,
+)
+from .keys import product_name, relative_key
+from ._locations import is_remote, normalize_location, protocol
+from ._retry import RetryPolicy, policy_from_options, read_with_retries
+
+DEFAULT_CONCURRENCY = 32
+#: ``storage_options`` key choosing the client of an object-store root: ``"obstore"`` (the default for ``s3://``,
+#: ``gs://``, ``az://`` when installed and the options map, see :func:`obstore_options`) or ``"fsspec"`` (alias ``"s3fs"``)
+BACKEND_OPTION = "moczarr_backend"
+BACKENDS = ("obstore", "fsspec", "s3fs")
+#: botocore socket timeouts of every object-store request, in seconds (``config_kwargs`` overrides)
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 10.0
+
+
+class RequestCounter(Counter):
+    """Counts requests as ``(op, kind)`` keys: op is ``GET`` or ``LIST``.
+
+    Kinds: ``manifest``, ``root_moc``, ``stamp`` (a zarr object's root
+    ``zarr.json``), ``metadata`` (other ``zarr.json``), ``bitmap``,
+    ``chunk:morton``, ``chunk:cell_ids``, ``chunk:data``, ``other``.
+    """
+
+    @property
+    def gets(self) -> int:
+        return sum(n for (op, _), n in self.items() if op == "GET")
+
+    @property
+    def lists(self) -> int:
+        return sum(n for (op, _), n in self.items() if op == "LIST")
+
+    def kind(self, kind: str) -> int:
+        """GETs of one object kind."""
+        return self["GET", kind]
+
+    def summary(self) -> dict[str, int]:
+        """``{"GET stamp": n, ...}``, sorted, for printing."""
+        return {f"{op} {kind}": n for (op, kind), n in sorted(self.items())}
+
+
+_ACTIVE: list[RequestCounter] = []
+_LOCK = threading.Lock()
+
+
+@contextmanager
+def count_requests() -> Iterator[RequestCounter]:
+    """Count every request any moczarr storage makes inside the block (all threads)."""
+    counter = RequestCounter()
+    with _LOCK:
+        _ACTIVE.append(counter)
+    try:
+        yield counter
+    finally:
+        with _LOCK:
+            _ACTIVE.remove(counter)
+
+
+def classify_key(key: str) -> str:
+    """The object kind of a store key (see :class:`RequestCounter`)."""
+    parts = key.strip("/").split("/")
+    name = parts[-1]
+    if name == "morton_hive.json":
+        return "manifest"
+    if name == "coverage.moc":
+        return "root_moc" if len(parts) == 1 or not any(p.endswith(".zarr") for p in parts) else "bitmap"
+    if name == "zarr.json":
+        parent = parts[-2] if len(parts) > 1 else ""
+        return "stamp" if parent.endswith(".zarr") else "metadata"
+    if "c" in parts:
+        array = parts[parts.index("c") - 1] if parts.index("c") > 0 else ""
+        if array in ("morton", "cell_ids"):
+            return f"chunk:{array}"
+        return "chunk:data"
+    return "other"
+
+
+def _record(op: str, key: str) -> None:
+    if _ACTIVE:
+        kind = classify_key(key) if op == "GET" else "prefix"
+        with _LOCK:
+            for counter in _ACTIVE:
+                counter[op, kind] += 1
+
+
+class CountingStore(WrapperStore):
+    """A read-only zarr store wrapper: counts each request, retries transient failures, types the rest.
+
+    Every read runs under ``policy`` (:class:`~moczarr.storage.RetryPolicy`: a
+    bounded number of attempts inside one deadline, transient failures only);
+    a failure that survives it is raised as a
+    :class:`~moczarr.errors.StorageError` naming the object's address.
+    """
+
+    def __init__(self, store: Store, policy: RetryPolicy | None = None):
+        super().__init__(store)
+        self.policy = policy or RetryPolicy.local()
+
+    def _with_store(self, store: Store) -> "CountingStore":
+        return type(self)(store, self.policy)  # zarr's clones (with_read_only) keep the policy
+
+    def address(self, key: str) -> str:
+        """The user-facing address of a store key (``s3://bucket/...`` or a local path)."""
+        return describe_key(self._store, key)
+
+    async def get(self, key: str, prototype=None, byte_range: ByteRequest | None = None):
+        _record("GET", key)
+        prototype = prototype or default_buffer_prototype()
+        return await read_with_retries(
+            lambda: self._store.get(key, prototype, byte_range), self.policy, self.address(key)
+        )
+
+    async def get_partial_values(self, prototype, key_ranges):
+        key_ranges = list(key_ranges)
+        for key, _ in key_ranges:
+            _record("GET", key)
+        where = self.address(key_ranges[0][0]) if key_ranges else self.address("")
+        return await read_with_retries(
+            lambda: self._store.get_partial_values(prototype, key_ranges), self.policy, where
+        )
+
+    async def exists(self, key: str) -> bool:
+        _record("GET", key)
+        return await read_with_retries(lambda: self._store.exists(key), self.policy, self.address(key))
+
+    async def _listed(self, listing, prefix: str):
+        async def collect():
+            return [name async for name in listing()]
+
+        for name in await read_with_retries(collect, self.policy, self.address(prefix) + "/ (LIST)"):
+            yield name
+
+    def list_dir(self, prefix: str):
+        _record("LIST", prefix)
+        return self._listed(lambda: self._store.list_dir(prefix), prefix)
+
+    def list_prefix(self, prefix: str):
+        _record("LIST", prefix)
+        return self._listed(lambda: self._store.list_prefix(prefix), prefix)
+
+    def list(self):
+        _record("LIST", "")
+        return self._listed(self._store.list, "")
+
+    def __reduce__(self):
+        return (CountingStore, (self._store, self.policy))
+
+
+_OBSTORE_SCHEME = {"S3Store": "s3", "GCSStore": "gs", "AzureStore": "az"}
+
+
+def describe_key(store: Store, key: str) -> str:
+    """``s3://bucket/prefix/key`` for an fsspec or obstore store, ``/root/key`` for a local one."""
+    if isinstance(store, FsspecStore):
+        protocol = store.fs.protocol[0] if isinstance(store.fs.protocol, (tuple, list)) else store.fs.protocol
+        base = f"{protocol}://{store.path.strip('/')}"
+    elif isinstance(store, ObjectStore) and type(store.store).__name__ in _OBSTORE_SCHEME:
+        inner = store.store
+        bucket = inner.config.get("bucket") or inner.config.get("container_name") or ""
+        base = f"{_OBSTORE_SCHEME[type(inner).__name__]}://{bucket}/{(inner.prefix or '').strip('/')}"
+    elif isinstance(store, LocalStore):
+        base = str(store.root)
+    else:
+        base = str(getattr(store, "path", "") or store)
+    return f"{base.rstrip('/')}/{key}" if key else base
+
+
+def make_store(
+    url: str | os.PathLike, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY
+) -> Store:
+    """A read-only zarr store for a local path, ``file://`` URL or object-store / fsspec URL.
+
+    ``s3://``, ``gs://`` and ``az://`` roots are read through obstore when it is
+    installed and every storage option maps onto it (:func:`obstore_options`),
+    else through fsspec (s3fs, gcsfs, adlfs); every other protocol, ``https://``
+    included, through fsspec. ``storage_options["moczarr_backend"]`` forces one:
+    ``"obstore"`` (an :class:`~moczarr.errors.ArgumentError` when the options do
+    not map) or ``"fsspec"`` (alias ``"s3fs"``). Reads are bounded alike on both
+    (:data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT`, one try per client call, the
+    ``moczarr_retry`` budget of :mod:`moczarr.storage` around it).
+    """
+    url = os.fspath(url)
+    if not is_remote(url):
+        return CountingStore(LocalStore(normalize_location(url), read_only=True), RetryPolicy.local())
+    scheme = protocol(url)
+    options, policy = fsspec_options(scheme, storage_options, concurrency)
+    backend = (storage_options or {}).get(BACKEND_OPTION)  # validated by fsspec_options
+    if backend == "obstore" or (backend is None and scheme in OBSTORE_SCHEMES):
+        mapped = obstore_options(url, storage_options, policy, concurrency)
+        if isinstance(mapped, dict):
+            return CountingStore(_obstore_store(mapped), policy)
+        if backend == "obstore":
+            raise ArgumentError(f"{url}: {BACKEND_OPTION}='obstore' cannot serve this root: {mapped}")
+    try:
+        base = FsspecStore.from_url(url, storage_options=options, read_only=True)
+        if scheme in ("s3", "s3a"):
+            base.fs.retries = 1  # one try per call: moczarr's policy is the only retry loop
+    except MoczarrError:
+        raise
+    except Exception as exc:  # an unknown protocol, a missing s3fs, a bad option
+        raise StorageError(f"{url}: cannot open the object store ({type(exc).__name__}: {exc})") from exc
+    return CountingStore(base, policy)
+
+
+#: the roots obstore serves by default (``https://`` stays on fsspec: obstore's HTTPStore lists only over WebDAV)
+OBSTORE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs")
+_S3_CREDENTIALS = {"key": "access_key_id", "secret": "secret_access_key", "token": "session_token"}
+
+
+def obstore_options(url: str, storage_options: dict | None, policy: RetryPolicy, concurrency: int) -> dict | str:
+    """The obstore store an object-store root maps to, as ``{"store": class name, "kwargs": {...}}``, or why not.
+
+    The fsspec options that map (anything else keeps fsspec, which resolves it
+    the fsspec way; the answer is then a sentence saying which options did not
+    map):
+
+    - ``s3://``: ``anon``, or ``key``/``secret`` (``token``); ``endpoint_url``
+      (top level or in ``client_kwargs``), ``client_kwargs["region_name"]``,
+      ``requester_pays``; ``config_kwargs`` ``connect_timeout``, ``read_timeout``,
+      ``max_pool_connections``. Ambient credentials (a profile, an instance
+      role) and AWS itself without a region (s3fs finds the bucket's region)
+      stay on s3fs.
+    - ``gs://``: ``token="anon"``, a service-account JSON path as ``token``, or
+      no token (obstore's application-default chain); ``endpoint_url``.
+    - ``az://``: ``account_name`` with ``account_key``, ``sas_token`` or ``anon``.
+
+    Every store gets the same bounds as the fsspec clients: one try per request
+    (``max_retries=0``: the ``policy`` is the only retry loop), connect and
+    read timeouts, and an idle pool of ``concurrency`` connections (the
+    in-flight limit itself is :class:`Storage`'s).
+    """
+    try:
+        import obstore  # noqa: F401
+    except ImportError:
+        return "obstore is not installed"
+    scheme, _, rest = url.partition("://")
+    if "::" in scheme:
+        return "a chained fsspec URL"
+    if scheme.lower() not in OBSTORE_SCHEMES:
+        return f"{scheme}:// roots are read through fsspec (obstore serves {', '.join(OBSTORE_SCHEMES)})"
+    opts = {k: v for k, v in (storage_options or {}).items() if k not in ("moczarr_retry", BACKEND_OPTION)}
+    client = dict(opts.pop("client_kwargs", None) or {})
+    config = dict(opts.pop("config_kwargs", None) or {})
+    bucket, _, prefix = rest.strip("/").partition("/")
+    kwargs: dict = {}
+    scheme = scheme.lower()
+    if scheme in ("s3", "s3a"):
+        store = "S3Store"
+        if opts.pop("anon", False):
+            kwargs["skip_signature"] = True
+        kwargs.update({dst: opts.pop(src) for src, dst in _S3_CREDENTIALS.items() if src in opts})
+        if "skip_signature" not in kwargs and not {"access_key_id", "secret_access_key"} <= kwargs.keys():
+            return "no anon=True nor key/secret: ambient credentials are resolved by botocore"
+        endpoint = opts.pop("endpoint_url", None) or client.pop("endpoint_url", None)
+        region = client.pop("region_name", None) or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if not endpoint and not region:
+            return "no region_name for AWS: s3fs locates the bucket's region"
+        kwargs["region"] = region or "us-east-1"
+        if endpoint:
+            kwargs.update(endpoint=endpoint, virtual_hosted_style_request=False)
+        if opts.pop("requester_pays", False):
+            kwargs["request_payer"] = True
+    elif scheme in ("gs", "gcs"):
+        store = "GCSStore"
+        token = opts.pop("token", None)
+        if token == "anon":
+            kwargs["skip_signature"] = True
+        elif isinstance(token, dict):
+            kwargs["service_account_key"] = json.dumps(token)
+        elif isinstance(token, (str, os.PathLike)) and token not in ("google_default", "cloud", "cache", "browser"):
+            kwargs["service_account_path"] = os.fspath(token)
+        elif token not in (None, "google_default"):
+            return f"gcsfs token {token!r} has no obstore counterpart"
+        endpoint = opts.pop("endpoint_url", None)
+        if endpoint:
+            kwargs["base_url"] = endpoint
+        opts.pop("project", None)  # only used to create buckets
+    else:
+        store = "AzureStore"
+        if "@" in bucket:
+            return "an abfs://container@account URL"
+        kwargs["account_name"] = opts.pop("account_name", None)
+        if not kwargs["account_name"]:
+            return "no account_name"
+        if opts.pop("anon", False):
+            kwargs["skip_signature"] = True
+        for src, dst in (("account_key", "account_key"), ("sas_token", "sas_key")):
+            if src in opts:
+                kwargs[dst] = opts.pop(src)
+        if not kwargs.keys() & {"skip_signature", "account_key", "sas_key"}:
+            return "no account_key, sas_token nor anon=True: ambient credentials are resolved by adlfs"
+    connect = config.pop("connect_timeout", CONNECT_TIMEOUT)
+    read = config.pop("read_timeout", READ_TIMEOUT)
+    pool = config.pop("max_pool_connections", concurrency)
+    left = sorted(opts) + [f"client_kwargs.{k}" for k in sorted(client)] + [f"config_kwargs.{k}" for k in sorted(config)]
+    if left:
+        return f"options obstore does not take: {left}"
+    endpoint = kwargs.get("endpoint") or kwargs.get("base_url") or ""
+    client_options = {
+        "connect_timeout": timedelta(seconds=float(connect)),
+        "read_timeout": timedelta(seconds=float(read)),
+        "timeout": timedelta(seconds=max(float(policy.deadline), float(read))),
+        "pool_max_idle_per_host": str(max(1, int(pool))),
+        "allow_http": endpoint.startswith("http://"),
+    }
+    retry_config = {"max_retries": 0, "retry_timeout": timedelta(seconds=max(float(policy.deadline), 1.0))}
+    kwargs.update(prefix=prefix or None, client_options=client_options, retry_config=retry_config)
+    return {"store": store, "bucket": bucket, "kwargs": kwargs}
+
+
+def _obstore_store(mapped: dict) -> ObjectStore:
+    """zarr's read-only ``ObjectStore`` over the obstore store :func:`obstore_options` described."""
+    import obstore.store
+
+    cls = getattr(obstore.store, mapped["store"])
+    endpoint = mapped["kwargs"].get("endpoint") or mapped["kwargs"].get("base_url") or ""
+    inner = cls(mapped["bucket"], **mapped["kwargs"])
+    return VerifiedObjectStore(inner, read_only=True, verify_etag=endpoint.startswith("http://"))
+
+
+_MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
+
+
+class VerifiedObjectStore(ObjectStore):
+    """zarr's ``ObjectStore`` that checks whole-object bodies against their MD5 ETag over plain HTTP.
+
+    botocore validates the checksum S3 sends with each object; obstore does
+    not. Over ``https://`` TLS guards the bytes in transit; over a plain
+    ``http://`` endpoint (a local S3-compatible server) nothing would, so a body
+    whose ETag is a plain MD5 (a single-part upload without SSE-KMS/SSE-C, which
+    is what such servers answer) must hash to it, else the read fails with
+    :class:`ChecksumMismatchError` and is retried.
+    """
+
+    def __init__(self, store, *, read_only: bool = False, verify_etag: bool = False) -> None:
+        super().__init__(store, read_only=read_only)
+        self.verify_etag = verify_etag
+
+    def with_read_only(self, read_only: bool = False) -> "VerifiedObjectStore":
+        return type(self)(self.store, read_only=read_only, verify_etag=self.verify_etag)
+
+    async def get(self, key: str, prototype, byte_range: ByteRequest | None = None):
+        if byte_range is not None or not self.verify_etag:
+            return await super().get(key, prototype, byte_range)
+        import obstore
+
+        try:
+            result = await obstore.get_async(self.store, key)
+            payload = await result.bytes_async()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+        etag = _MD5_ETAG.match(result.meta.get("e_tag") or "")
+        if etag and hashlib.md5(payload, usedforsecurity=False).hexdigest() != etag.group(1):
+            raise ChecksumMismatchError(f"{key}: the body's MD5 does not match its ETag {etag.group(1)}")
+        return prototype.buffer.from_bytes(payload)
+
+
+def local_root(store: Store) -> str | None:
+    """The directory of a (counted) ``LocalStore``, else None: such roots are read with plain file reads."""
+    base = store._store if isinstance(store, WrapperStore) else store
+    return os.fspath(base.root) if isinstance(base, LocalStore) else None
+
+
+def fsspec_options(
+    protocol: str | None, storage_options: dict | None, concurrency: int = DEFAULT_CONCURRENCY
+) -> tuple[dict, RetryPolicy]:
+    """The fsspec options of an open (the caller's values win) and the retry policy it reads under.
+
+    S3 (``s3://``, ``s3a://``) gets bounded requests set once here:
+
+    - ``config_kwargs``: ``connect_timeout`` :data:`CONNECT_TIMEOUT`,
+      ``read_timeout`` :data:`READ_TIMEOUT`, ``retries={"total_max_attempts": 1}``
+      and ``max_pool_connections = concurrency``. botocore makes one attempt:
+      the retries are moczarr's (below), so they are counted once, not
+      multiplied through botocore's and s3fs's nested loops.
+    - s3fs's own retry loop (its ``retries`` attribute, not a constructor
+      option) is set to one try on the filesystem for the same reason.
+    - ``moczarr_retry`` (popped, never passed to fsspec): the
+      :class:`~moczarr.storage.RetryPolicy` fields (``attempts``, ``deadline``,
+      ``backoff``, ``max_backoff``) for every read of the open.
+    - ``max_concurrency=1``: s3fs sizes every whole-object read with a HEAD when
+      ``max_concurrency > 1`` (its default is 10), to split large objects into
+      parallel ranged GETs. Hive objects are small, so that HEAD only doubled
+      every request: one GET per object instead.
+    - ``use_listings_cache=False``: fsspec shares one filesystem instance
+      between opens with equal options, and s3fs keeps its listings forever by
+      default, so a later walk or product roster in the same process would not
+      see leaves committed since. Every LIST goes to the server.
+    """
+    opts = dict(storage_options or {})
+    policy = policy_from_options(opts.pop("moczarr_retry", None))
+    if opts.pop(BACKEND_OPTION, "fsspec") not in BACKENDS:
+        raise ArgumentError(f"storage_options[{BACKEND_OPTION!r}] must be one of {BACKENDS}")
+    if protocol in ("s3", "s3a"):
+        opts.setdefault("max_concurrency", 1)
+        opts.setdefault("use_listings_cache", False)
+        config = dict(opts.get("config_kwargs") or {})
+        config.setdefault("connect_timeout", CONNECT_TIMEOUT)
+        config.setdefault("read_timeout", READ_TIMEOUT)
+        config.setdefault("retries", {"total_max_attempts": 1})
+        config.setdefault("max_pool_connections", max(10, int(concurrency)))
+        opts["config_kwargs"] = config
+    return opts, policy
+
+
+class Storage:
+    """A store handle rooted at one prefix, with batched reads.
+
+    ``Storage`` never writes. Keys passed to its methods are relative to
+    ``root`` (``""`` is the root itself). ``location`` is the user-facing
+    address used in messages.
+    """
+
+    def __init__(self, store: Store, root: str = "", *, location: str = "", concurrency: int = DEFAULT_CONCURRENCY):
+        self.store = store
+        self.root = root.strip("/")
+        self.location = location or root
+        self.concurrency = max(1, int(concurrency))
+        #: per-open memo of parsed small objects (the root MOC), so one open reads each once
+        self.memo: dict = {}
+        #: ``{store key: bytes}`` of the objects read at the top of the store (a root's and its products'
+        #: documents, at most one component below this handle: what a catalog reports as file sizes),
+        #: shared with its children; leaf objects are not recorded, so a long-lived open does not grow
+        self.sizes: dict[str, int] = {}
+        self._local = local_root(store)
+        #: one in-flight limit per event loop, shared by every batch of this handle (open and load alike)
+        self._limits: dict[int, asyncio.Semaphore] = {}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_limits": {}}
+
+    @classmethod
+    def open(
+        cls,
+        url: str | os.PathLike,
+        storage_options: dict | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+    ) -> "Storage":
+        """One handle for ``url``; every read of the open call goes through it."""
+        if isinstance(url, Storage):
+            return url
+        url, concurrency = check_open_arguments(url, storage_options, concurrency)
+        return cls(make_store(url, storage_options, concurrency), "", location=url.rstrip("/"), concurrency=concurrency)
+
+    def child(self, sub: str) -> "Storage":
+        """The same handle rooted at ``{root}/{sub}`` (a product inside a multi-product root).
+
+        Raises :class:`~moczarr.errors.KeyContainmentError` unless ``sub`` is a product name.
+        """
+        sub = product_name(sub, self.location)
+        child = Storage(self.store, self.key(sub), location=f"{self.location}/{sub}", concurrency=self.concurrency)
+        child.sizes = self.sizes
+        return child
+
+    def key(self, rel: str) -> str:
+        """The store key of ``rel``; raises :class:`~moczarr.errors.KeyContainmentError` for a key leaving the root."""
+        rel = relative_key(rel, self.location)
+        return f"{self.root}/{rel}" if self.root and rel else (self.root or rel)
+
+    def describe(self, rel: str = "") -> str:
+        """The user-facing address of ``rel`` (for error messages)."""
+        return f"{self.location}/{rel}" if rel else self.location
+
+    # -- reads ---------------------------------------------------------------------------------
+    def limit(self) -> asyncio.Semaphore:
+        """The handle's in-flight limit (``concurrency`` slots) on the running event loop.
+
+        One limit serves every read of the handle, open and load alike, however
+        many threads (dask tasks) share it: a request holds a slot while it is
+        on the wire, retries included.
+        """
+        loop = id(asyncio.get_running_loop())
+        sem = self._limits.get(loop)
+        if sem is None:
+            sem = self._limits.setdefault(loop, asyncio.Semaphore(self.concurrency))
+        return sem
+
+    async def _batch(self, calls: list) -> list:
+        return await bounded_batch(calls, self.limit())
+
+    async def _fetch(self, rel: str) -> bytes | None:
+        """One object's bytes (None when missing); the caller holds a slot of :meth:`limit`."""
+        key = self.key(rel)
+        buf = await self.store.get(key, default_buffer_prototype())
+        if buf is None:
+            return None
+        payload = buf.to_bytes()
+        if rel.count("/") <= 1:
+            self.sizes[key] = len(payload)
+        return payload
+
+    def _read_local(self, rel: str) -> bytes | None:
+        key = self.key(rel)
+        _record("GET", key)
+        try:
+            with open(os.path.join(self._local, key), "rb") as f:
+                payload = f.read()
+        except (FileNotFoundError, NotADirectoryError):
+            if not os.path.isdir(self._local):
+                raise StoreNotFoundError(f"{self.location}: the store root does not exist") from None
+            return None
+        if rel.count("/") <= 1:
+            self.sizes[key] = len(payload)
+        return payload
+
+    def get_bytes(self, rel: str) -> bytes | None:
+        """The object's bytes, or None when it does not exist."""
+        if self._local is not None:
+            return self._read_local(rel)
+        return self.get_many([rel])[0]
+
+    def get_many(self, rels: Sequence[str]) -> list[bytes | None]:
+        """Many objects at once; None for each missing one.
+
+        Local roots are read by plain file reads in the calling thread (a
+        thread hop per file costs more than the read). Other roots are read
+        concurrently, at most ``concurrency`` requests in flight per handle,
+        however many threads (dask tasks) share it.
+        """
+        if not rels:
+            return []
+        if self._local is not None:
+            return [self._read_local(r) for r in rels]
+
+        return list(sync(self._batch([lambda r=r: self._fetch(r) for r in rels])))
+
+    def get_json(self, rel: str) -> Any:
+        """Parsed JSON of an object, None when missing. Raises :class:`StampError` when unparsable."""
+        return parse_json(self.get_bytes(rel), self.describe(rel))
+
+    def get_many_json(self, rels: Sequence[str]) -> list[Any]:
+        """:meth:`get_many` parsed as JSON (None for missing objects)."""
+        return [parse_json(b, self.describe(r)) for b, r in zip(self.get_many(rels), rels)]
+
+    def list_dir(self, rel: str = "") -> list[str]:
+        """Immediate child names under ``rel`` (one delimiter-LIST)."""
+        return self.list_many([rel])[0]
+
+    def list_many(self, rels: Sequence[str]) -> list[list[str]]:
+        """:meth:`list_dir` of many prefixes concurrently."""
+        if not rels:
+            return []
+
+        async def one(rel):
+            return sorted([name async for name in self.store.list_dir(self.key(rel))])
+
+        return list(sync(self._batch([lambda r=r: one(r) for r in rels])))
+
+    def array(self, rel: str, metadata: dict) -> zarr.Array:
+        """A zarr array at ``rel`` built from already-read metadata: no request is made."""
+        from zarr.core.array import AsyncArray
+
+        return zarr.Array(AsyncArray(metadata=metadata, store_path=StorePath(self.store, self.key(rel))))
+
+    def __repr__(self) -> str:
+        return f"Storage({self.location!r})"
+
+
+def check_open_arguments(url, storage_options, concurrency) -> tuple[str, int]:
+    """``(url, concurrency)`` validated; raises :class:`~moczarr.errors.ArgumentError` naming the bad one."""
+    from ..errors import ArgumentError
+
+    try:
+        url = os.fspath(url)
+    except TypeError:
+        raise ArgumentError(f"store_root must be a path or URL string, got {url!r}") from None
+    if isinstance(url, bytes):
+        url = os.fsdecode(url)
+    if not url or "\x00" in url:
+        raise ArgumentError(f"store_root {url!r} is empty or holds a NUL byte")
+    if storage_options is not None and not isinstance(storage_options, dict):
+        raise ArgumentError(f"storage_options must be a dict, got {storage_options!r}")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ArgumentError(f"concurrency must be a positive integer, got {concurrency!r}")
+    return url, concurrency
+
+
+async def bounded_batch(calls: list, limit: asyncio.Semaphore) -> list:
+    """Await every ``call()`` in order, each holding a slot of ``limit``; the first failure ends the batch.
+
+    ``limit`` is the in-flight limit of the handle (:meth:`Storage.limit`), shared
+    by every batch running on it, so concurrent batches (dask tasks) never
+    exceed it together. The failure is raised once the calls in flight are
+    cancelled; calls still waiting for a slot are never started, so an error
+    that ends an open costs no further requests (plain ``gather`` would send
+    them all).
+    """
+    failed = asyncio.Event()
+
+    async def one(call):
+        async with limit:
+            if failed.is_set():
+                raise asyncio.CancelledError
+            try:
+                return await call()
+            except BaseException:
+                failed.set()  # before the slot is released: no waiter starts after a failure
+                raise
+
+    tasks = [asyncio.ensure_future(one(c)) for c in calls]
+    try:
+        return await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def parse_json(payload: bytes | None, where: str) -> Any:
+    """JSON from bytes; None stays None. Raises :class:`StampError` naming ``where`` when unparsable."""
+    if payload is None:
+        return None
+    try:
+        return json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StampError(f"{where}: not valid JSON ({exc})") from None

@@ -1,0 +1,799 @@
+"""``verify_store``: check a morton-hive store the way its operator needs, not the way a reader sees it.
+
+The reader deliberately cannot see some damage: a missing or replaced chunk
+reads as fill, a superseded version's leftovers are never addressed, a stale
+root MOC hides committed leaves, an unstamped version with its arrays intact
+is still served. The verifier reads what an open reads plus the objects that
+reveal those states, and reports each as a :class:`Finding`:
+
+- **shallow** (the default): the manifest and product roster, the root MOC,
+  the discovery walk (LISTs, for debris and stale-MOC checks), every leaf's
+  stamp, each versioned leaf's root listing and version stamp, one schema, and
+  every declared pyramid level through the reader's own level opener;
+- **deep**: additionally every object of every stamped leaf, overview and
+  column once (batched, bounded concurrency), recomputing the O11
+  ``content_hashes`` (FORMAT.md §8.6) and checking box, bitmap and ``count``
+  against one another, and each leaf's D20 sidecars (its stats record and
+  granule-id list, FORMAT.md §8.1-8.2) against the leaf.
+
+Nothing is ever written. Every rule about what the reader accepts is the
+reader's own function, imported below; this module only classifies.
+See ``docs/verify.md`` for every finding kind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import mortie
+import numpy as np
+from zarr.core.array import AsyncArray
+from zarr.core.buffer import default_buffer_prototype
+from zarr.core.sync import sync
+from zarr.storage import MemoryStore, StorePath
+
+from .. import ids
+from ..dataplane.assemble import read_schema
+from ..format.coverage import (
+    ROOT_MOC_NAME,
+    aoi_mask,
+    box_words,
+    decode_bitmap,
+    parse_root_moc,
+    stamp_coverage,
+)
+from ..format.declaration import pyramid_declaration, pyramid_levels
+from ..errors import (
+    ArrayContractError,
+    CoverageError,
+    ManifestError,
+    MoczarrError,
+    NotAHiveStoreError,
+    ObjectDroppedWarning,
+    PyramidError,
+    StampError,
+    VersionPointerError,
+    WindowError,
+)
+from ._findings import Finding, VerifyReport
+from ..ids import ALL_TOKEN
+from ..format.manifest import MANIFEST_NAME, check_window, parse_manifest
+from ..openers.pyramid import open_level_in
+from ..format.roster import is_product_name, read_roster
+from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
+from ..format.stamps import (
+    LeafRef,
+    leaf_data_prefix,
+    stamp_of,
+    stamped_array_names,
+    version_of,
+    walk_leaves,
+)
+
+#: leaves whose objects one deep batch holds in memory at once
+DEEP_BATCH = 64
+
+
+def verify_store(
+    store_root,
+    *,
+    window: str | None = None,
+    deep: bool = False,
+    storage_options: dict | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    progress: Callable[[int, int], None] | None = None,
+) -> VerifyReport:
+    """Verify a bare or multi-product store root: every product, every window (or only ``window``).
+
+    ``deep=True`` also reads every object of every stamped leaf, overview and
+    column and recomputes their recorded ``content_hashes``. ``progress`` is
+    called as ``progress(checked, found)`` with the number of objects (leaves,
+    then in a deep verify also overviews and columns) just checked and just
+    found to check, both increments, so a caller can drive one bar over every
+    product. Never writes.
+
+    Returns a :class:`VerifyReport`; damage is reported, not raised. Raises
+    :class:`~moczarr.errors.WindowError` for ``window="all"`` or a label no
+    windowed product's schedule allows, and
+    :class:`~moczarr.errors.NotAHiveStoreError` for a local root that does not exist.
+    """
+    storage = Storage.open(store_root, storage_options, concurrency)
+    report = VerifyReport(storage.location, deep)
+    if window == ALL_TOKEN:
+        raise WindowError(f"{storage.describe()}: 'all' is the reserved all-time token, never a window label")
+    try:
+        products = _products(storage, report)
+    except FileNotFoundError:  # a local store root opens lazily: its first read finds it missing
+        raise NotAHiveStoreError(f"{storage.describe()}: no such store root (the folder does not exist)") from None
+    for prefix, pstorage, doc in products:
+        try:
+            manifest = parse_manifest(doc, pstorage.describe())
+        except ManifestError as exc:
+            report.add("manifest-invalid", "error", prefix + MANIFEST_NAME, str(exc))
+            continue
+        report.counts["products"] += 1
+        _ProductCheck(report, pstorage, prefix, manifest, window, deep, progress).run()
+    return report
+
+
+# -- the roster --------------------------------------------------------------------------------------
+def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage, dict]]:
+    """``(key prefix, storage, manifest document)`` of every product (one, with prefix ``""``, for a bare store)."""
+    try:
+        root_doc, manifests = read_roster(storage)
+    except ManifestError as exc:
+        if storage.get_bytes(MANIFEST_NAME) is not None:
+            report.add("manifest-invalid", "error", MANIFEST_NAME, str(exc))
+            return []
+        # one product's manifest is malformed: read the roster product by product, reporting each bad one
+        root_doc, manifests = None, {}
+        for name in [n for n in storage.list_dir("") if is_product_name(n)]:
+            child = storage.child(name)
+            payload = child.get_bytes(MANIFEST_NAME)
+            if payload is None:
+                continue
+            try:
+                manifests[name] = read_roster(child)[0]
+            except ManifestError as bad:
+                report.add("manifest-invalid", "error", f"{name}/{MANIFEST_NAME}", str(bad))
+    if root_doc is not None:
+        return [("", storage, root_doc)]
+    names = storage.list_dir("")
+    if not manifests:
+        if any(ids.DECIMAL_RE.match(n) and ids.decimal_order(n) == 0 for n in names):
+            report.add("manifest-missing", "error", MANIFEST_NAME, "a digit tree without morton_hive.json: no reader can open it")
+        elif not report.findings:
+            report.add("not-a-store", "error", "", "neither a morton-hive manifest nor any product with one")
+        return []
+    others = [n for n in names if not is_product_name(n) and not ids.DECIMAL_RE.match(n)]
+    for name, payload in zip(others, storage.get_many([f"{n}/{MANIFEST_NAME}" for n in others])):
+        if payload is not None:
+            report.add("product-name-invalid", "warning", name + "/",
+                       "a store whose name breaks the product grammar [a-z0-9_-]{1,192}: readers never list it")
+    for name in names:
+        if is_product_name(name) and name not in manifests:
+            report.add("not-a-product", "info", name + "/", "a product-shaped child without morton_hive.json; readers ignore it")
+    return [(f"{n}/", storage.child(n), manifests[n]) for n in sorted(manifests)]
+
+
+def _object_of(message: str, storage: Storage) -> str:
+    """The store-relative key a reader message starts with (``{location}/{key}: ...``), else ``""``."""
+    head = message.split(": ", 1)[0]
+    base = storage.location.rstrip("/") + "/"
+    return head[len(base):] if head.startswith(base) else ""
+
+
+@dataclass
+class _Leaf:
+    ref: LeafRef
+    stamp: dict
+    prefix: str  # where its arrays are
+    live: bool = True  # False when the version it points at is missing or unstamped
+
+
+class _ProductCheck:
+    """The checks of one product (a complete morton-hive store)."""
+
+    def __init__(self, report, storage, prefix, manifest, window, deep, progress):
+        self.report, self.storage, self.prefix, self.m = report, storage, prefix, manifest
+        self.window, self.deep, self.progress = window, deep, progress
+        self.group = str(manifest.cell_order)
+        self.stamped: list[LeafRef] = []  # every leaf with a root stamp, damaged or not
+
+    def add(self, kind: str, severity: str, rel: str, message: str) -> None:
+        self.report.add(kind, severity, self.prefix + rel, message)
+
+    def tick(self, checked: int, found: int) -> None:
+        if self.progress:
+            self.progress(checked, found)
+
+    def count(self, key: str, n: int = 1) -> None:
+        self.report.counts[key] += n
+
+    def run(self) -> None:
+        if self.m.windowed and self.window is not None:
+            check_window(self.m, self.window, lambda: self.m.declared_windows)
+        levels = self._levels()
+        shards, moc_usable = self._root_moc()
+        refs = self._walk()
+        self.tick(0, len(refs))
+        leaves = self._stamps(refs)
+        self._versions(leaves)
+        self._moc_agreement(shards, moc_usable)
+        self._boxes(leaves)
+        self._schema(leaves)
+        derived = self._pyramid(levels, moc_usable, refs) if levels else []
+        if self.deep:
+            self._deep([lf for lf in leaves if lf.live], derived)
+        n = sum(1 for lf in leaves if lf.live)
+        self.count("leaves_stamped", n)
+        self.add("leaves-stamped", "info", "", f"{n} stamped leaves")
+
+    # -- manifest --------------------------------------------------------------------------------------
+    def _levels(self):
+        try:
+            if pyramid_declaration(self.m) is None:
+                return []
+            return [lv for lv in pyramid_levels(self.m) if lv.artifact != "source"]
+        except PyramidError as exc:
+            self.add("pyramid-invalid", "error", MANIFEST_NAME, str(exc))
+            return []
+
+    # -- root MOC --------------------------------------------------------------------------------------
+    def _root_moc(self) -> tuple[np.ndarray | None, bool]:
+        payload = self.storage.get_bytes(ROOT_MOC_NAME)
+        if payload is None:
+            self.add("root-moc-absent", "info", ROOT_MOC_NAME, "no root coverage.moc: every open walks the tree")
+            return None, False
+        try:
+            shards = parse_root_moc(payload, self.m.shard_order, self.storage.describe())
+        except CoverageError as exc:
+            self.add("root-moc-malformed", "error", ROOT_MOC_NAME, str(exc))
+            return None, False
+        if shards is None:
+            self.add("root-moc-unusable", "warning", ROOT_MOC_NAME,
+                     f"not a morton-moc/1 ranges envelope at shard order {self.m.shard_order}: readers ignore it and walk")
+            return None, False
+        return shards, True
+
+    # -- the walk ------------------------------------------------------------------------------------
+    def _walk(self) -> list[LeafRef]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            refs = walk_leaves(self.storage, self.m.shard_order, self.m.path_grouping)
+        for w in caught:
+            msg = str(w.message)
+            self.add("leaf-misplaced", "warning", _object_of(msg, self.storage), msg)
+        keep = []
+        for ref in refs:
+            if self.m.windowed != (ref.window is not None):
+                self.add("leaf-window-mismatch", "warning", ref.path,
+                         f"a {'windowed' if ref.window else 'bare'} leaf in a {self.m.spec} store: readers never open it")
+                continue
+            if ref.window is not None:
+                try:
+                    check_window(self.m, ref.window, lambda: [])
+                except WindowError as exc:
+                    self.add("window-invalid", "warning", ref.path, f"readers refuse this leaf's window: {exc}")
+                    continue
+            if self.window is None or ref.window == self.window:
+                keep.append(ref)
+        return keep
+
+    # -- stamps and debris ---------------------------------------------------------------------------
+    def _stamps(self, refs: list[LeafRef]) -> list[_Leaf]:
+        docs = self.storage.get_many([f"{r.path}/zarr.json" for r in refs])
+        leaves = []
+        for ref, payload in zip(refs, docs):
+            try:
+                stamp = stamp_of(parse_json(payload, self.storage.describe(f"{ref.path}/zarr.json")))
+            except StampError as exc:
+                self.add("stamp-unparsable", "error", f"{ref.path}/zarr.json", str(exc))
+                continue
+            if stamp is None:
+                self.count("debris")
+                self.add("debris", "warning", ref.path, "unstamped .zarr prefix (a torn or failed write): readers skip it; safe to delete")
+                continue
+            self.stamped.append(ref)
+            if "window" in stamp and stamp["window"] != ref.window:
+                self.add("stamp-window-mismatch", "warning", ref.path,
+                         f"the stamp says window {stamp['window']!r}, the leaf's name {ref.window!r}: readers go by the name")
+            try:
+                prefix = leaf_data_prefix(ref.path, stamp, where=self.storage.describe(ref.path))
+            except VersionPointerError as exc:
+                self.add("bad-pointer", "error", ref.path, str(exc))
+                continue
+            leaves.append(_Leaf(ref, stamp, prefix))
+        self.tick(len(refs), 0)
+        return leaves
+
+    def _versions(self, leaves: list[_Leaf]) -> None:
+        """Versioned leaves: the named version present and stamped, superseded versions, legacy leftovers."""
+        versioned = [lf for lf in leaves if lf.prefix != lf.ref.path]
+        self.count("versioned", len(versioned))
+        if not versioned:
+            return
+        listings = self.storage.list_many([lf.ref.path for lf in versioned])
+        docs = self.storage.get_many([f"{lf.prefix}/zarr.json" for lf in versioned])
+        groups = self.storage.get_many([f"{lf.prefix}/{self.group}/zarr.json" for lf in versioned])
+        for lf, names, payload, group in zip(versioned, listings, docs, groups):
+            current = version_of(lf.stamp)
+            for name in names:
+                if name.startswith("run-") and name != current:
+                    self.count("superseded")
+                    self.add("superseded-version", "info", f"{lf.ref.path}/{name}",
+                             f"not the current version ({current}): never read; reclaimable")
+                elif name == self.group or name == "coverage.moc":
+                    self.add("legacy-arrays", "info", f"{lf.ref.path}/{name}",
+                             "legacy arrays beside a version pointer (a converted leaf): never read; reclaimable")
+            if current not in names:
+                lf.live = False
+                self.add("version-missing", "error", lf.ref.path,
+                         f"the stamp points at {current}, which is missing: committed data removed out of band; "
+                         "readers skip the leaf with a warning, no arrays")
+                continue
+            try:
+                vstamp = stamp_of(parse_json(payload, self.storage.describe(f"{lf.prefix}/zarr.json")))
+            except StampError as exc:
+                vstamp = None
+                self.add("stamp-unparsable", "error", f"{lf.prefix}/zarr.json", str(exc))
+            if vstamp is None:
+                lf.live = False
+                served = "its arrays are intact, so open_hive still serves it" if group is not None else "it holds no arrays"
+                self.add("version-unstamped", "error", lf.prefix,
+                         f"the version the pointer names has no stamp of its own ({served}); debris by the verifier's rule")
+                continue
+            if group is None:
+                lf.live = False
+                self.add("data-group-missing", "error", f"{lf.prefix}/{self.group}",
+                         "a stamped version without its data group: opening the store raises (malformed leaf)")
+                continue
+            mirror = {k: v for k, v in lf.stamp.items() if k != "current"}
+            if vstamp != mirror:
+                differ = sorted(k for k in set(mirror) | set(vstamp) if mirror.get(k) != vstamp.get(k))
+                self.add("version-stamp-differs", "warning", lf.prefix,
+                         f"the root stamp is not the version's stamp plus 'current' (differ: {', '.join(differ)}); readers use the root's")
+
+    # -- coverage ------------------------------------------------------------------------------------
+    def _moc_agreement(self, shards, usable: bool) -> None:
+        if not usable:
+            return
+        named = set(int(w) for w in shards)
+        stamped = self.stamped
+        words = ids.to_words([r.decimal for r in stamped]) if stamped else np.empty(0, np.uint64)
+        held = set()
+        for ref, w in zip(stamped, words):
+            held.add(int(w))
+            if int(w) not in named:
+                self.add("root-moc-stale", "warning", ref.path,
+                         "a stamped leaf the root coverage.moc does not name: readers never see it; rebuild the MOC")
+        if self.window is not None:
+            return  # a shard may hold leaves in other windows only
+        pg = self.m.path_grouping
+        for w in sorted(named - held):
+            d = ids.to_decimal(w)
+            where = ids.leaf_path(d, None, pg) if not self.m.windowed else ids.hive_node(d, pg)
+            self.add("moc-shard-without-leaf", "warning", where,
+                     "the root coverage.moc names this shard but it holds no stamped leaf: every open pays a stamp miss")
+
+    def _boxes(self, leaves: list[_Leaf]) -> None:
+        """Box members inside the shard; a ``full`` leaf's box covering the whole shard (no read needed)."""
+        for lf in leaves:
+            cov = stamp_coverage(lf.stamp)
+            box = box_words(lf.stamp)
+            if cov is None or box is None:
+                self.count("box-absent")
+                continue
+            shard = ids.to_words(lf.ref.decimal)
+            outside = ~aoi_mask(box, shard)
+            if outside.any():
+                self.add("box-outside-shard", "error", lf.ref.path,
+                         f"box members {ids.to_decimals(box[outside])} lie outside shard {lf.ref.decimal}")
+            if cov.get("encoding") == "full":
+                cells = np.asarray(mortie.generate_morton_children(shard[0], self.m.cell_order), dtype=np.uint64).ravel()
+                self._box_covers(lf, box, cells, "the full subtree")
+
+    def _box_covers(self, lf: _Leaf, box: np.ndarray, cells: np.ndarray, what: str) -> None:
+        missed = ~aoi_mask(cells, box)
+        if missed.any():
+            self.add("box-misses-cells", "error", lf.ref.path,
+                     f"the tier-0 box does not contain {int(missed.sum())} cells of {what} "
+                     f"(e.g. {ids.to_decimal(cells[missed][0])}): AOI opens there drop real data")
+
+    def _schema(self, leaves: list[_Leaf]) -> None:
+        """The schema an open takes from its first leaf, through the reader's array contract."""
+        live = [lf for lf in leaves if lf.live]
+        if not live:
+            return
+        lf = live[0]
+        try:
+            read_schema(self.storage, f"{lf.prefix}/{self.group}", stamped_array_names(lf.stamp, self.group))
+        except (ArrayContractError, StampError) as exc:
+            self.add("schema-invalid", "error", f"{lf.prefix}/{self.group}", str(exc))
+
+    # -- pyramids ------------------------------------------------------------------------------------
+    def _pyramid(self, levels, moc_usable: bool, refs: list[LeafRef]) -> list[str]:
+        """Every declared derived level through the reader's level opener; returns the admitted objects' paths."""
+        decl = pyramid_declaration(self.m)
+        if self.m.windowed:
+            windows = [self.window] if self.window else sorted({r.window for r in refs if r.window})
+        else:
+            windows = [None]
+        derived: list[str] = []
+        for level in levels:
+            name = f"o{level.cell_order} ({level.artifact} at node order {level.node_order})"
+            if not moc_usable:
+                self.add("level-unenumerable", "warning", MANIFEST_NAME,
+                         f"declared level {name} cannot be enumerated without a usable root coverage.moc; readers omit it")
+                continue
+            if level.artifact == "overview" and self.m.path_grouping > 1:
+                self.add("level-unenumerable", "warning", MANIFEST_NAME,
+                         f"declared level {name}: path_grouping {self.m.path_grouping} > 1 leaves overview nodes unnamed")
+                continue
+            scopes = [(w, False) for w in windows]
+            if level.artifact == "overview" and self.m.windowed and decl["all_time"] and self.window is None:
+                scopes.append((None, True))
+            found = 0
+            for w, all_time in scopes:
+                stem = ALL_TOKEN if (all_time or w is None) else w
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    try:
+                        ds = open_level_in(self.storage, self.m, level.cell_order, w, None, all_time)
+                    except PyramidError as exc:
+                        self.add(f"{level.artifact}-refused", "error", _object_of(str(exc), self.storage) or MANIFEST_NAME,
+                                 f"{exc} (readers refuse the whole level)")
+                        found += 1  # objects exist, they are wrong
+                        ds = None
+                    except MoczarrError as exc:  # an unparsable stamp, a broken array contract: the open raises
+                        self.add(f"{level.artifact}-unreadable", "error", _object_of(str(exc), self.storage) or MANIFEST_NAME,
+                                 f"{exc} (opening the level raises)")
+                        found += 1
+                        ds = None
+                # the opener's other warnings (level omitted, walk fallback) are what level-unswept reports
+                for c in caught:
+                    if issubclass(c.category, ObjectDroppedWarning):
+                        msg = str(c.message)
+                        self.add(f"{level.artifact}-dropped", "warning", _object_of(msg, self.storage), msg)
+                        found += 1
+                if ds is None:
+                    continue
+                for entry in ds.attrs.get("zagg_objects") or []:
+                    found += 1
+                    node = entry["node"]
+                    if level.artifact == "overview":
+                        path = f"{ids.ancestor_node(node)}/{stem}.zarr"
+                    else:
+                        path = f"{ids.hive_node(node, self.m.path_grouping)}/{stem}.pyramid.zarr"
+                    self.count("overviews" if level.artifact == "overview" else "columns")
+                    derived.append(path)
+            if not found:
+                self.add("level-unswept", "warning", MANIFEST_NAME,
+                         f"declared level {name} has no stamped object in any window: never swept (or deleted); readers omit it")
+        return sorted(set(derived))
+
+    # -- deep ----------------------------------------------------------------------------------------
+    def _deep(self, leaves: list[_Leaf], derived: list[str]) -> None:
+        """Every object of every live leaf and admitted derived object, read once, hashed and cross-checked."""
+        unrecorded = 0
+        items: list[tuple[str, _Leaf | None]] = [(lf.prefix, lf) for lf in leaves] + [(p, None) for p in derived]
+        self.tick(0, len(items))
+        for start in range(0, len(items), DEEP_BATCH):
+            batch = items[start : start + DEEP_BATCH]
+            # a leaf's root document (stamp or version stamp) was read by the shallow pass: not again
+            objects = _read_objects(self.storage, [data for data, _ in batch], [lf is not None for _, lf in batch])
+            decoded = _decode_arrays(objects)
+            sidecars = self._read_sidecars([lf for _, lf in batch])
+            for (data, lf), objs, arrays, records in zip(batch, objects, decoded, sidecars):
+                if lf is not None:
+                    stamp = lf.stamp
+                    if f"{self.group}/zarr.json" not in objs:
+                        self.add("data-group-missing", "error", f"{data}/{self.group}",
+                                 "a stamped leaf without its data group: reads of it raise (malformed leaf)")
+                        continue
+                else:  # a derived object's stamp is its root zarr.json, just read with the rest
+                    try:
+                        stamp = stamp_of(parse_json(objs.get("zarr.json"), self.storage.describe(f"{data}/zarr.json")))
+                    except StampError as exc:
+                        self.add("stamp-unparsable", "error", f"{data}/zarr.json", str(exc))
+                        continue
+                recorded = _recorded_hashes(stamp)
+                arrays, digests = self._hash_object(data, objs, arrays, stamp, recorded)
+                verified_by_record = False
+                if lf is not None:
+                    self._occupancy(lf, objs, arrays)
+                    verified_by_record = self._check_sidecars(lf, records, digests, recorded)
+                if recorded is None and not verified_by_record:
+                    unrecorded += 1
+            self.tick(len(batch), 0)
+        if unrecorded:
+            self.add("content-unrecorded", "info", "",
+                     f"{unrecorded} objects record no content_hashes: their bytes cannot be verified (not tampered)")
+
+    def _hash_object(
+        self, data: str, objs: dict[str, bytes], decoded: dict, stamp: dict | None, recorded: dict | None
+    ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+        """Recompute the O11 digests of the decoded arrays of ``data``; report against ``recorded``.
+
+        Returns the decoded values and their digests, by array path.
+        """
+        names = sorted(decoded)
+        values: dict[str, np.ndarray] = {}
+        digests: dict[str, str] = {}
+        for name in names:
+            result = decoded[name]
+            if isinstance(result, Exception):
+                self.add("chunk-unreadable", "error", f"{data}/{name}",
+                         f"array does not decode: {type(result).__name__}: {result}")
+                continue
+            values[name] = result
+            digests[name] = content_digest(result)
+        self.count("arrays_hashed", len(digests))
+        if recorded is None:
+            return values, digests
+        combined = stamp["content_hashes"].get("combined")
+        if isinstance(combined, str) and combined != combined_digest(list(recorded.values())):
+            self.add("content-combined-mismatch", "error", f"{data}/zarr.json",
+                     "the recorded combined hash is not the hash of the recorded per-array digests "
+                     "(a serialization disagreement: the record cannot be trusted)")
+        for name in sorted(set(recorded) - set(names)):
+            self.add("content-array-missing", "error", f"{data}/{name}",
+                     "the stamp records a content hash for this array but it is not on disk")
+        for name in sorted(set(digests) - set(recorded)):
+            self.add("content-array-unrecorded", "warning", f"{data}/{name}", "an array the stamp's content_hashes do not list")
+        for name in sorted(set(digests) & set(recorded)):
+            if digests[name] != recorded[name]:
+                chunks = _chunk_presence(name, objs)
+                self.add("content-mismatch", "error", f"{data}/{name}",
+                         f"decoded content hashes to {digests[name][:12]}…, the stamp records {recorded[name][:12]}… "
+                         f"({chunks}): a replaced, truncated or missing chunk reads as fill under zarr")
+        return values, digests
+
+    # -- D20 sidecars (FORMAT.md §4.5, §8.1, §8.2) ---------------------------------------------------
+    def _sidecar_keys(self, ref: LeafRef) -> tuple[str, str]:
+        """The D20 stats record and the granule-id list of a leaf: siblings of its stable root."""
+        node = ref.path.rpartition("/")[0]
+        suffix = "" if ref.window is None else f"_{ref.window}"
+        return f"{node}/stats{suffix}.json", f"{node}/granules{suffix}.json"
+
+    def _read_sidecars(self, leaves: Sequence[_Leaf | None]) -> list[tuple[bytes | None, bytes | None]]:
+        """Both sidecars of every leaf of a deep batch (``(None, None)`` for derived objects), in one batched read."""
+        keys = [k for lf in leaves if lf is not None for k in self._sidecar_keys(lf.ref)]
+        payloads = iter(self.storage.get_many(keys))
+        return [(None, None) if lf is None else (next(payloads), next(payloads)) for lf in leaves]
+
+    def _sidecar_document(self, key: str, payload: bytes | None) -> dict | None:
+        """A sidecar's JSON object, or None when absent (fail-open) or unreadable (a warning)."""
+        if payload is None:
+            return None
+        try:
+            doc = parse_json(payload, self.storage.describe(key))
+        except MoczarrError as exc:
+            self.add("sidecar-unreadable", "warning", key, f"{exc}; it is left out (a sidecar is fail-open)")
+            return None
+        if not isinstance(doc, dict):
+            self.add("sidecar-unreadable", "warning", key, f"a sidecar is a JSON object, this is a {type(doc).__name__}")
+            return None
+        return doc
+
+    def _check_sidecars(
+        self, lf: _Leaf, payloads: tuple[bytes | None, bytes | None], digests: dict[str, str], stamped: dict | None
+    ) -> bool:
+        """Check a leaf's D20 record and granule-id list against the leaf; True when the record verified its content.
+
+        Sidecars are written after the stamp and are fail-open (FORMAT.md §4.4):
+        an absent one is unverifiable, never tampered, so every finding here is
+        a warning. Where the stamp records no content hashes (older writers),
+        the D20 record's are the only ones, and a match verifies the content.
+        """
+        stats_key, granules_key = self._sidecar_keys(lf.ref)
+        record = self._sidecar_document(stats_key, payloads[0])
+        listing = self._sidecar_document(granules_key, payloads[1])
+        verified = False
+        if record is not None and record.get("schema_version") != 1:
+            self.add("sidecar-unsupported", "warning", stats_key,
+                     f"a D20 record of schema_version {record.get('schema_version')!r}; this verifier reads version 1")
+            record = None
+        if record is not None:
+            word = int(ids.to_words(lf.ref.decimal)[0])
+            if record.get("shard_key") != word or record.get("window") != lf.ref.window:
+                self.add("sidecar-foreign", "warning", stats_key,
+                         f"the D20 record is of shard_key {record.get('shard_key')!r}, window {record.get('window')!r}, "
+                         f"not of this leaf ({word}, {lf.ref.window!r}); it is left out")
+                record = None
+        hashes = _recorded_hashes(record)
+        if hashes is not None and stamped is not None and hashes != stamped:
+            self.add("sidecar-stale", "warning", stats_key,
+                     "the D20 record's content hashes differ from the stamp's: a record of another run "
+                     "(the stamp is authoritative)")
+        elif hashes is not None and stamped is None:
+            bad = sorted(name for name, hexdigest in hashes.items() if digests.get(name) != hexdigest)
+            if bad:
+                self.add("sidecar-content-mismatch", "warning", stats_key,
+                         f"{len(bad)} arrays (e.g. {bad[0]}) do not hash as the D20 record says and the stamp records "
+                         "no hashes to decide: altered content, or a record left by an earlier run")
+            else:
+                verified = True
+                self.count("arrays_verified_by_record", len(hashes))
+        if listing is not None:
+            self._check_granules(lf, granules_key, listing, record)
+        return verified
+
+    def _check_granules(self, lf: _Leaf, key: str, listing: dict, record: dict | None) -> None:
+        """A granule-id list is trusted only when it hashes to its ``granules_sha256`` and that is the D20 record's."""
+        names, claimed = listing.get("granule_ids"), listing.get("granules_sha256")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            self.add("sidecar-unreadable", "warning", key, "'granule_ids' is not a list of strings; the list is left out")
+            return
+        own = hashlib.sha256("\n".join(sorted(names)).encode("utf-8")).hexdigest()
+        if claimed != own:
+            self.add("granules-hash-mismatch", "warning", key,
+                     f"the {len(names)} ids do not hash to the list's own granules_sha256: the list is untrusted")
+            return
+        if record is not None and record.get("granules_sha256") not in (None, claimed):
+            self.add("granules-unmatched", "warning", key,
+                     "granules_sha256 differs from the D20 record's: the list is of another run and untrusted (FORMAT.md §8.2)")
+            return
+        count = lf.stamp.get("granule_count")
+        if isinstance(count, int) and not isinstance(count, bool) and count != len(names):
+            self.add("granule-count-mismatch", "warning", lf.ref.path,
+                     f"the stamp says granule_count {count}, its trusted granule-id list holds {len(names)}")
+
+    def _occupancy(self, lf: _Leaf, objs: dict[str, bytes], arrays: dict[str, np.ndarray]) -> None:
+        """Box ⊇ bitmap, bitmap == ``count > 0``, ``cells_with_data`` == populated cells (deep only)."""
+        cov = stamp_coverage(lf.stamp)
+        box = box_words(lf.stamp)
+        shard = ids.to_words(lf.ref.decimal)
+        depth = self.m.cell_order - self.m.shard_order
+        lo, _ = ids.subtree_rank_bounds(shard, self.m.shard_order, self.m.cell_order)
+        bitmap = None
+        if cov is not None and cov.get("encoding") == "bitmap" and depth > 0:
+            sidecar = cov.get("sidecar") or "coverage.moc"
+            payload = objs.get(sidecar)
+            if payload is None:
+                self.add("bitmap-missing", "warning", f"{lf.prefix}/{sidecar}",
+                         "the stamp declares a bitmap sidecar that is not on disk: exact occupancy degrades to the box")
+            else:
+                try:
+                    bitmap = decode_bitmap(payload, depth, self.storage.describe(f"{lf.prefix}/{sidecar}"))
+                except CoverageError as exc:
+                    self.add("bitmap-corrupt", "error", f"{lf.prefix}/{sidecar}", str(exc))
+        elif cov is not None and cov.get("encoding") == "full":
+            bitmap = np.arange(4**depth)
+        if bitmap is not None and box is not None and bitmap.size:
+            cells = ids.words_from_ranks(lo[0] + bitmap.astype(np.uint64), self.m.cell_order)
+            missed = ~aoi_mask(cells, box)
+            if missed.any():
+                self.add("box-misses-bitmap", "error", lf.ref.path,
+                         f"the tier-0 box does not contain {int(missed.sum())} occupied cells of the bitmap "
+                         f"(e.g. {ids.to_decimal(cells[missed][0])}): AOI opens there drop real data")
+        count = arrays.get(f"{self.group}/count")
+        if count is None or count.ndim < 1 or count.shape[0] != 4**depth:
+            return
+        occupied = np.flatnonzero(np.asarray(count).reshape(count.shape[0], -1).sum(axis=1) > 0)
+        if bitmap is not None and not np.array_equal(np.sort(bitmap), occupied):
+            only_bits = np.setdiff1d(bitmap, occupied).size
+            only_count = np.setdiff1d(occupied, bitmap).size
+            self.add("bitmap-count-mismatch", "error", lf.ref.path,
+                     f"bitmap and count > 0 disagree: {only_bits} cells set only in the bitmap, {only_count} only in count")
+        cwd = lf.stamp.get("cells_with_data")
+        if isinstance(cwd, int) and not isinstance(cwd, bool) and cwd != occupied.size:
+            self.add("cells-with-data-mismatch", "warning", lf.ref.path,
+                     f"the stamp says cells_with_data {cwd}, count > 0 in {occupied.size} cells")
+
+
+# -- O11 content hashes (FORMAT.md §8.6) ---------------------------------------------------------------
+def content_digest(values: np.ndarray) -> str:
+    """The O11 digest of one decoded array.
+
+    Fixed width: sha256 of the C-order little-endian bytes at the array's
+    dtype (fill included). Variable length (object arrays): sha256 over the
+    cells in C order of ``u64le(len(payload)) || payload``, where an empty or
+    unwritten cell contributes length 0, an ndarray cell its C-contiguous LE
+    bytes and a ``str`` its UTF-8. Raises ``TypeError`` for any other cell.
+    """
+    values = np.asarray(values)
+    if values.dtype != object:
+        le = values.astype(values.dtype.newbyteorder("<"), copy=False)
+        return hashlib.sha256(np.ascontiguousarray(le).tobytes()).hexdigest()
+    h = hashlib.sha256()
+    for cell in values.ravel(order="C"):
+        if cell is None:
+            payload = b""
+        elif isinstance(cell, (bytes, bytearray, memoryview)):
+            payload = bytes(cell)
+        elif isinstance(cell, str):
+            payload = cell.encode("utf-8")
+        elif isinstance(cell, np.ndarray):
+            payload = np.ascontiguousarray(cell.astype(cell.dtype.newbyteorder("<"), copy=False)).tobytes()
+        else:
+            raise TypeError(f"a vlen cell of type {type(cell).__name__} has no O11 byte form")
+        h.update(len(payload).to_bytes(8, "little"))
+        h.update(payload)
+    return h.hexdigest()
+
+
+def combined_digest(digests: Sequence[str]) -> str:
+    """``sha256`` of the sorted per-array hex digests joined by newlines (names excluded)."""
+    return hashlib.sha256("\n".join(sorted(digests)).encode("ascii")).hexdigest()
+
+
+def _recorded_hashes(stamp: dict | None) -> dict[str, str] | None:
+    """``{array: hex}`` a stamp records (the ``arrays`` form or the flat form), or None."""
+    block = (stamp or {}).get("content_hashes")
+    if not isinstance(block, dict):
+        return None
+    arrays = block.get("arrays") if isinstance(block.get("arrays"), dict) else {k: v for k, v in block.items() if k != "combined"}
+    return {k: v for k, v in arrays.items() if isinstance(v, str)} or None
+
+
+def _decode_arrays(objects: list[dict[str, bytes]]) -> list[dict[str, np.ndarray | Exception]]:
+    """Every array of every object decoded from its already-read bytes (no request), in one event-loop pass.
+
+    Arrays are found by their ``zarr.json`` documents (FORMAT.md §8.6: not by
+    zarr's member listing, which trips over the non-zarr ``coverage.moc``).
+    An array that does not decode maps to its exception.
+    """
+    proto = default_buffer_prototype()
+
+    async def one(store: MemoryStore, name: str, meta: dict):
+        try:
+            arr = AsyncArray(metadata=meta, store_path=StorePath(store, name))
+            return await arr.getitem(Ellipsis, prototype=proto)
+        except Exception as exc:  # a chunk that does not decode: any codec error
+            return exc
+
+    async def go():
+        jobs, where = [], []
+        for i, objs in enumerate(objects):
+            store = MemoryStore({k: proto.buffer.from_bytes(v) for k, v in objs.items()})
+            for key, payload in objs.items():
+                if not key.endswith("zarr.json") or key == "zarr.json":
+                    continue
+                try:
+                    doc = parse_json(payload, key)
+                except StampError as exc:
+                    jobs.append(asyncio.sleep(0, exc))
+                    where.append((i, key[: -len("/zarr.json")]))
+                    continue
+                if isinstance(doc, dict) and doc.get("node_type") == "array":
+                    jobs.append(one(store, key[: -len("/zarr.json")], doc))
+                    where.append((i, key[: -len("/zarr.json")]))
+        return where, await asyncio.gather(*jobs)
+
+    where, results = sync(go())
+    out: list[dict] = [{} for _ in objects]
+    for (i, name), result in zip(where, results):
+        out[i][name] = result
+    return out
+
+
+def _chunk_presence(name: str, objs: dict[str, bytes]) -> str:
+    meta = parse_json(objs[f"{name}/zarr.json"], name)
+    shape = meta.get("shape") or []
+    chunk = ((meta.get("chunk_grid") or {}).get("configuration") or {}).get("chunk_shape") or shape
+    expected = int(np.prod([-(-s // c) for s, c in zip(shape, chunk)])) if shape else 1
+    present = sum(1 for k in objs if k.startswith(f"{name}/c/") or k == f"{name}/c")
+    return f"{present} of {expected} chunk objects on disk"
+
+
+def _read_objects(storage: Storage, targets: list[str], skip_root_doc: list[bool]) -> list[dict[str, bytes]]:
+    """Every object under each data root, keyed relative to it (one LIST per root, then batched GETs).
+
+    ``skip_root_doc[i]`` leaves out target ``i``'s own ``zarr.json`` (already read).
+    Under a legacy root the
+    version subgroups ``run-*`` are left out (FORMAT.md §5.5: hash only the
+    current version); under a version the root is the version itself.
+    """
+
+    async def listing(data: str, sem: asyncio.Semaphore) -> list[str]:
+        async with sem:
+            base = storage.key(data) + "/"
+            return [k[len(base):] async for k in storage.store.list_prefix(base)]
+
+    async def list_all():
+        sem = asyncio.Semaphore(storage.concurrency)
+        return await asyncio.gather(*(listing(d, sem) for d in targets))
+
+    listings = sync(list_all())
+    keys: list[str] = []
+    owners: list[tuple[int, str]] = []
+    for i, (data, rels) in enumerate(zip(targets, listings)):
+        for rel in rels:
+            if rel.startswith("run-") or (skip_root_doc[i] and rel == "zarr.json"):
+                continue
+            keys.append(f"{data}/{rel}")
+            owners.append((i, rel))
+    payloads = storage.get_many(keys)
+    out: list[dict[str, bytes]] = [{} for _ in targets]
+    for (i, rel), payload in zip(owners, payloads):
+        if payload is not None:
+            out[i][rel] = payload
+    return out
+
+
+__all__ = ["combined_digest", "content_digest", "verify_store"]
