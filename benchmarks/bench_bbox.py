@@ -41,7 +41,9 @@ def timed(fn, repeats: int = 5) -> tuple[float, object]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--store", default=os.fspath(Path(__file__).resolve().parents[2] / "bench" / "single_5000" / "store"))
+    parser.add_argument(
+        "--store", default=os.fspath(Path(__file__).resolve().parents[2] / "bench" / "single_5000" / "store")
+    )
     parser.add_argument("--half-widths", default="0.3,1.5,4", help="half the box side, degrees (comma-separated)")
     args = parser.parse_args()
     root = Path(args.store)
@@ -50,7 +52,9 @@ def main() -> None:
     env = json.loads((root / "coverage.moc").read_text())
     shards = _expand(env["ranges"], manifest.shard_order)
     print(f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, mortie {mortie.__version__}")
-    print(f"store {root}: {shards.size} shards in the root MOC, shard order {manifest.shard_order}, cell order {manifest.cell_order}")
+    print(
+        f"store {root}: {shards.size} shards in the root MOC, shard order {manifest.shard_order}, cell order {manifest.cell_order}"
+    )
 
     full_s, full = timed(lambda: moczarr.open_hive(str(root)))
     with count_requests() as c_full:
@@ -75,7 +79,9 @@ def main() -> None:
         # the floor, independently: mortie's flat cover of the box's corners ring at shard order, met with the MOC
         ring_lons = [box.west, box.east, box.east, box.west]
         ring_lats = [box.south, box.south, box.north, box.north]
-        shard_cover = np.asarray(mortie.morton_coverage(ring_lats, ring_lons, order=manifest.shard_order), dtype=np.uint64)
+        shard_cover = np.asarray(
+            mortie.morton_coverage(ring_lats, ring_lons, order=manifest.shard_order), dtype=np.uint64
+        )
         covered = np.intersect1d(shard_cover, shards).size
         line(f"bbox {2 * h:.1f} deg", small_s, c_small, covered + 2 + n_arrays)
         print(

@@ -18,8 +18,8 @@ import numpy as np
 from bench_open import existing_stores, size_parser
 
 from moczarr import read_manifest
-from moczarr.places import footprint
 from moczarr.openers.hive import root_shards
+from moczarr.places import footprint
 from moczarr.storage import Storage
 
 
@@ -44,8 +44,11 @@ def main() -> None:
         old = median_time(lambda: mortie.to_geometry(np.asarray(mortie.compress_moc(words), dtype=np.uint64)), 3)
         first = first or (words.size, new, old)
         scale = words.size / first[0]
-        print(f"{words.size:>8}{new * 1e3:>14.1f}{new / (scale * first[1]):>10.1f}x{old * 1e3:>20.1f}"
-              f"{old / (scale * first[2]):>10.1f}x", flush=True)
+        print(
+            f"{words.size:>8}{new * 1e3:>14.1f}{new / (scale * first[1]):>10.1f}x{old * 1e3:>20.1f}"
+            f"{old / (scale * first[2]):>10.1f}x",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

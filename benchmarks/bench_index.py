@@ -82,8 +82,12 @@ def main() -> None:
     shards_b = np.sort(rng.choice(pool, args.shards, replace=False))  # overlaps about half of A
     rows: list = []
 
-    r = measure("build MortonRanges (from_subtrees)",
-                lambda: MortonRanges.from_subtrees(shards_a, CELL_ORDER), args.repeat, rows)
+    r = measure(
+        "build MortonRanges (from_subtrees)",
+        lambda: MortonRanges.from_subtrees(shards_a, CELL_ORDER),
+        args.repeat,
+        rows,
+    )
     r = MortonRanges.from_subtrees(shards_a, CELL_ORDER)
     rb = MortonRanges.from_subtrees(shards_b, CELL_ORDER)
     n = len(r)
@@ -98,29 +102,31 @@ def main() -> None:
     idx = ds.xindexes["morton"]
     picks = r.word_at(np.sort(rng.choice(n, args.picks, replace=False)))
     scattered = rng.permutation(picks)
-    measure(f"index.sel {args.picks:,} scattered words", lambda: idx.sel({"morton": scattered}),
-            args.repeat, rows)
-    measure(f"ds.sel {args.picks:,} words (ascending, index kept)",
-            lambda: ds.sel(morton=picks), args.repeat, rows)
+    measure(f"index.sel {args.picks:,} scattered words", lambda: idx.sel({"morton": scattered}), args.repeat, rows)
+    measure(f"ds.sel {args.picks:,} words (ascending, index kept)", lambda: ds.sel(morton=picks), args.repeat, rows)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        measure(f"ds.sel {args.picks:,} scattered words (index dropped)",
-                lambda: ds.sel(morton=scattered), args.repeat, rows)
-    measure("ds.isel a slice (middle third)",
-            lambda: ds.isel(cells=slice(n // 3, 2 * n // 3)), args.repeat, rows)
-    measure("ds.sel a label slice", lambda: ds.sel(morton=slice(picks[100], picks[-100])),
-            args.repeat, rows)
+        measure(
+            f"ds.sel {args.picks:,} scattered words (index dropped)",
+            lambda: ds.sel(morton=scattered),
+            args.repeat,
+            rows,
+        )
+    measure("ds.isel a slice (middle third)", lambda: ds.isel(cells=slice(n // 3, 2 * n // 3)), args.repeat, rows)
+    measure("ds.sel a label slice", lambda: ds.sel(morton=slice(picks[100], picks[-100])), args.repeat, rows)
     idx_b = MortonMocIndex.from_ranges(rb)
     measure("align A, B: inner join (intersection)", lambda: idx.join(idx_b, "inner"), args.repeat, rows)
     measure("align A, B: outer join (union)", lambda: idx.join(idx_b, "outer"), args.repeat, rows)
     measure("A == B (equals, exact join check)", lambda: idx.equals(idx_b), args.repeat, rows)
-    measure("xr.align(A, A) same domain, join=exact",
-            lambda: xr.align(ds, build_ds(r), join="exact"), args.repeat, rows)
+    measure(
+        "xr.align(A, A) same domain, join=exact", lambda: xr.align(ds, build_ds(r), join="exact"), args.repeat, rows
+    )
 
-    print(f"\ndomain A: {args.shards:,} shards x 4**6 cells = {n:,} rows at order {CELL_ORDER}, "
-          f"{r.n_intervals:,} intervals, {r.nbytes / 1e6:.2f} MB of interval arrays")
-    print(f"domain B: {len(rb):,} rows, {rb.n_intervals:,} intervals; "
-          f"A & B = {len(r & rb):,} rows")
+    print(
+        f"\ndomain A: {args.shards:,} shards x 4**6 cells = {n:,} rows at order {CELL_ORDER}, "
+        f"{r.n_intervals:,} intervals, {r.nbytes / 1e6:.2f} MB of interval arrays"
+    )
+    print(f"domain B: {len(rb):,} rows, {rb.n_intervals:,} intervals; A & B = {len(r & rb):,} rows")
     print(f"\n{'operation':58s} {'median ms':>10s} {'best ms':>8s} {'peak MB':>8s}")
     for name, med, best, peak in rows:
         print(f"{name:58s} {med:10.2f} {best:8.2f} {peak:8.2f}")
@@ -128,8 +134,11 @@ def main() -> None:
     # --- 10**6 rows: memory against a pandas index, and a real xr.align ---------------------
     small = r.isel(slice(0, 10**6))
     small_b = r.isel(slice(500_000, 1_500_000))
-    moc_idx, moc_mb = retained(lambda: MortonMocIndex.from_ranges(
-        MortonRanges.from_rank_intervals(small.lo.copy(), small.hi.copy(), CELL_ORDER)))
+    moc_idx, moc_mb = retained(
+        lambda: MortonMocIndex.from_ranges(
+            MortonRanges.from_rank_intervals(small.lo.copy(), small.hi.copy(), CELL_ORDER)
+        )
+    )
     words = small.words()
     pd_idx, pd_mb = retained(lambda: PandasIndex(pd.Index(words.copy()), "cells"))
     probe = words[::100]
@@ -137,23 +146,36 @@ def main() -> None:
     print(f"\n10**6 rows ({small.n_intervals} intervals):")
     print(f"  moc index retained    {moc_mb * 1e3:10.3f} kB")
     print(f"  pandas index retained {pd_mb * 1e3:10.3f} kB (+{pd_mb_lookup * 1e3:.0f} kB hash table on first lookup)")
-    print(f"  ratio                 {pd_mb / moc_mb:10.0f}x (excluding the hash table), "
-          f"{(pd_mb + pd_mb_lookup) / moc_mb:.0f}x (including it)")
+    print(
+        f"  ratio                 {pd_mb / moc_mb:10.0f}x (excluding the hash table), "
+        f"{(pd_mb + pd_mb_lookup) / moc_mb:.0f}x (including it)"
+    )
 
     def ds_of(ranges, kind):
         if kind == "moc":
-            return xr.Dataset({"v": ("cells", np.ones(len(ranges), np.float32))},
-                              coords=xr.Coordinates.from_xindex(MortonMocIndex.from_ranges(ranges)))
-        return xr.Dataset({"v": ("cells", np.ones(len(ranges), np.float32))},
-                          coords={"morton": ("cells", ranges.words())}).set_xindex("morton")
+            return xr.Dataset(
+                {"v": ("cells", np.ones(len(ranges), np.float32))},
+                coords=xr.Coordinates.from_xindex(MortonMocIndex.from_ranges(ranges)),
+            )
+        return xr.Dataset(
+            {"v": ("cells", np.ones(len(ranges), np.float32))}, coords={"morton": ("cells", ranges.words())}
+        ).set_xindex("morton")
 
     small_rows: list = []
     for kind in ("moc", "pandas"):
         a, b = ds_of(small, kind), ds_of(small_b, kind)
-        measure(f"{kind}: xr.align(inner) 10**6 x 10**6 rows, half overlap",
-                lambda: xr.align(a, b, join="inner"), args.repeat, small_rows)
-        measure(f"{kind}: ds.sel {args.picks:,} words on 10**6 rows",
-                lambda: a.sel(morton=probe[: args.picks]), args.repeat, small_rows)
+        measure(
+            f"{kind}: xr.align(inner) 10**6 x 10**6 rows, half overlap",
+            lambda: xr.align(a, b, join="inner"),
+            args.repeat,
+            small_rows,
+        )
+        measure(
+            f"{kind}: ds.sel {args.picks:,} words on 10**6 rows",
+            lambda: a.sel(morton=probe[: args.picks]),
+            args.repeat,
+            small_rows,
+        )
     print(f"\n{'operation (10**6 rows, numpy data)':58s} {'median ms':>10s} {'best ms':>8s} {'peak MB':>8s}")
     for name, med, best, peak in small_rows:
         print(f"{name:58s} {med:10.2f} {best:8.2f} {peak:8.2f}")

@@ -39,7 +39,6 @@ from moczarr.dataplane.reads import CellsSource
 from moczarr.storage import count_requests
 
 
-
 def chunk_plan(root: Path, ds) -> list[tuple[str, np.dtype, bool]]:
     """Every data chunk a full load reads: (path, stored dtype, zstd?), from the leaf ids and the schema."""
     manifest = moczarr.read_manifest(root)
@@ -84,8 +83,10 @@ def main() -> None:
     args = size_parser(__doc__).parse_args()
     warnings.simplefilter("ignore", UserWarning)
     print(f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, {os.cpu_count()} cpus")
-    print(f"{'case':<22}{'load ms':>10}{'floor ms':>10}{'ratio':>8}{'chunks':>8}{'tasks':>7}"
-          f"{'peak MB':>9}{'decoded MB':>12}{'peak/dec':>10}{'excess MB':>11}{'record MB':>11}{'other MB':>10}")
+    print(
+        f"{'case':<22}{'load ms':>10}{'floor ms':>10}{'ratio':>8}{'chunks':>8}{'tasks':>7}"
+        f"{'peak MB':>9}{'decoded MB':>12}{'peak/dec':>10}{'excess MB':>11}{'record MB':>11}{'other MB':>10}"
+    )
     for n, store in existing_stores(args.work, args.sizes):
         ds = moczarr.open_hive(store)
         plan = chunk_plan(store, ds)

@@ -130,10 +130,17 @@ def main() -> None:
         store = ensure_store(work, "single", n, args.zagg_python)
         floor, _ = stamp_floor(store)
         rows.append(measure(f"open_hive single_{n} (moc)", lambda: moczarr.open_hive(store), floor=floor))
-        measure(f"open_hive single_{n} (pandas)", lambda: moczarr.open_hive(store, index_kind="pandas"), repeats=3, floor=floor)
+        measure(
+            f"open_hive single_{n} (pandas)",
+            lambda: moczarr.open_hive(store, index_kind="pandas"),
+            repeats=3,
+            floor=floor,
+        )
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
-        print(f"scaling: {last['median_s'] / first['median_s']:.1f}x time for {last['requests'].get('GET stamp', 0) / max(first['requests'].get('GET stamp', 1), 1):.0f}x leaves")
+        print(
+            f"scaling: {last['median_s'] / first['median_s']:.1f}x time for {last['requests'].get('GET stamp', 0) / max(first['requests'].get('GET stamp', 1), 1):.0f}x leaves"
+        )
     if not args.pyramids:
         return
     print("\n== open_store / open_pyramid (500 leaves per product) ==")

@@ -99,8 +99,10 @@ def serve_proxy(port: int, upstream: int, latency: float, lifetime: float) -> No
             stats["latency"] = float(query.split("=", 1)[1])
         body = json.dumps(stats).encode()
         stats["max_in_flight"], stats["requests"] = stats["in_flight"], 0
-        cwriter.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
-                      b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        cwriter.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
         await cwriter.drain()
         cwriter.close()
 
@@ -174,8 +176,12 @@ def wait_for_port(port: int, timeout: float = 30.0) -> None:
 # -- the objects ------------------------------------------------------------------------------------
 def bench_files(store: Path) -> list[Path]:
     """Stamps, metadata and data chunks of a store: what open and load read."""
-    files = [p for p in store.rglob("*") if p.is_file() and (
-        p.name in ("zarr.json", "morton_hive.json") or p.parent.name == "c" or p == store / "coverage.moc")]
+    files = [
+        p
+        for p in store.rglob("*")
+        if p.is_file()
+        and (p.name in ("zarr.json", "morton_hive.json") or p.parent.name == "c" or p == store / "coverage.moc")
+    ]
     return [p for p in files if not (p.parent.name == "c" and p.parent.parent.name in ("morton", "cell_ids"))]
 
 
@@ -184,8 +190,14 @@ def upload(endpoint: str, store: Path, prefix: str) -> int:
     import boto3
     from botocore.config import Config
 
-    s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
-                      region_name=REGION, config=Config(max_pool_connections=32))
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=KEY,
+        aws_secret_access_key=SECRET,
+        region_name=REGION,
+        config=Config(max_pool_connections=32),
+    )
     files = bench_files(store)
 
     def put(p: Path) -> None:
@@ -233,9 +245,15 @@ def bare_loop(endpoint: str, keys: list[str], concurrency: int) -> float:
     import obstore
     from obstore.store import S3Store
 
-    store = S3Store(BUCKET, endpoint=endpoint, access_key_id=KEY, secret_access_key=SECRET, region=REGION,
-                    client_options={"allow_http": True, "pool_max_idle_per_host": str(concurrency)},
-                    virtual_hosted_style_request=False)
+    store = S3Store(
+        BUCKET,
+        endpoint=endpoint,
+        access_key_id=KEY,
+        secret_access_key=SECRET,
+        region=REGION,
+        client_options={"allow_http": True, "pool_max_idle_per_host": str(concurrency)},
+        virtual_hosted_style_request=False,
+    )
 
     async def go():
         sem = asyncio.Semaphore(concurrency)
@@ -253,15 +271,20 @@ def bare_loop(endpoint: str, keys: list[str], concurrency: int) -> float:
     return asyncio.run(go())
 
 
-HEADER = (f"{'case':<30}{'GETs':>7}{'limit':>6}{'lat ms':>7}{'floor ms':>10}{'ms':>9}{'ratio':>7}"
-          f"{'server ms':>10}{'/server':>8}{'in flight':>10}")
+HEADER = (
+    f"{'case':<30}{'GETs':>7}{'limit':>6}{'lat ms':>7}{'floor ms':>10}{'ms':>9}{'ratio':>7}"
+    f"{'server ms':>10}{'/server':>8}{'in flight':>10}"
+)
 
 
 def row(label: str, seconds: float, gets: int, latency: float, limit: int, server: float | None, seen: int) -> None:
     floor = gets * latency / limit
     vs_server = f"{server * 1e3:>10.0f}{seconds / server:>7.1f}x" if server else f"{'-':>10}{'-':>8}"
-    print(f"{label:<30}{gets:>7}{limit:>6}{latency * 1e3:>7.0f}{floor * 1e3:>10.0f}{seconds * 1e3:>9.0f}"
-          f"{seconds / floor:>6.1f}x{vs_server}{seen:>10}", flush=True)
+    print(
+        f"{label:<30}{gets:>7}{limit:>6}{latency * 1e3:>7.0f}{floor * 1e3:>10.0f}{seconds * 1e3:>9.0f}"
+        f"{seconds / floor:>6.1f}x{vs_server}{seen:>10}",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -293,9 +316,13 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="moczarr-bench-s3-"))
     try:
         if args.server == "moto":
-            children.append(subprocess.Popen(
-                [sys.executable, __file__, "--serve-moto", str(server_port), "--lifetime", str(args.lifetime)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            children.append(
+                subprocess.Popen(
+                    [sys.executable, __file__, "--serve-moto", str(server_port), "--lifetime", str(args.lifetime)],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         else:
             rclone = shutil.which("rclone", path=os.path.dirname(sys.executable)) or shutil.which("rclone")
             if rclone is None:
@@ -306,14 +333,44 @@ def main() -> None:
                     t0 = time.perf_counter()
                     count = link_copy(store, scratch / BUCKET / f"single_{n}")
                     print(f"-- single_{n}: {count} objects linked for rclone in {time.perf_counter() - t0:.0f} s")
-            children.append(subprocess.Popen(
-                [rclone, "serve", "s3", os.fspath(scratch), "--addr", f"127.0.0.1:{server_port}",
-                 "--auth-key", f"{KEY},{SECRET}", "--read-only", "--force-path-style", "--no-modtime",
-                 "--dir-cache-time", "1h", "--log-level", "ERROR"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        children.append(subprocess.Popen(
-            [sys.executable, __file__, "--serve-proxy", str(proxy_port), str(server_port),
-             "--latency-ms", str(args.latency_ms), "--lifetime", str(args.lifetime)]))
+            children.append(
+                subprocess.Popen(
+                    [
+                        rclone,
+                        "serve",
+                        "s3",
+                        os.fspath(scratch),
+                        "--addr",
+                        f"127.0.0.1:{server_port}",
+                        "--auth-key",
+                        f"{KEY},{SECRET}",
+                        "--read-only",
+                        "--force-path-style",
+                        "--no-modtime",
+                        "--dir-cache-time",
+                        "1h",
+                        "--log-level",
+                        "ERROR",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        children.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--serve-proxy",
+                    str(proxy_port),
+                    str(server_port),
+                    "--latency-ms",
+                    str(args.latency_ms),
+                    "--lifetime",
+                    str(args.lifetime),
+                ]
+            )
+        )
         wait_for_port(server_port)
         wait_for_port(proxy_port)
         direct = f"http://127.0.0.1:{server_port}"
@@ -321,10 +378,13 @@ def main() -> None:
         if args.server == "moto":
             import boto3
 
-            boto3.client("s3", endpoint_url=direct, aws_access_key_id=KEY, aws_secret_access_key=SECRET,
-                         region_name=REGION).create_bucket(Bucket=BUCKET)
-        print(f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, server {args.server}, "
-              f"+{args.latency_ms:g} ms per request, in-flight limit {limit}, {os.cpu_count()} cores")
+            boto3.client(
+                "s3", endpoint_url=direct, aws_access_key_id=KEY, aws_secret_access_key=SECRET, region_name=REGION
+            ).create_bucket(Bucket=BUCKET)
+        print(
+            f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, server {args.server}, "
+            f"+{args.latency_ms:g} ms per request, in-flight limit {limit}, {os.cpu_count()} cores"
+        )
         for n in sizes:
             store = Path(args.work) / f"single_{n}" / "store"
             if not store.is_dir():
@@ -337,15 +397,21 @@ def main() -> None:
             else:
                 print(f"-- single_{n}", flush=True)
             url = f"s3://{BUCKET}/single_{n}"
-            base_opts = {"key": KEY, "secret": SECRET, "client_kwargs": {"endpoint_url": endpoint, "region_name": REGION}}
+            base_opts = {
+                "key": KEY,
+                "secret": SECRET,
+                "client_kwargs": {"endpoint_url": endpoint, "region_name": REGION},
+            }
             stamps = [f"single_{n}/{p.relative_to(store).as_posix()}" for p in store.glob("**/*.zarr/zarr.json")]
             rates = [len(stamps) / bare_loop(direct, stamps, limit)]
             for delay in (0.0, latency):
                 proxy_stats(endpoint, latency=delay)
                 rates.append(len(stamps) / bare_loop(endpoint, stamps, limit))
-            print(f"proxy check, {len(stamps)} stamps by a bare obstore loop at {limit} in flight: direct to the server "
-                  f"{rates[0]:.0f} GET/s; through the proxy at +0 ms {rates[1]:.0f} GET/s, at +{latency * 1e3:g} ms "
-                  f"{rates[2]:.0f} GET/s (the latency alone allows {limit / latency:.0f})")
+            print(
+                f"proxy check, {len(stamps)} stamps by a bare obstore loop at {limit} in flight: direct to the server "
+                f"{rates[0]:.0f} GET/s; through the proxy at +0 ms {rates[1]:.0f} GET/s, at +{latency * 1e3:g} ms "
+                f"{rates[2]:.0f} GET/s (the latency alone allows {limit / latency:.0f})"
+            )
             print(HEADER)
             server_floor: dict[str, float] = {}
             for backend in backends:

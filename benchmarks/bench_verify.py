@@ -56,7 +56,10 @@ def shallow_floor(storage: Storage, leaves: list[str]) -> None:
 def deep_floor(storage: Storage, store: Path, leaves: list[str]) -> None:
     shallow_floor(storage, leaves)
     keys = [
-        str(p.relative_to(store)) for leaf in leaves for p in (store / leaf).rglob("*") if p.is_file() and p != store / leaf / "zarr.json"
+        str(p.relative_to(store))
+        for leaf in leaves
+        for p in (store / leaf).rglob("*")
+        if p.is_file() and p != store / leaf / "zarr.json"
     ]  # the leaf stamps are in the shallow floor already
     storage.get_many(keys)
 

@@ -39,18 +39,24 @@ def resolve_cell_order(cell_order=None, **aliases):
     """
     unknown = set(aliases) - set(CELL_ORDER_ALIASES)
     if unknown:
-        raise ArgumentTypeError(f"unknown keyword(s) {sorted(unknown)}; the cell order is cell_order= (or {', '.join(CELL_ORDER_ALIASES)})")
+        raise ArgumentTypeError(
+            f"unknown keyword(s) {sorted(unknown)}; the cell order is cell_order= (or {', '.join(CELL_ORDER_ALIASES)})"
+        )
     given = {k: v for k, v in {"cell_order": cell_order, **aliases}.items() if v is not None and v != ""}
     values = {int(v) for v in given.values()}
     if len(values) > 1:
-        raise ArgumentTypeError(f"conflicting cell orders {given}: give one of cell_order, {', '.join(CELL_ORDER_ALIASES)}")
+        raise ArgumentTypeError(
+            f"conflicting cell orders {given}: give one of cell_order, {', '.join(CELL_ORDER_ALIASES)}"
+        )
     return values.pop() if values else None
 
 
 def _location(filename_or_obj) -> str:
     if isinstance(filename_or_obj, (str, os.PathLike)):
         return os.fspath(filename_or_obj)
-    raise ArgumentTypeError(f"the moczarr engine opens a store root (path or URL), not {type(filename_or_obj).__name__}")
+    raise ArgumentTypeError(
+        f"the moczarr engine opens a store root (path or URL), not {type(filename_or_obj).__name__}"
+    )
 
 
 class MoczarrBackendEntrypoint(BackendEntrypoint):
@@ -96,12 +102,18 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
         r = resolve_cell_order(cell_order, order=order, zoom=zoom, level=level)
         ds = open_level(root, r, window or None, aoi, bool(all_time), storage_options=storage_options)
         if ds is None:
-            raise LevelOmittedError(f"{root}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects")
+            raise LevelOmittedError(
+                f"{root}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects"
+            )
         if drop_variables:
-            ds = ds.drop_vars([drop_variables] if isinstance(drop_variables, str) else list(drop_variables), errors="ignore")
+            ds = ds.drop_vars(
+                [drop_variables] if isinstance(drop_variables, str) else list(drop_variables), errors="ignore"
+            )
         return ds
 
-    def open_datatree(self, filename_or_obj, *, drop_variables=None, products=None, window=None, aoi=None, storage_options=None):
+    def open_datatree(
+        self, filename_or_obj, *, drop_variables=None, products=None, window=None, aoi=None, storage_options=None
+    ):
         """:func:`moczarr.open_store` of the store root at ``filename_or_obj``."""
         from .openers.tree import open_store
 

@@ -38,7 +38,9 @@ def decimal_order(decimal: str) -> int:
     return len(decimal) - (2 if decimal.startswith("-") else 1)
 
 
-def to_words(values: Any, *, keep_shape: bool = False, validate: bool = True, argument: str | None = None) -> np.ndarray:
+def to_words(
+    values: Any, *, keep_shape: bool = False, validate: bool = True, argument: str | None = None
+) -> np.ndarray:
     """Packed ``uint64`` words from any id spelling a user may hand over: the one id converter.
 
     Accepts a ``mortie.Moc`` (or an object with ``__morton_moc__``), one packed
@@ -117,7 +119,9 @@ def _why_not_word(w: int) -> str:
     return f"body bits are set below its order {suffix}"
 
 
-_NOT_A_WORD = "words are unsigned 64-bit; a negative or wider integer is not one; decimal ids are strings, e.g. '-31123'"
+_NOT_A_WORD = (
+    "words are unsigned 64-bit; a negative or wider integer is not one; decimal ids are strings, e.g. '-31123'"
+)
 
 
 def _decode(item: bytes) -> str:
@@ -131,7 +135,9 @@ def _parse_decimals(texts) -> np.ndarray:
     texts = [str(t) for t in texts]
     for t in texts:
         if len(t) > 32 or not is_decimal_id(t.removesuffix("p")):
-            raise AOIError(f"{t!r:.40} is not a morton decimal id (optional '-', base digit 1-6, then up to 29 digits 1-4)")
+            raise AOIError(
+                f"{t!r:.40} is not a morton decimal id (optional '-', base digit 1-6, then up to 29 digits 1-4)"
+            )
         if t.endswith("p") and decimal_order(t[:-1]) != 29:
             raise AOIError(f"{t!r} carries the point marker 'p' but is not a full order-29 id")
     return np.asarray(mortie.decimal_to_word(np.asarray(texts)), dtype=np.uint64).reshape(-1)
@@ -238,7 +244,7 @@ def rank_shift(order: int) -> int:
     return packing(order)[0]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def packing(order: int) -> tuple[int, int]:
     """Return ``(shift, marker)`` of cell order ``order``, probed from mortie.
 
@@ -284,8 +290,7 @@ def packing(order: int) -> tuple[int, int]:
         )
     if shift != 60 - 2 * c:
         raise MoczarrError(
-            f"morton packing probe failed at order {c}: mortie gives shift {shift}, "
-            f"FORMAT.md §1.3 says {60 - 2 * c}"
+            f"morton packing probe failed at order {c}: mortie gives shift {shift}, FORMAT.md §1.3 says {60 - 2 * c}"
         )
     mask = np.uint64((1 << shift) - 1)
     lows = words & mask
@@ -304,9 +309,7 @@ def packing(order: int) -> tuple[int, int]:
         problems.append(f"rank span [{r[0]}, {r[-1]}] is not [4**{c}, 13*4**{c} - 1]")
     if r[1] != r[0] + 1 or r[3] != r[2] + 1 or r[5] != r[4] + 1:
         problems.append("ranks are not unit-stride across cells and base-cell seams")
-    if int(nested_order) != c or not np.array_equal(
-        np.asarray(nested, dtype=np.int64), ranks.astype(np.int64) - 4**c
-    ):
+    if int(nested_order) != c or not np.array_equal(np.asarray(nested, dtype=np.int64), ranks.astype(np.int64) - 4**c):
         problems.append("K - 4**order is not mortie's NESTED id")
     if c >= 1:
         parent = mortie.decimal_to_word("-3" + ("1123" * 7)[: c - 1])

@@ -128,9 +128,7 @@ def _v2_level_entry(e: ProductEntry, key: str, lv, window: str | None, all_time:
         },
         "output_instance": "xarray:Dataset",
         "reader": "moczarr_intake.readers:MortonLevelReader",
-        "user_parameters": {
-            "aoi": {"cls": SIMPLE_PARAMETER, "dtype": "str", "default": "", "description": AOI_HELP}
-        },
+        "user_parameters": {"aoi": {"cls": SIMPLE_PARAMETER, "dtype": "str", "default": "", "description": AOI_HELP}},
     }
 
 

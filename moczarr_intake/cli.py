@@ -139,13 +139,23 @@ def build(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MoczarrWarning)
             catalog = build_stac(
-                summaries=summaries, moraine=moraine, out_dir=out / "stac", storage_options=storage_options,
-                thumbnails=thumbnails, progress=progress, policy=policy,
+                summaries=summaries,
+                moraine=moraine,
+                out_dir=out / "stac",
+                storage_options=storage_options,
+                thumbnails=thumbnails,
+                progress=progress,
+                policy=policy,
                 catalog_url=catalog_url.rstrip("/") + "/stac" if catalog_url else None,
-                license=license, license_url=license_url, dest_dir=tmp / "stac",
+                license=license,
+                license_url=license_url,
+                dest_dir=tmp / "stac",
             )
         hrefs = _stac_hrefs(catalog, entries, out, catalog_url)
-        write_yaml(v1_catalog(entries, out, stac_hrefs=hrefs, storage_options=storage_options, policy=policy), tmp / "catalog.yaml")
+        write_yaml(
+            v1_catalog(entries, out, stac_hrefs=hrefs, storage_options=storage_options, policy=policy),
+            tmp / "catalog.yaml",
+        )
         write_yaml(v2_catalog(entries, out, storage_options=storage_options, policy=policy), tmp / "catalog_v2.yaml")
         _move_in(tmp, out, ["stac", "catalog.yaml", "catalog_v2.yaml"])
     finally:
@@ -157,8 +167,13 @@ def build(
         )
     parquet = out / "stac" / "items.parquet"  # absent when no Item has a geometry
     return {
-        "intake": out / "catalog.yaml", "intake_v2": out / "catalog_v2.yaml", "stac": out / "stac" / "catalog.json",
-        "summaries": summaries, "moraine": moraine, "notes": notes, "entries": entries,
+        "intake": out / "catalog.yaml",
+        "intake_v2": out / "catalog_v2.yaml",
+        "stac": out / "stac" / "catalog.json",
+        "summaries": summaries,
+        "moraine": moraine,
+        "notes": notes,
+        "entries": entries,
         "geoparquet": parquet if parquet.exists() else None,
         "api_collections": sorted((out / "stac" / API_COLLECTIONS).glob("*.json")),
     }
@@ -202,12 +217,18 @@ def show(root: str, storage_options=None) -> str:
     summary = summarize_store(root, storage_options)
     lines = [f"{summary.layout} store {summary.root}: {len(summary.products)} product(s)"]
     for p in summary.products:
-        lines.append(f"- {p.name}: {p.dataset.get('short_name')} v{p.dataset.get('version')} ({p.spec}, {p.pyramid_spec or 'no pyramid'})")
-        lines.append(f"    shards {p.n_shards} at order {p.shard_order}; bbox {_fmt_bbox(p.bbox)}; time {p.time_range or '-'}")
+        lines.append(
+            f"- {p.name}: {p.dataset.get('short_name')} v{p.dataset.get('version')} ({p.spec}, {p.pyramid_spec or 'no pyramid'})"
+        )
+        lines.append(
+            f"    shards {p.n_shards} at order {p.shard_order}; bbox {_fmt_bbox(p.bbox)}; time {p.time_range or '-'}"
+        )
         if p.windowed:
             lines.append(f"    windows ({p.schedule}): {', '.join(p.windows)}")
         for lv in p.levels:
-            lines.append(f"    o{lv.cell_order:<3} {lv.artifact:<9} ~{lv.resolution_km:8.2f} km  {', '.join(lv.variables)}")
+            lines.append(
+                f"    o{lv.cell_order:<3} {lv.artifact:<9} ~{lv.resolution_km:8.2f} km  {', '.join(lv.variables)}"
+            )
     return "\n".join(lines)
 
 
@@ -243,19 +264,25 @@ def _demo(out: Path, *, kept: bool) -> str:
     orders = entry.describe()["user_parameters"][0]["allowed"]
     coarse = min(orders)
     ds = entry(order=coarse).read()
-    lines.append(f"\n{level_entries[0]} at cell order {coarse} ({ds.attrs['zagg_level']['artifact']}): {ds.sizes['cells']} cells")
+    lines.append(
+        f"\n{level_entries[0]} at cell order {coarse} ({ds.attrs['zagg_level']['artifact']}): {ds.sizes['cells']} cells"
+    )
     for name, var in ds.data_vars.items():
-        lines.append(f"  {name:<10} {str(var.dtype):<8} min {float(var.min()):.6g}  max {float(var.max()):.6g}")
+        lines.append(f"  {name:<10} {var.dtype!s:<8} min {float(var.min()):.6g}  max {float(var.max()):.6g}")
     native = entry.read()
-    lines.append(f"{level_entries[0]} at native order {max(orders)}: {native.sizes['cells']} cells, "
-                 f"count total {int(native['count'].sum())}")
+    lines.append(
+        f"{level_entries[0]} at native order {max(orders)}: {native.sizes['cells']} cells, "
+        f"count total {int(native['count'].sum())}"
+    )
     where = out if kept else Path("demo")
     lines.append("" if kept else "\n(the demo folder was temporary and is gone; keep one with --out demo)")
     lines.append("\nnext, try:")
     lines.append(f"  moczarr-catalog demo --out {where}")
     lines.append(f"  moczarr-catalog show {where / 'sample'}")
-    lines.append(f"  python -c \"import intake; cat = intake.open_catalog('{where / 'catalog.yaml'}'); "
-                 f"print(cat['{level_entries[0]}'](order={coarse}).read())\"")
+    lines.append(
+        f"  python -c \"import intake; cat = intake.open_catalog('{where / 'catalog.yaml'}'); "
+        f"print(cat['{level_entries[0]}'](order={coarse}).read())\""
+    )
     return "\n".join(lines)
 
 
@@ -290,21 +317,42 @@ def _one_line(exc: BaseException) -> str:
 
 def run(argv: list[str] | None = None) -> int:
     """:func:`main` without the error wrapper (exceptions propagate)."""
-    parser = argparse.ArgumentParser(prog="moczarr-catalog", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="moczarr-catalog", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="write STAC and Intake catalogs for one or more stores")
     b.add_argument("roots", nargs="+")
     b.add_argument("--out", required=True, type=Path)
     b.add_argument("--thumbnails", action="store_true", help="attach quicklook PNGs of each level's data")
-    b.add_argument("--href-base", default=None, metavar="URL", help="where the stores will be published: hrefs become URL/<path relative to --stores-root>")
-    b.add_argument("--stores-root", default=None, metavar="DIR", help="the folder --href-base stands for (default: the common parent of the roots)")
-    b.add_argument("--catalog-url", default=None, metavar="URL", help="the URL --out will be published at (STAC RELATIVE_PUBLISHED: absolute self link on the root)")
+    b.add_argument(
+        "--href-base",
+        default=None,
+        metavar="URL",
+        help="where the stores will be published: hrefs become URL/<path relative to --stores-root>",
+    )
+    b.add_argument(
+        "--stores-root",
+        default=None,
+        metavar="DIR",
+        help="the folder --href-base stands for (default: the common parent of the roots)",
+    )
+    b.add_argument(
+        "--catalog-url",
+        default=None,
+        metavar="URL",
+        help="the URL --out will be published at (STAC RELATIVE_PUBLISHED: absolute self link on the root)",
+    )
     b.add_argument("--license", default=None, help="license (SPDX id or URL) of products whose manifest records none")
-    b.add_argument("--strict", action="store_true", help="fail (exit 1, nothing written) when any product had to be degraded")
+    b.add_argument(
+        "--strict", action="store_true", help="fail (exit 1, nothing written) when any product had to be degraded"
+    )
     s = sub.add_parser("show", help="print a store's roster, levels and extents")
     s.add_argument("root")
     d = sub.add_parser("demo", help="write the sample store, build and open its catalogs")
-    d.add_argument("--out", type=Path, default=None, help="keep the sample and its catalogs here (default: a temporary folder)")
+    d.add_argument(
+        "--out", type=Path, default=None, help="keep the sample and its catalogs here (default: a temporary folder)"
+    )
     verify_cli.add_parser(sub)
     for p in (b, s):
         p.add_argument("--anon", action="store_true", help="anonymous object-store access")
@@ -315,15 +363,29 @@ def run(argv: list[str] | None = None) -> int:
     if args.cmd == "build":
         licence, licence_url = (None, args.license) if args.license and "://" in args.license else (args.license, None)
         written = build(
-            args.roots, args.out, storage_options=_storage_options(args), thumbnails=args.thumbnails,
-            href_base=args.href_base, stores_root=args.stores_root, catalog_url=args.catalog_url,
-            license=licence, license_url=licence_url, strict=args.strict, progress=sys.stderr.isatty(),
+            args.roots,
+            args.out,
+            storage_options=_storage_options(args),
+            thumbnails=args.thumbnails,
+            href_base=args.href_base,
+            stores_root=args.stores_root,
+            catalog_url=args.catalog_url,
+            license=licence,
+            license_url=licence_url,
+            strict=args.strict,
+            progress=sys.stderr.isatty(),
         )
         for note in written["notes"]:
             print(note, file=sys.stderr)
-        print(f"wrote {written['intake']}, {written['intake_v2']}, {written['stac']}"
-              + (f", {written['geoparquet']}" if written["geoparquet"] else "")
-              + (f", {written['api_collections'][0].parent}/ ({len(written['api_collections'])} Collections)" if written["api_collections"] else ""))
+        print(
+            f"wrote {written['intake']}, {written['intake_v2']}, {written['stac']}"
+            + (f", {written['geoparquet']}" if written["geoparquet"] else "")
+            + (
+                f", {written['api_collections'][0].parent}/ ({len(written['api_collections'])} Collections)"
+                if written["api_collections"]
+                else ""
+            )
+        )
     elif args.cmd == "show":
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", MoczarrWarning)

@@ -18,8 +18,8 @@ from intake.catalog.local import LocalCatalogEntry, UserParameter
 from intake.source.base import DataSource, Schema
 
 import moczarr
-from moczarr.errors import LevelOmittedError
 from moczarr import resolve_cell_order
+from moczarr.errors import LevelOmittedError
 from moczarr.metadata import ProductSummary, summarize_store
 
 from .params import AOI_HELP, none_if_blank, parse_aoi
@@ -48,8 +48,12 @@ class LazyXarraySource(DataSource):
     def _get_schema(self):
         obj = self._open()
         sizes = dict(obj.sizes) if hasattr(obj, "sizes") else {}
-        names = list(getattr(obj, "data_vars", {})) if not isinstance(obj, xr.DataTree) else [n.path for n in obj.subtree]
-        return Schema(datashape=None, dtype=None, shape=None, npartitions=1, extra_metadata={"dims": sizes, "variables": names})
+        names = (
+            list(getattr(obj, "data_vars", {})) if not isinstance(obj, xr.DataTree) else [n.path for n in obj.subtree]
+        )
+        return Schema(
+            datashape=None, dtype=None, shape=None, npartitions=1, extra_metadata={"dims": sizes, "variables": names}
+        )
 
     def to_dask(self):
         """The lazy xarray object (dask-backed variables)."""
@@ -97,7 +101,9 @@ class MortonLevelSource(LazyXarraySource):
         )
         if ds is None:
             level = "the native level" if self.order is None else f"level o{self.order}"
-            raise LevelOmittedError(f"{self.store_root}: {level} has no materialized objects (see the LevelOmittedWarning)")
+            raise LevelOmittedError(
+                f"{self.store_root}: {level} has no materialized objects (see the LevelOmittedWarning)"
+            )
         return ds
 
 
@@ -122,7 +128,9 @@ class MortonStoreSource(LazyXarraySource):
         super().__init__(storage_options=storage_options, metadata=metadata)
 
     def _open_object(self):
-        return moczarr.open_store(self.store_root, self.products, self.aoi, self.window, storage_options=self.storage_options)
+        return moczarr.open_store(
+            self.store_root, self.products, self.aoi, self.window, storage_options=self.storage_options
+        )
 
 
 def level_parameters(product: ProductSummary) -> list[UserParameter]:
@@ -147,9 +155,7 @@ def level_parameters(product: ProductSummary) -> list[UserParameter]:
                 allowed=product.windows or None,
             )
         )
-    params.append(
-        UserParameter("aoi", description=AOI_HELP, type="str", default="")
-    )
+    params.append(UserParameter("aoi", description=AOI_HELP, type="str", default=""))
     return params
 
 
@@ -162,7 +168,16 @@ def level_args(product: ProductSummary, root: str, storage_options: dict | None)
     return args
 
 
-def product_entries(product: ProductSummary, root: str, *, storage_options=None, catalog=None, stac_href=None, store_root=None, product_name=None) -> dict[str, LocalCatalogEntry]:
+def product_entries(
+    product: ProductSummary,
+    root: str,
+    *,
+    storage_options=None,
+    catalog=None,
+    stac_href=None,
+    store_root=None,
+    product_name=None,
+) -> dict[str, LocalCatalogEntry]:
     """The level entry and the tree entry of one product."""
     metadata = product.metadata()
     if stac_href:

@@ -58,7 +58,9 @@ class HrefPolicy:
             self.stores_root = normalize_location(self.stores_root)
 
     @classmethod
-    def for_roots(cls, roots: list[str], out_dir=None, href_base: str | None = None, stores_root: str | None = None) -> HrefPolicy:
+    def for_roots(
+        cls, roots: list[str], out_dir=None, href_base: str | None = None, stores_root: str | None = None
+    ) -> HrefPolicy:
         """The policy of a build over ``roots`` (``stores_root`` defaults to their common parent)."""
         if href_base is not None and stores_root is None:
             stores_root = common_parent(roots)
@@ -75,7 +77,9 @@ class HrefPolicy:
         if self.href_base is not None:
             base = self.stores_root
             if base is None or not Path(path).is_relative_to(base):
-                raise ArgumentError(f"{path} is not under the stores root {base}: it has no address below {self.href_base}")
+                raise ArgumentError(
+                    f"{path} is not under the stores root {base}: it has no address below {self.href_base}"
+                )
             rel = Path(path).relative_to(base).as_posix()
             return URL, self.href_base if rel == "." else posixpath.join(self.href_base, rel)
         if path not in self.machine_paths:
@@ -96,4 +100,3 @@ class HrefPolicy:
         if kind != INSIDE or document_dir is None:
             return address
         return os.path.relpath(address, Path(document_dir).resolve()).replace(os.sep, "/")
-

@@ -26,7 +26,6 @@ import numpy as np
 from intake.source.base import Schema
 
 from moczarr.errors import ArgumentTypeError
-from .stac import MissingSchemaError
 from moczarr.moraine import (
     POINT_CLOUD,
     MorainePyramid,
@@ -37,6 +36,7 @@ from moczarr.moraine import (
 from .drivers import LazyXarraySource
 from .hrefs import HrefPolicy
 from .naming import identifier
+from .stac import MissingSchemaError
 from .stac.moraine import (
     PROJECTION_EXT,
     RASTER_EXT,
@@ -49,18 +49,18 @@ from .stac.moraine import (
 )
 
 __all__ = [
+    "PROJECTION_EXT",
+    "RASTER_EXT",
+    "ZARR_MEDIA_TYPE",
+    "MissingSchemaError",
     "MoraineLevelSource",
     "MorainePointsSource",
-    "moraine_sources",
-    "moraine_entry_name",
+    "mercator_to_wgs84",
     "moraine_crs",
+    "moraine_entry_name",
+    "moraine_sources",
     "moraine_stac_item",
     "validate_item",
-    "mercator_to_wgs84",
-    "MissingSchemaError",
-    "ZARR_MEDIA_TYPE",
-    "RASTER_EXT",
-    "PROJECTION_EXT",
 ]
 
 
@@ -196,8 +196,22 @@ def moraine_sources(
             pargs["storage_options"] = storage_options
         pmeta = {
             k: metadata[k]
-            for k in ("path", "kind", "version", "legacy", "n_points", "point_dtype", "bounds", "resolution",
-                      "stats", "channel_stats", "has_rtree", "georeferenced", "crs", "stac_href")
+            for k in (
+                "path",
+                "kind",
+                "version",
+                "legacy",
+                "n_points",
+                "point_dtype",
+                "bounds",
+                "resolution",
+                "stats",
+                "channel_stats",
+                "has_rtree",
+                "georeferenced",
+                "crs",
+                "stac_href",
+            )
             if k in metadata
         }
         sources[f"{name}_points"] = {

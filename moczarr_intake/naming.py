@@ -86,4 +86,7 @@ def product_ids(stores) -> tuple[dict[int, str], dict[tuple[int, str], str]]:
             keys.append((i, p.name))
             wanted.append(slug(p.name) if names.count(p.name) == 1 else slug(f"{labels[i]}-{p.name}"))
     unique = dict(zip(keys, dedupe(wanted)))
-    return ({k: v for k, v in unique.items() if isinstance(k, int)}, {k: v for k, v in unique.items() if isinstance(k, tuple)})
+    return (
+        {k: v for k, v in unique.items() if isinstance(k, int)},
+        {k: v for k, v in unique.items() if isinstance(k, tuple)},
+    )

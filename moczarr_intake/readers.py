@@ -48,13 +48,19 @@ class MortonHiveTree(MortonHive):
 
 
 def _asset_hints(data) -> dict:
-    hints = (data.metadata or {}).get("xarray:open_kwargs") if isinstance(getattr(data, "metadata", None), dict) else None
+    hints = (
+        (data.metadata or {}).get("xarray:open_kwargs") if isinstance(getattr(data, "metadata", None), dict) else None
+    )
     return {k: v for k, v in (hints or {}).items() if k in ("cell_order", "window", "all_time")}
 
 
 def _storage_options(data):
     opts = data.storage_options
-    hinted = (data.metadata or {}).get("xarray:storage_options") if isinstance(getattr(data, "metadata", None), dict) else None
+    hinted = (
+        (data.metadata or {}).get("xarray:storage_options")
+        if isinstance(getattr(data, "metadata", None), dict)
+        else None
+    )
     return opts or hinted or None
 
 
@@ -67,7 +73,9 @@ class MortonLevelReader(BaseReader):
     func = "moczarr:open_level"
     url_arg = "store_root"
 
-    def _read(self, data, cell_order=None, window=None, aoi=None, all_time=False, *, order=None, zoom=None, level=None, **kw):
+    def _read(
+        self, data, cell_order=None, window=None, aoi=None, all_time=False, *, order=None, zoom=None, level=None, **kw
+    ):
         """:func:`moczarr.open_level`; ``order``/``zoom``/``level`` are aliases of ``cell_order``.
 
         Arguments not given default to the data's STAC hints (``xarray:open_kwargs``).
@@ -77,9 +85,13 @@ class MortonLevelReader(BaseReader):
         r = hints.get("cell_order") if r is None else r
         window = window or hints.get("window")
         all_time = bool(all_time or hints.get("all_time"))
-        ds = moczarr.open_level(data.url, r, window, parse_aoi(aoi), all_time, storage_options=_storage_options(data), **kw)
+        ds = moczarr.open_level(
+            data.url, r, window, parse_aoi(aoi), all_time, storage_options=_storage_options(data), **kw
+        )
         if ds is None:
-            raise moczarr.errors.LevelOmittedError(f"{data.url}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects")
+            raise moczarr.errors.LevelOmittedError(
+                f"{data.url}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects"
+            )
         return ds
 
 
@@ -93,4 +105,6 @@ class MortonStoreReader(BaseReader):
     url_arg = "store_root"
 
     def _read(self, data, products=None, aoi=None, window=None, **kw):
-        return moczarr.open_store(data.url, products, parse_aoi(aoi), window, storage_options=_storage_options(data), **kw)
+        return moczarr.open_store(
+            data.url, products, parse_aoi(aoi), window, storage_options=_storage_options(data), **kw
+        )

@@ -18,8 +18,8 @@ from collections import Counter
 
 from tqdm import tqdm
 
-from moczarr.errors import NotAHiveStoreError, WindowError
 from moczarr import VerifyReport, verify_store
+from moczarr.errors import NotAHiveStoreError, WindowError
 from moczarr.moraine import is_moraine_pyramid, verify_moraine
 
 _ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -47,7 +47,9 @@ def _storage_options(args) -> dict | None:
     return opts or None
 
 
-def verify_root(root: str, *, deep: bool, window: str | None, storage_options: dict | None, progress: bool) -> VerifyReport:
+def verify_root(
+    root: str, *, deep: bool, window: str | None, storage_options: dict | None, progress: bool
+) -> VerifyReport:
     """One root's report: a moraine pyramid or a morton-hive root, with a progress bar over leaves on stderr."""
     if is_moraine_pyramid(root, storage_options=storage_options):
         return verify_moraine(root, storage_options=storage_options)
@@ -96,8 +98,13 @@ def run(args) -> int:
     try:
         for root in args.roots:
             reports.append(
-                verify_root(root, deep=args.deep, window=args.window, storage_options=_storage_options(args),
-                            progress=not args.no_progress)
+                verify_root(
+                    root,
+                    deep=args.deep,
+                    window=args.window,
+                    storage_options=_storage_options(args),
+                    progress=not args.no_progress,
+                )
             )
     except (WindowError, NotAHiveStoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -31,8 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     products = expect["products"]
     print(f"wrote {root}: {len(files)} files, {sum(p.stat().st_size for p in files)} bytes")
     print(f"  points: {expect['input']['n_points']} from {expect['input']['n_granules']} granules")
-    print(f"  elevation: {len(products['elevation']['leaves'])} leaves, overview levels "
-          f"{sorted(products['elevation']['levels'], key=int, reverse=True)}")
+    print(
+        f"  elevation: {len(products['elevation']['leaves'])} leaves, overview levels "
+        f"{sorted(products['elevation']['levels'], key=int, reverse=True)}"
+    )
     for label, win in products["elevation_yearly"]["windows"].items():
         print(f"  elevation_yearly[{label}]: {len(win['leaves'])} leaves, {win['totals']['count_sum']} points")
     return 0

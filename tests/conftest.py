@@ -229,15 +229,18 @@ def local_cluster():
     """A dask.distributed cluster of two worker processes on 127.0.0.1 (no dashboard), and its client."""
     import distributed
 
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        host="127.0.0.1",
-        # no dashboard; the scheduler's bare HTTP endpoint takes a free port instead of 8787
-        scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-    ) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            host="127.0.0.1",
+            # no dashboard; the scheduler's bare HTTP endpoint takes a free port instead of 8787
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         yield client
 
 

@@ -117,7 +117,7 @@ class S3Server:
         self.endpoint_url = ""
 
     # -- lifecycle ------------------------------------------------------------------------------
-    def start(self) -> "S3Server":
+    def start(self) -> S3Server:
         # werkzeug logs one line per request; route them to the counter, not to stderr
         self._saved = (self._werkzeug.level, self._werkzeug.propagate)
         self._werkzeug.setLevel(logging.INFO)
@@ -136,7 +136,7 @@ class S3Server:
             self._werkzeug.propagate = self._saved[1]
             self._saved = None
 
-    def __enter__(self) -> "S3Server":
+    def __enter__(self) -> S3Server:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -208,10 +208,13 @@ class S3Server:
 
     def delete_prefix(self, bucket: str, prefix: str) -> None:
         s3 = self.client()
-        keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-                for o in page.get("Contents", [])]
+        keys = [
+            o["Key"]
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            for o in page.get("Contents", [])
+        ]
         for i in range(0, len(keys), 1000):
-            s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[i:i + 1000]]})
+            s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[i : i + 1000]]})
 
     # -- request counting -----------------------------------------------------------------------
     @contextmanager

@@ -19,12 +19,12 @@ import yaml
 
 import moczarr
 from moczarr.backend import MoczarrBackendEntrypoint, resolve_cell_order
+from moczarr.testing import write_sample_store
 from moczarr_intake.catalog_yaml import v1_catalog, v2_catalog
 from moczarr_intake.cli import build, main
 from moczarr_intake.entries import catalog_entries
 from moczarr_intake.hrefs import HrefPolicy, common_parent
 from moczarr_intake.naming import root_labels
-from moczarr.testing import write_sample_store
 
 from .conftest import REPO, fixture_path
 from .engines import register_engine
@@ -131,7 +131,9 @@ def test_href_base_and_stores_root(colliding, tmp_path):
     assert explicit.yaml_location(str(a)) == "https://h/x/store"
     with pytest.raises(ValueError, match="not under the stores root"):
         explicit.yaml_location(str(b))
-    written = build([str(a), str(inside)], tmp_path / "cat", progress=False, href_base="https://h/x", stores_root=str(tmp_path))
+    written = build(
+        [str(a), str(inside)], tmp_path / "cat", progress=False, href_base="https://h/x", stores_root=str(tmp_path)
+    )
     assert not [n for n in written["notes"] if "paths of this machine" in n]
     text = (tmp_path / "cat" / "catalog.yaml").read_text() + (tmp_path / "cat" / "catalog_v2.yaml").read_text()
     assert "https://h/x/A/store" in text and "CATALOG_DIR}/sample" in text and str(tmp_path) not in text
@@ -184,7 +186,11 @@ def test_the_xarray_engine(colliding, tmp_path):
     _same(xr.open_datatree(b, engine="moczarr", window="2019"), moczarr.open_store(b, window="2019"))
     (tmp_path / "nothing").mkdir()
     backend = MoczarrBackendEntrypoint()
-    assert backend.guess_can_open(str(a)) and backend.guess_can_open(b) and not backend.guess_can_open(str(a.parent.parent / "nothing"))
+    assert (
+        backend.guess_can_open(str(a))
+        and backend.guess_can_open(b)
+        and not backend.guess_can_open(str(a.parent.parent / "nothing"))
+    )
     assert not backend.guess_can_open("https://example.org/store")
     _same(xr.open_dataset(a), moczarr.open_level(a))  # recognised without engine=
     with pytest.raises(TypeError, match="conflicting cell orders"):
@@ -203,7 +209,9 @@ def test_zoom_is_an_alias_in_intake_entries(tmp_path):
     _same(MortonLevelReader(data).read(zoom=6), moczarr.open_level(store / "elevation", 6))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        hinted = MortonHive(url=str(store / "elevation"), metadata={"xarray:open_kwargs": {"engine": "moczarr", "cell_order": 4}})
+        hinted = MortonHive(
+            url=str(store / "elevation"), metadata={"xarray:open_kwargs": {"engine": "moczarr", "cell_order": 4}}
+        )
         _same(MortonLevelReader(hinted).read(), moczarr.open_level(store / "elevation", 4))
 
 
@@ -217,7 +225,11 @@ def test_license_and_providers_come_from_the_manifest(colliding, tmp_path):
     (a / "morton_hive.json").write_text(json.dumps(manifest))
     written = build([str(a), str(b)], tmp_path / "cat", progress=False, license="CC-BY-4.0", href_base="https://h/x")
     catalog = pystac.Catalog.from_file(str(written["stac"]))
-    by_store = {c.extra_fields["moczarr:store"]: c for c in catalog.get_all_collections() if c.extra_fields["moczarr:product"] == "atl06"}
+    by_store = {
+        c.extra_fields["moczarr:store"]: c
+        for c in catalog.get_all_collections()
+        if c.extra_fields["moczarr:product"] == "atl06"
+    }
     mine = by_store["A-store"]
     assert mine.license == "other"
     assert [link.href for link in mine.links if link.rel == "license"] == ["https://example.org/terms"]

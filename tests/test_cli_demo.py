@@ -36,7 +36,7 @@ def test_demo_runs_outside_a_checkout_and_cleans_up(tmp_path):
     lines = done.stdout.splitlines()
     assert any("count total" in line for line in lines)
     nxt = lines.index("next, try:")
-    assert len([line for line in lines[nxt + 1:] if line.strip()]) == 3  # the three lines a user types next
+    assert len([line for line in lines[nxt + 1 :] if line.strip()]) == 3  # the three lines a user types next
     assert list(scratch.iterdir()) == [], "the demo left its temporary folder behind"
     assert list(work.iterdir()) == []
 

@@ -201,74 +201,129 @@ def replace_with_other_chunk(leaf_rel: str, other_rel: str):
 
 
 def reversed_moc(path: Path):
-    edit_json(path, lambda d: d.update(ranges=[[r[1], r[0]] for r in d["ranges"]] if d["ranges"][0][0] != d["ranges"][0][1] else [["1111144", "1111111"]]))
+    edit_json(
+        path,
+        lambda d: d.update(
+            ranges=[[r[1], r[0]] for r in d["ranges"]]
+            if d["ranges"][0][0] != d["ranges"][0][1]
+            else [["1111144", "1111111"]]
+        ),
+    )
 
 
 HIVE_OBJECTS = {
-    "manifest": ("morton_hive.json", {
-        "unknown_spec": set_field("spec", value="morton-hive/9"),
-        "out_of_range": set_field("cell_order", value=40),
-    }, {
-        "missing": Raises(NotAHiveStoreError), "empty": Raises(ManifestError), "truncated": Raises(ManifestError),
-        "invalid_json": Raises(ManifestError), "wrong_type": Raises(ManifestError),
-        "unknown_spec": Raises(ManifestError, "morton-hive/9"), "out_of_range": Raises(ManifestError, "cell_order"),
-    }),
-    "root_moc": ("coverage.moc", {
-        "unknown_spec": set_field("spec", value="morton-moc/9"),
-        "out_of_range": reversed_moc,
-    }, {
-        **{d: Degrades(CoverageFallbackWarning, equal_to_golden) for d in DAMAGES[:-1]},
-        "out_of_range": Raises(CoverageError, "backwards"),
-    }),
-    "leaf_stamp": (f"{OTHER_LEAF}/zarr.json", {
-        "unknown_spec": set_field(*STAMP, "spec", value="morton-hive/9"),
-        "out_of_range": set_field(*STAMP, "cells_with_data", value=-3),
-    }, {
-        "missing": Degrades(MissingLeafWarning, without_leaf(OTHER_DECIMAL)),
-        "empty": Raises(StampError), "truncated": Raises(StampError), "invalid_json": Raises(StampError),
-        "wrong_type": Raises(StampError, "list"), "unknown_spec": Raises(StampError, "morton-hive/9"),
-        "out_of_range": Raises(StampError, "cells_with_data"),
-    }),
-    "stamp_field_type": (f"{OTHER_LEAF}/zarr.json", {
-        "wrong_type": set_field(*STAMP, "cells_with_data", value="many"),
-        "out_of_range": set_field(*STAMP, "written_at", value=["2019"]),
-        "unknown_spec": set_field(*STAMP, "time_range", value=[3, "x"]),
-    }, {
-        "wrong_type": Raises(StampError, "cells_with_data"), "out_of_range": Raises(StampError, "written_at"),
-        "unknown_spec": Raises(StampError, "time_range"),
-    }),
-    "schema_group": (f"{SCHEMA_LEAF}/8/zarr.json", {
-        "unknown_spec": set_field("zarr_format", value=9),
-        "out_of_range": set_field("node_type", value="array"),
-    }, {d: Raises(StampError) for d in DAMAGES}),
-    "schema_array": (f"{SCHEMA_LEAF}/8/count/zarr.json", {
-        "unknown_spec": set_field("zarr_format", value=4),
-        "out_of_range": set_field("shape", value=[-5]),
-    }, {
-        "missing": Raises(SchemaError, "count"), "empty": Raises(StampError), "truncated": Raises(StampError),
-        "invalid_json": Raises(StampError), "wrong_type": Raises(SchemaError, "count"),
-        "unknown_spec": Raises(SchemaError, "zarr_format"), "out_of_range": Raises(SchemaError, "shape"),
-    }),
-    "schema_array_extent": (f"{SCHEMA_LEAF}/8/count/zarr.json", {
-        "out_of_range": set_field("shape", value=[3]),
-        "wrong_type": set_field("data_type", value="float99"),
-        "unknown_spec": set_field("dimension_names", value=["cells", "extra"]),
-    }, {
-        "out_of_range": Raises(SchemaError, "cells axis"), "wrong_type": Raises(SchemaError, "float99"),
-        "unknown_spec": Raises(SchemaError, "dimension_names"),
-    }),
-    "other_array": (f"{OTHER_LEAF}/8/count/zarr.json", {}, {
-        d: Golden() for d in ("missing", "empty", "truncated", "invalid_json", "wrong_type")
-    }),
+    "manifest": (
+        "morton_hive.json",
+        {
+            "unknown_spec": set_field("spec", value="morton-hive/9"),
+            "out_of_range": set_field("cell_order", value=40),
+        },
+        {
+            "missing": Raises(NotAHiveStoreError),
+            "empty": Raises(ManifestError),
+            "truncated": Raises(ManifestError),
+            "invalid_json": Raises(ManifestError),
+            "wrong_type": Raises(ManifestError),
+            "unknown_spec": Raises(ManifestError, "morton-hive/9"),
+            "out_of_range": Raises(ManifestError, "cell_order"),
+        },
+    ),
+    "root_moc": (
+        "coverage.moc",
+        {
+            "unknown_spec": set_field("spec", value="morton-moc/9"),
+            "out_of_range": reversed_moc,
+        },
+        {
+            **{d: Degrades(CoverageFallbackWarning, equal_to_golden) for d in DAMAGES[:-1]},
+            "out_of_range": Raises(CoverageError, "backwards"),
+        },
+    ),
+    "leaf_stamp": (
+        f"{OTHER_LEAF}/zarr.json",
+        {
+            "unknown_spec": set_field(*STAMP, "spec", value="morton-hive/9"),
+            "out_of_range": set_field(*STAMP, "cells_with_data", value=-3),
+        },
+        {
+            "missing": Degrades(MissingLeafWarning, without_leaf(OTHER_DECIMAL)),
+            "empty": Raises(StampError),
+            "truncated": Raises(StampError),
+            "invalid_json": Raises(StampError),
+            "wrong_type": Raises(StampError, "list"),
+            "unknown_spec": Raises(StampError, "morton-hive/9"),
+            "out_of_range": Raises(StampError, "cells_with_data"),
+        },
+    ),
+    "stamp_field_type": (
+        f"{OTHER_LEAF}/zarr.json",
+        {
+            "wrong_type": set_field(*STAMP, "cells_with_data", value="many"),
+            "out_of_range": set_field(*STAMP, "written_at", value=["2019"]),
+            "unknown_spec": set_field(*STAMP, "time_range", value=[3, "x"]),
+        },
+        {
+            "wrong_type": Raises(StampError, "cells_with_data"),
+            "out_of_range": Raises(StampError, "written_at"),
+            "unknown_spec": Raises(StampError, "time_range"),
+        },
+    ),
+    "schema_group": (
+        f"{SCHEMA_LEAF}/8/zarr.json",
+        {
+            "unknown_spec": set_field("zarr_format", value=9),
+            "out_of_range": set_field("node_type", value="array"),
+        },
+        {d: Raises(StampError) for d in DAMAGES},
+    ),
+    "schema_array": (
+        f"{SCHEMA_LEAF}/8/count/zarr.json",
+        {
+            "unknown_spec": set_field("zarr_format", value=4),
+            "out_of_range": set_field("shape", value=[-5]),
+        },
+        {
+            "missing": Raises(SchemaError, "count"),
+            "empty": Raises(StampError),
+            "truncated": Raises(StampError),
+            "invalid_json": Raises(StampError),
+            "wrong_type": Raises(SchemaError, "count"),
+            "unknown_spec": Raises(SchemaError, "zarr_format"),
+            "out_of_range": Raises(SchemaError, "shape"),
+        },
+    ),
+    "schema_array_extent": (
+        f"{SCHEMA_LEAF}/8/count/zarr.json",
+        {
+            "out_of_range": set_field("shape", value=[3]),
+            "wrong_type": set_field("data_type", value="float99"),
+            "unknown_spec": set_field("dimension_names", value=["cells", "extra"]),
+        },
+        {
+            "out_of_range": Raises(SchemaError, "cells axis"),
+            "wrong_type": Raises(SchemaError, "float99"),
+            "unknown_spec": Raises(SchemaError, "dimension_names"),
+        },
+    ),
+    "other_array": (
+        f"{OTHER_LEAF}/8/count/zarr.json",
+        {},
+        {d: Golden() for d in ("missing", "empty", "truncated", "invalid_json", "wrong_type")},
+    ),
     "other_group": (f"{OTHER_LEAF}/8/zarr.json", {}, {d: Golden() for d in ("missing", "invalid_json")}),
-    "data_chunk": (f"{OTHER_LEAF}/8/count/c/0", {
-        "wrong_type": replace_with_other_chunk(OTHER_LEAF, f"{SCHEMA_LEAF}/8/count/c/0"),
-    }, {
-        "missing": VerifierOnly(only_chunk_differs("count", OTHER_DECIMAL, fill=0)),
-        "empty": Raises(ChunkError, "count"), "truncated": Raises(ChunkError, "count"),
-        "invalid_json": Raises(ChunkError, "c/0"),
-        "wrong_type": VerifierOnly(only_chunk_differs("count", OTHER_DECIMAL, fill=None)),
-    }),
+    "data_chunk": (
+        f"{OTHER_LEAF}/8/count/c/0",
+        {
+            "wrong_type": replace_with_other_chunk(OTHER_LEAF, f"{SCHEMA_LEAF}/8/count/c/0"),
+        },
+        {
+            "missing": VerifierOnly(only_chunk_differs("count", OTHER_DECIMAL, fill=0)),
+            "empty": Raises(ChunkError, "count"),
+            "truncated": Raises(ChunkError, "count"),
+            "invalid_json": Raises(ChunkError, "c/0"),
+            "wrong_type": VerifierOnly(only_chunk_differs("count", OTHER_DECIMAL, fill=None)),
+        },
+    ),
 }
 
 HIVE_CASES = [(kind, d) for kind, (_, _, table) in HIVE_OBJECTS.items() for d in table]
@@ -366,8 +421,11 @@ def wrong_size_frame(path: Path):
 
 
 BITMAP_CASES = {
-    "missing": None, "empty": Raises(CoverageError), "truncated": Raises(CoverageError),
-    "invalid_json": Raises(CoverageError, "zstd"), "wrong_type": Raises(CoverageError),
+    "missing": None,
+    "empty": Raises(CoverageError),
+    "truncated": Raises(CoverageError),
+    "invalid_json": Raises(CoverageError, "zstd"),
+    "wrong_type": Raises(CoverageError),
     "out_of_range": Raises(CoverageError, "bytes"),
 }
 
@@ -420,7 +478,10 @@ def schema_overview(store_layer, overview_golden):
 
 OVERVIEW_ROOT_CASES = {
     "missing": "absent",
-    **{d: Degrades(ObjectDroppedWarning, source_stands) for d in ("empty", "truncated", "invalid_json", "wrong_type", "unknown_spec")},
+    **{
+        d: Degrades(ObjectDroppedWarning, source_stands)
+        for d in ("empty", "truncated", "invalid_json", "wrong_type", "unknown_spec")
+    },
     "out_of_range": Raises(PyramidError, "cell_order"),
 }
 OVERVIEW_ARRAY_CASES = {d: Degrades(ObjectDroppedWarning, source_stands) for d in DAMAGES}
@@ -430,10 +491,16 @@ OVERVIEW_ARRAY_CASES = {d: Degrades(ObjectDroppedWarning, source_stands) for d i
 def test_overview_root(store, overview_golden, schema_overview, dmg):
     root = store(OVERVIEW)
     target = root / schema_overview / "zarr.json"
-    damage(target, dmg, {
-        "unknown_spec": lambda p: edit_json(p, lambda d: d["attributes"]["zagg_overview"].update(spec="zagg-overview/9")),
-        "out_of_range": lambda p: edit_json(p, lambda d: d["attributes"]["zagg_overview"].update(cell_order=5)),
-    })
+    damage(
+        target,
+        dmg,
+        {
+            "unknown_spec": lambda p: edit_json(
+                p, lambda d: d["attributes"]["zagg_overview"].update(spec="zagg-overview/9")
+            ),
+            "out_of_range": lambda p: edit_json(p, lambda d: d["attributes"]["zagg_overview"].update(cell_order=5)),
+        },
+    )
     expect = OVERVIEW_ROOT_CASES[dmg]
     if expect == "absent":  # a missing cache object is trustworthy absence: the level shrinks, quietly
         with warnings.catch_warnings():
@@ -447,10 +514,14 @@ def test_overview_root(store, overview_golden, schema_overview, dmg):
 def test_overview_array(store, overview_golden, schema_overview, dmg):
     root = store(OVERVIEW)
     target = root / schema_overview / "6/count/zarr.json"
-    damage(target, dmg, {
-        "unknown_spec": set_field("zarr_format", value=4),
-        "out_of_range": set_field("shape", value=[-1]),
-    })
+    damage(
+        target,
+        dmg,
+        {
+            "unknown_spec": set_field("zarr_format", value=4),
+            "out_of_range": set_field("shape", value=[-1]),
+        },
+    )
     run_case(root, pyramid_loaded, OVERVIEW_ARRAY_CASES[dmg], overview_golden)
 
 
@@ -515,10 +586,14 @@ STATS_CASES = {
 @pytest.mark.parametrize("dmg", DAMAGES)
 def test_moraine_stats(store, raster_golden, dmg):
     root = store(RAS)
-    damage(root / "stats.zarr/zarr.json", dmg, {
-        "unknown_spec": set_field("zarr_format", value=9),
-        "out_of_range": set_field("shape", value=[3]),
-    })
+    damage(
+        root / "stats.zarr/zarr.json",
+        dmg,
+        {
+            "unknown_spec": set_field("zarr_format", value=9),
+            "out_of_range": set_field("shape", value=[3]),
+        },
+    )
     expect = STATS_CASES[dmg]
     if expect == "absent":
         with warnings.catch_warnings():
@@ -540,10 +615,14 @@ def test_moraine_stats_chunk(store, raster_golden):
 @pytest.mark.parametrize("dmg", DAMAGES)
 def test_moraine_level(store, dmg):
     root = store(RAS)
-    damage(root / "1.zarr/zarr.json", dmg, {
-        "unknown_spec": set_field("zarr_format", value=9),
-        "out_of_range": set_field("shape", value=[7, 7]),
-    })
+    damage(
+        root / "1.zarr/zarr.json",
+        dmg,
+        {
+            "unknown_spec": set_field("zarr_format", value=9),
+            "out_of_range": set_field("shape", value=[7, 7]),
+        },
+    )
     run_case(root, moraine_loaded, Raises(PyramidError, "1.zarr"), None)
 
 

@@ -20,7 +20,17 @@ from moczarr.storage import count_requests, local_root
 
 from .conftest import REPO, fixture_path
 
-KINDS = ["column", "multi", "pyramid", "pyramid_temporal", "pyramid_windows", "single_8", "single_ragged", "versioned", "windowed"]
+KINDS = [
+    "column",
+    "multi",
+    "pyramid",
+    "pyramid_temporal",
+    "pyramid_windows",
+    "single_8",
+    "single_ragged",
+    "versioned",
+    "windowed",
+]
 SAMPLES = ["elevation", "elevation_yearly"]
 
 
@@ -88,7 +98,7 @@ def test_batched_load_equals_leaf_by_leaf_zarr_reads(kind):
 
 
 def test_ragged_variable_comes_through_zarrs_codec_chain():
-    (_, ds), = _open_all(_root("single_ragged"))
+    ((_, ds),) = _open_all(_root("single_ragged"))
     ragged = [n for n, v in ds.data_vars.items() if v.dtype == object]
     assert ragged, "the ragged fixture has a vlen-bytes variable"
     (source,) = sources_of(ds[ragged[0]].data)
@@ -149,7 +159,9 @@ def test_aoi_open_reads_only_the_aoi_leaves():
     assert counter.kind("chunk:data") == n_vars, counter.summary()
 
 
-@pytest.mark.parametrize("key", [slice(None), slice(3, 50), slice(7, 120, 5), np.array([100, 2, 2, 64, 0]), np.array([], dtype=int), 77, -1])
+@pytest.mark.parametrize(
+    "key", [slice(None), slice(3, 50), slice(7, 120, 5), np.array([100, 2, 2, 64, 0]), np.array([], dtype=int), 77, -1]
+)
 def test_source_indexing_matches_numpy(key):
     ds = moczarr.open_hive(_root("single_8"))
     (source,) = sources_of(ds["h_mean"].data)
@@ -173,15 +185,22 @@ def test_decoder_fast_path_equals_zarrs_chain_for_bytes_and_zstd():
         ([{"name": "bytes", "configuration": {"endian": "little"}}], values.astype("<f4").tobytes()),
         ([{"name": "bytes", "configuration": {"endian": "big"}}], values.astype(">f4").tobytes()),
         (
-            [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "zstd", "configuration": {"level": 3, "checksum": False}}],
+            [
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "zstd", "configuration": {"level": 3, "checksum": False}},
+            ],
             zstandard.ZstdCompressor().compress(values.astype("<f4").tobytes()),
         ),
     ]:
         meta = {
-            "zarr_format": 3, "node_type": "array", "shape": [48], "data_type": "float32",
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": [48],
+            "data_type": "float32",
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [48]}},
             "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-            "fill_value": "NaN", "codecs": codecs,
+            "fill_value": "NaN",
+            "codecs": codecs,
         }
         fast = ChunkDecoder(meta, "test")
         assert fast.numpy_path
@@ -194,10 +213,14 @@ def test_decoder_fast_path_equals_zarrs_chain_for_bytes_and_zstd():
 
 def test_truncated_chunk_raises_naming_it():
     meta = {
-        "zarr_format": 3, "node_type": "array", "shape": [16], "data_type": "int64",
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [16],
+        "data_type": "int64",
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16]}},
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": 0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "fill_value": 0,
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
     }
     with pytest.raises(moczarr.errors.ArrayContractError, match="leaf/count.*corrupt chunk"):
         ChunkDecoder(meta, "x").decode(b"\0" * 40, "leaf/count")
@@ -239,7 +262,9 @@ def test_source_over_chunked_objects_equals_zarr(tmp_path, layout):
     for i in range(5):
         group = f"obj{i}.zarr/8"
         values = rng.normal(size=shape).astype(np.float32)
-        arr = zarr.create_array(LocalStore(tmp_path), name=f"{group}/v", shape=shape, dtype="float32", fill_value=np.nan, **kwargs)
+        arr = zarr.create_array(
+            LocalStore(tmp_path), name=f"{group}/v", shape=shape, dtype="float32", fill_value=np.nan, **kwargs
+        )
         if i != 2:  # object 2 stays unwritten: every chunk is missing and reads as fill
             arr[...] = values
         else:
@@ -264,16 +289,22 @@ def test_source_over_chunked_objects_equals_zarr(tmp_path, layout):
     picks = np.array([30, 2, 17, 2, source.shape[axis] - 1, 16])
     picked = source.pick(picks)
     np.testing.assert_array_equal(picked[...], np.take(expected, picks, axis=axis))
-    np.testing.assert_array_equal(picked[(slice(None), slice(1, 4)) if extra else slice(1, 4)], np.take(expected, picks[1:4], axis=axis))
+    np.testing.assert_array_equal(
+        picked[(slice(None), slice(1, 4)) if extra else slice(1, 4)], np.take(expected, picks[1:4], axis=axis)
+    )
 
 
 def _tiny_objects(root, n: int) -> tuple[dict, list[str], np.ndarray]:
     """``n`` single-chunk objects of 16 float32 cells written as raw chunk files (zagg's leaf layout)."""
     meta = {
-        "zarr_format": 3, "node_type": "array", "shape": [16], "data_type": "float32",
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": [16],
+        "data_type": "float32",
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [16]}},
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": "NaN", "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
+        "fill_value": "NaN",
+        "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
     }
     values = np.arange(16 * n, dtype=np.float32).reshape(n, 16)
     groups = [f"o{i}.zarr/8" for i in range(n)]
@@ -313,14 +344,18 @@ def test_a_batch_is_read_in_bounded_sub_batches_straight_into_its_result(tmp_pat
     assert values.flags.writeable and values.base is None, "the result is one array written in place"
 
 
-@pytest.mark.parametrize("shape,chunks", [((), ()), ((6,), (6,)), ((6,), (4,))], ids=["scalar", "one-chunk", "two-chunks"])
+@pytest.mark.parametrize(
+    "shape,chunks", [((), ()), ((6,), (6,)), ((6,), (4,))], ids=["scalar", "one-chunk", "two-chunks"]
+)
 def test_whole_array_read_equals_zarr(tmp_path, shape, chunks):
     """Arrays without a cells axis are read whole, through the same decoder."""
     from moczarr.dataplane.reads import read_whole
     from moczarr.storage import Storage
 
     values = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape) + 3
-    arr = zarr.create_array(LocalStore(tmp_path), name="obj.zarr/8/t", shape=shape, chunks=chunks or "auto", dtype="int64", fill_value=0)
+    arr = zarr.create_array(
+        LocalStore(tmp_path), name="obj.zarr/8/t", shape=shape, chunks=chunks or "auto", dtype="int64", fill_value=0
+    )
     arr[...] = values
     meta = arr.metadata.to_dict()
     got = read_whole(Storage.open(tmp_path), "t", meta, "obj.zarr/8")

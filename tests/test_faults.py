@@ -32,12 +32,12 @@ from moczarr.errors import (
     StorageThrottledError,
     StorageTimeoutError,
 )
-from moczarr.storage import RetryPolicy
 from moczarr.storage import (
     BACKEND_OPTION,
     CONNECT_TIMEOUT,
     DEFAULT_CONCURRENCY,
     READ_TIMEOUT,
+    RetryPolicy,
     Storage,
     fsspec_options,
     obstore_options,
@@ -124,7 +124,11 @@ def test_default_options_bound_every_request():
 
 def test_caller_options_win():
     opts, policy = fsspec_options(
-        "s3", {"config_kwargs": {"read_timeout": 2, "max_pool_connections": 4}, "moczarr_retry": {"attempts": 2, "deadline": 5}}
+        "s3",
+        {
+            "config_kwargs": {"read_timeout": 2, "max_pool_connections": 4},
+            "moczarr_retry": {"attempts": 2, "deadline": 5},
+        },
     )
     assert opts["config_kwargs"]["read_timeout"] == 2 and opts["config_kwargs"]["max_pool_connections"] == 4
     assert opts["config_kwargs"]["connect_timeout"] == CONNECT_TIMEOUT
@@ -182,8 +186,17 @@ def test_the_client_gets_the_bounds(proxy):
         ("/c/", {"kind": "corrupt", "times": 3}),
         ("", {"kind": "latency", "seconds": 0.01}),
     ],
-    ids=["manifest-500", "moc-slowdown", "stamps-500", "stamps-reset", "chunks-reset", "chunks-truncated",
-         "chunks-slowdown", "chunks-checksum", "latency"],
+    ids=[
+        "manifest-500",
+        "moc-slowdown",
+        "stamps-500",
+        "stamps-reset",
+        "chunks-reset",
+        "chunks-truncated",
+        "chunks-slowdown",
+        "chunks-checksum",
+        "latency",
+    ],
 )
 def test_transient_faults_give_the_golden_answer(proxy, golden, match, fault):
     proxy.add(match, **fault)
@@ -241,7 +254,9 @@ def test_a_refused_connection_is_retried_then_typed(proxy):
 
 def test_access_denied_fails_at_once_and_cancels_the_batch(proxy):
     proxy.add(LEAF_STAMP, kind="status", status=403, code="AccessDenied")
-    with pytest.raises(StoragePermissionError, match=r"access denied.*\.zarr/zarr\.json|\.zarr/zarr\.json.*access denied"):
+    with pytest.raises(
+        StoragePermissionError, match=r"access denied.*\.zarr/zarr\.json|\.zarr/zarr\.json.*access denied"
+    ):
         open_remote(proxy, concurrency=1)
     time.sleep(0.2)  # anything still in flight would have arrived by now
     assert proxy.count(LEAF_STAMP) == 1  # no retry of a 403, and the other 7 stamps were never sent

@@ -24,16 +24,21 @@ def reference(words: np.ndarray) -> dict:
 
 
 rng = np.random.default_rng(3)
-SCATTER = np.unique(np.asarray(mortie.geo2mort(rng.uniform(-60, 60, 900), rng.uniform(-170, 170, 900), order=6), dtype=np.uint64))
+SCATTER = np.unique(
+    np.asarray(mortie.geo2mort(rng.uniform(-60, 60, 900), rng.uniform(-170, 170, 900), order=6), dtype=np.uint64)
+)
 CASES = {
     "scattered": SCATTER,
     "antimeridian": cover(np.linspace(-10, 10, 40), np.r_[np.linspace(170, 180, 20), np.linspace(-180, -170, 20)], 6),
     "north_cap": cover(np.linspace(80, 90, 40), np.linspace(-180, 180, 80), 6),
     "south_cap": cover(np.linspace(-90, -75, 30), np.linspace(-180, 180, 60), 5),
     "with_hole": np.setdiff1d(
-        cover(np.linspace(-60, -40, 40), np.linspace(10, 60, 40), 6), cover(np.linspace(-52, -48, 10), np.linspace(30, 35, 10), 6)
+        cover(np.linspace(-60, -40, 40), np.linspace(10, 60, 40), 6),
+        cover(np.linspace(-52, -48, 10), np.linspace(30, 35, 10), 6),
     ),
-    "mixed_orders": np.asarray(mortie.compress_moc(cover(np.linspace(20, 40, 60), np.linspace(-20, 20, 60), 7)), dtype=np.uint64),
+    "mixed_orders": np.asarray(
+        mortie.compress_moc(cover(np.linspace(20, 40, 60), np.linspace(-20, 20, 60), 7)), dtype=np.uint64
+    ),
     "one_cell": cover(np.array([12.0]), np.array([34.0]), 8),
 }
 

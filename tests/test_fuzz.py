@@ -42,8 +42,29 @@ JSON = st.recursive(
     max_leaves=12,
 )
 #: strings a hostile store would try: traversals, separators, NUL, long names, real-looking names
-NAMES = st.sampled_from(["", ".", "..", "../x", "a/b", "a\\b", "a\x00", "x" * 300, "run-", "run-a", "8", "count",
-                         "coverage.moc", "all", "2019", "-5", "1111111", "__x", "zarr.json"]) | st.text(max_size=20)
+NAMES = st.sampled_from(
+    [
+        "",
+        ".",
+        "..",
+        "../x",
+        "a/b",
+        "a\\b",
+        "a\x00",
+        "x" * 300,
+        "run-",
+        "run-a",
+        "8",
+        "count",
+        "coverage.moc",
+        "all",
+        "2019",
+        "-5",
+        "1111111",
+        "__x",
+        "zarr.json",
+    ]
+) | st.text(max_size=20)
 
 
 def typed(call, *args, **kwargs):
@@ -71,8 +92,18 @@ def stores(store_layer, tmp_path_factory):
 
 
 # -- manifests --------------------------------------------------------------------------------------------
-MANIFEST_KEYS = ["spec", "dataset", "cell_order", "shard_order", "path_grouping", "semantic_hash", "temporal",
-                 "pyramid", "multiscales", "generated_at"]
+MANIFEST_KEYS = [
+    "spec",
+    "dataset",
+    "cell_order",
+    "shard_order",
+    "path_grouping",
+    "semantic_hash",
+    "temporal",
+    "pyramid",
+    "multiscales",
+    "generated_at",
+]
 
 
 @st.composite
@@ -117,8 +148,18 @@ def test_fuzzed_manifest_on_disk_opens_or_raises_typed(stores, doc):
 
 
 # -- stamps -----------------------------------------------------------------------------------------------
-STAMP_KEYS = ["spec", "cells_with_data", "granule_count", "written_at", "time_range", "coverage", "content_hashes",
-              "current", "window", "complete"]
+STAMP_KEYS = [
+    "spec",
+    "cells_with_data",
+    "granule_count",
+    "written_at",
+    "time_range",
+    "coverage",
+    "content_hashes",
+    "current",
+    "window",
+    "complete",
+]
 
 
 @st.composite
@@ -160,8 +201,10 @@ def test_fuzzed_stamps_open_or_raise_typed(stores, data, leaf):
 
 
 @SLOW
-@given(attrs=st.dictionaries(st.sampled_from(["zagg_overview", "role", "morton_hive_commit"]), JSON, max_size=3),
-       field=NAMES)
+@given(
+    attrs=st.dictionaries(st.sampled_from(["zagg_overview", "role", "morton_hive_commit"]), JSON, max_size=3),
+    field=NAMES,
+)
 def test_fuzzed_overview_roots_degrade_or_raise_typed(stores, attrs, field):
     root = stores["overview_hive/atl06"]
     path = root / "4/3/3/2/3/all.zarr/zarr.json"

@@ -283,7 +283,9 @@ def test_full_encoding_means_whole_subtree():
     assert all(d.startswith(leaf) for d in ids.to_decimals(words))
 
 
-@pytest.mark.conformance("serc_hive's stamps list no content_hashes, so an array added to a leaf is part of it; zagg 0.61 stamps list theirs")
+@pytest.mark.conformance(
+    "serc_hive's stamps list no content_hashes, so an array added to a leaf is part of it; zagg 0.61 stamps list theirs"
+)
 # -- NESTED ids, occupancy ------------------------------------------------------------------------------------
 def test_stored_cell_ids_are_kept_and_fabrication_is_exact(copy_fixture):
     root = copy_fixture("serc_hive")
@@ -292,7 +294,9 @@ def test_stored_cell_ids_are_kept_and_fabrication_is_exact(copy_fixture):
         words = zarr.open_array(group / "morton", mode="r")[:]
         leaf = group.parent.name[:-5]
         words = np.asarray(mortie.generate_morton_children(ids.to_words(leaf)[0], 8), dtype=np.uint64)
-        arr = zarr.create_array(group / "cell_ids", shape=(16,), dtype="uint64", fill_value=0, dimension_names=["cells"])
+        arr = zarr.create_array(
+            group / "cell_ids", shape=(16,), dtype="uint64", fill_value=0, dimension_names=["cells"]
+        )
         arr[:] = mortie.mort2healpix(words)[0]
     with count_requests() as counter:
         ds = moczarr.open_hive(root)

@@ -134,7 +134,9 @@ def test_raster_toc_time_and_bands():
     ds = moczarr.open_hive(fixture_path("spec/raster_toc"))
     assert ds["red"].dims == ("time", "cells")
     np.testing.assert_array_equal(ds["red"].values, np.asarray(expected["bands"]["red"]))
-    np.testing.assert_array_equal(ds["time"].values, np.asarray([int(w) for w in expected["time_words"]], dtype=np.uint64))
+    np.testing.assert_array_equal(
+        ds["time"].values, np.asarray([int(w) for w in expected["time_words"]], dtype=np.uint64)
+    )
 
 
 def test_serc_hive_skips_debris_and_matches_nested_golden():
@@ -220,14 +222,21 @@ def test_bitmaps_decode_exactly():
     # versioned leaf: the sidecar lives under the version
     ver = moczarr.read_coverage_bitmap(fixture_path("spec/versioned"), "11213")
     np.testing.assert_array_equal(ver, words)
-    full = moczarr.read_coverage_bitmap(fixture_path("multiproduct_hive/atl06_windows"), ids.to_decimal(
-        moczarr.open_hive(fixture_path("multiproduct_hive/atl06_windows"), window="2019")["morton"].values[0]
-    )[:-2] + "_2019")
+    full = moczarr.read_coverage_bitmap(
+        fixture_path("multiproduct_hive/atl06_windows"),
+        ids.to_decimal(
+            moczarr.open_hive(fixture_path("multiproduct_hive/atl06_windows"), window="2019")["morton"].values[0]
+        )[:-2]
+        + "_2019",
+    )
     assert full.size == 16
 
 
 def test_manifest_only_spec_store_has_no_coverage():
     """spec/pyramid is the writer's manifest-only fixture: there is nothing to open, and the reader says so."""
-    with pytest.warns(moczarr.errors.CoverageFallbackWarning), pytest.raises(moczarr.errors.NoCoverageError, match="spec/pyramid"):
+    with (
+        pytest.warns(moczarr.errors.CoverageFallbackWarning),
+        pytest.raises(moczarr.errors.NoCoverageError, match="spec/pyramid"),
+    ):
         moczarr.open_hive(fixture_path("spec/pyramid"))
     assert moczarr.read_manifest(fixture_path("spec/pyramid")).pyramid["spec"] == "zagg-pyramid/2"

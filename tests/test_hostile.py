@@ -100,7 +100,11 @@ def escape(depth: int, tail: str) -> str:
 
 
 def first_stamp(root: Path, pattern: str = "*.zarr") -> Path:
-    return sorted(p for p in root.rglob(pattern) if (p / "zarr.json").exists() and "morton_hive_commit" in load_json(p / "zarr.json").get("attributes", {}))[0]
+    return sorted(
+        p
+        for p in root.rglob(pattern)
+        if (p / "zarr.json").exists() and "morton_hive_commit" in load_json(p / "zarr.json").get("attributes", {})
+    )[0]
 
 
 # -- the grammars themselves ---------------------------------------------------------------------------
@@ -114,7 +118,9 @@ def test_every_grammar_refuses_hostile_components(validator, value):
         validator(value, "obj")
 
 
-@pytest.mark.parametrize("value", [v for v in HOSTILE if isinstance(v, str)] + ["4331421_../x", "4331421_a/b", "9111"], ids=repr)
+@pytest.mark.parametrize(
+    "value", [v for v in HOSTILE if isinstance(v, str)] + ["4331421_../x", "4331421_a/b", "9111"], ids=repr
+)
 def test_listed_names_that_are_not_leaf_names_are_no_leaves(value):
     assert ids.parse_leaf_name(f"{value}.zarr") is None
 
@@ -125,10 +131,15 @@ def test_version_names_refuse_hostile_pointers(value):
         keys.version_name(value, "leaf")
 
 
-@pytest.mark.parametrize("good,validator", [
-    ("h_tdigest_locations", keys.array_name), ("coverage.moc", keys.sidecar_name),
-    ("atl06_pg3", keys.product_name), ("run-specfixture-153bc66a", keys.version_name),
-])
+@pytest.mark.parametrize(
+    "good,validator",
+    [
+        ("h_tdigest_locations", keys.array_name),
+        ("coverage.moc", keys.sidecar_name),
+        ("atl06_pg3", keys.product_name),
+        ("run-specfixture-153bc66a", keys.version_name),
+    ],
+)
 def test_grammars_accept_real_names(good, validator):
     assert validator(good, "obj") == good
 
@@ -149,16 +160,25 @@ def test_bitmap_sidecar_outside_the_leaf(store, tmp_path):
     depth = rel_leaf.count("/") + 2
     hostile = escape(depth, "outside/coverage.moc")
     bird = canary(root, f"{rel_leaf}/{hostile}")
-    set_attrs(leaf / "zarr.json", lambda a: a["morton_hive_commit"]["coverage"].update(sidecar=hostile, encoding="bitmap"))
+    set_attrs(
+        leaf / "zarr.json", lambda a: a["morton_hive_commit"]["coverage"].update(sidecar=hostile, encoding="bitmap")
+    )
     with watch() as log, pytest.raises(KeyContainmentError, match="sidecar name"):
         moczarr.read_coverage_bitmap(root, rel_leaf)
     assert_contained(log, root, tmp_path)
     assert str(bird) not in log
 
 
-@pytest.mark.parametrize("current", [
-    "../../../../outside", "run-a/../../../../outside", "run-\x00x", "run-" + "a" * 300, "run-a\\..\\..",
-])
+@pytest.mark.parametrize(
+    "current",
+    [
+        "../../../../outside",
+        "run-a/../../../../outside",
+        "run-\x00x",
+        "run-" + "a" * 300,
+        "run-a\\..\\..",
+    ],
+)
 def test_version_pointer_outside_the_leaf(store, tmp_path, current):
     root = store("zagg/versioned/store")
     leaf = first_stamp(root)
@@ -225,7 +245,9 @@ def test_ragged_locations_outside_the_object(store, tmp_path):
 def test_content_hashes_name_outside_the_group(store, tmp_path):
     root = store("zagg/single_8/store")
     leaf = first_stamp(root)
-    set_attrs(leaf / "zarr.json", lambda a: a["morton_hive_commit"]["content_hashes"]["arrays"].update({"8/..": "0" * 64}))
+    set_attrs(
+        leaf / "zarr.json", lambda a: a["morton_hive_commit"]["content_hashes"]["arrays"].update({"8/..": "0" * 64})
+    )
     with watch() as log, pytest.raises(KeyContainmentError, match=r"'\.\.'"):
         moczarr.open_hive(root)
     assert_contained(log, root, tmp_path)

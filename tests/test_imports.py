@@ -56,6 +56,9 @@ def test_unknown_name_is_an_attribute_error():
 
 def test_submodules_are_attributes_of_the_package():
     out = subprocess.run(
-        [sys.executable, "-c", "import moczarr; print(moczarr.errors.__name__)"], capture_output=True, text=True, check=True
+        [sys.executable, "-c", "import moczarr; print(moczarr.errors.__name__)"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout.strip() == "moczarr.errors"

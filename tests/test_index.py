@@ -154,8 +154,13 @@ def test_sel_words_strings_and_mixed_lists(dsp):
     picks = [words[2], words[7], words[-1]]
     decimals = [str(s) for s in mortie.MortonIndexArray.from_words(np.asarray(picks)).decimal_repr()]
     with no_degrade():
-        for label in (np.asarray(picks), picks, [int(x) for x in picks], decimals,
-                      [decimals[0], int(picks[1]), decimals[2]]):
+        for label in (
+            np.asarray(picks),
+            picks,
+            [int(x) for x in picks],
+            decimals,
+            [decimals[0], int(picks[1]), decimals[2]],
+        ):
             assert_same(m.sel(morton=label), p.sel(morton=np.asarray(picks)))
 
 
@@ -245,7 +250,9 @@ def test_sel_sorted_word_sets_match_pandas(dom, data):
     words = reference(anc, c)
     if words.size == 0:
         return
-    picks = np.unique(np.asarray(data.draw(st.lists(st.sampled_from(words.tolist()), min_size=1, max_size=25)), dtype=U64))
+    picks = np.unique(
+        np.asarray(data.draw(st.lists(st.sampled_from(words.tolist()), min_size=1, max_size=25)), dtype=U64)
+    )
     with no_degrade():
         assert_same(moc_ds(r).sel(morton=picks), pandas_ds(r).sel(morton=picks))
 
@@ -254,8 +261,12 @@ def test_sel_sorted_word_sets_match_pandas(dom, data):
 
 
 @SETTINGS
-@given(domain(), st.integers(-60, 60) | st.none(), st.integers(-60, 60) | st.none(),
-       st.sampled_from([None, 1, 2, 5, -1, -3]))
+@given(
+    domain(),
+    st.integers(-60, 60) | st.none(),
+    st.integers(-60, 60) | st.none(),
+    st.sampled_from([None, 1, 2, 5, -1, -3]),
+)
 def test_isel_slices_match_pandas(dom, start, stop, step):
     c, anc = dom
     r = MortonRanges.from_subtrees(anc, c)

@@ -10,9 +10,9 @@ import pytest
 import xarray as xr
 
 import moczarr
+from moczarr.metadata import summarize_store
 from moczarr_intake.cli import build, main, show
 from moczarr_intake.readers import MortonHive, MortonLevelReader, MortonStoreReader
-from moczarr.metadata import summarize_store
 
 from .conftest import REPO, fixture_path
 
@@ -87,7 +87,9 @@ def test_open_functions_and_readers():
     assert isinstance(MortonStoreReader(data).read(), xr.DataTree)
 
 
-@pytest.mark.parametrize("name", ["overview_hive", "multiproduct_hive", "zagg/windowed/store", "zagg/column/store", "zagg/multi/store"])
+@pytest.mark.parametrize(
+    "name", ["overview_hive", "multiproduct_hive", "zagg/windowed/store", "zagg/column/store", "zagg/multi/store"]
+)
 def test_cli_build_on_fixtures_round_trips(tmp_path, name):
     root = fixture_path(name)
     written = build([str(root)], tmp_path, progress=False)
@@ -137,7 +139,9 @@ def test_committed_stac_validates_moves_and_opens_back(tmp_path):
     assert {i.id for i in items} >= {"elevation-o8", "elevation-o6", "elevation-o4", "elevation_yearly-o8-2019"}
     for item in items:
         hint = item.assets["data"].extra_fields["moczarr:open"]["kwargs"]
-        direct = moczarr.open_level(moved / "sample" / Path(hint["store_root"]).name, hint["cell_order"], window=hint.get("window"))
+        direct = moczarr.open_level(
+            moved / "sample" / Path(hint["store_root"]).name, hint["cell_order"], window=hint.get("window")
+        )
         _same(open_stac(item), direct)
 
 

@@ -117,7 +117,13 @@ def test_plot_cells_refuses_a_stacked_variable():
 # -- occupied ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "store,kw",
-    [(SAMPLE / "elevation", {}), ("serc_hive", {}), ("serc_hive_pg3", {}), ("zagg/windowed/store", {"window": "2020"}), ("spec/minimal", {})],
+    [
+        (SAMPLE / "elevation", {}),
+        ("serc_hive", {}),
+        ("serc_hive_pg3", {}),
+        ("zagg/windowed/store", {"window": "2020"}),
+        ("spec/minimal", {}),
+    ],
     ids=["sample", "serc_hive", "serc_hive_pg3", "windowed", "minimal"],
 )
 def test_occupied_equals_count_filter_and_reads_no_data(store, kw, tmp_path):

@@ -57,14 +57,54 @@ def moraine_dir() -> Path:
 
 # What the fixtures' README documents about each pyramid (not read from the pyramids).
 DOC = {
-    "ras_mean_v1": dict(kind="raster", method="mean", legacy=False, shape0=(300, 200), dtype="float32", levels=8, zarr_format=3),
-    "stack_decimate_v1": dict(kind="raster", method="decimate", legacy=False, shape0=(300, 200, 3), dtype="float32", levels=8, zarr_format=3),
-    "cpx_mean_v1": dict(kind="raster", method="mean", legacy=False, shape0=(120, 80, 2), dtype="complex64", levels=7, zarr_format=3),
-    "ras_decimate_v1_zarr2": dict(kind="raster", method="decimate", legacy=False, shape0=(300, 200), dtype="float32", levels=8, zarr_format=2),
-    "pc_first_v1": dict(kind="point cloud", method="first", legacy=False, shape0=(150, 100, 2), dtype="float32", levels=7, zarr_format=3, res=20.0, n_points=3000),
-    "pc_int_mean_v1": dict(kind="point cloud", method="mean", legacy=False, shape0=(150, 100), dtype="float32", levels=7, zarr_format=3, res=1.0, n_points=3000),
-    "ras_legacy_090": dict(kind="raster", method="decimate", legacy=True, shape0=(300, 200), dtype="float32", levels=8, zarr_format=3),
-    "pc_int_legacy_090": dict(kind="point cloud", method="first", legacy=True, shape0=(149, 99), dtype="int16", levels=7, zarr_format=3, res=1.0, n_points=3000),
+    "ras_mean_v1": dict(
+        kind="raster", method="mean", legacy=False, shape0=(300, 200), dtype="float32", levels=8, zarr_format=3
+    ),
+    "stack_decimate_v1": dict(
+        kind="raster", method="decimate", legacy=False, shape0=(300, 200, 3), dtype="float32", levels=8, zarr_format=3
+    ),
+    "cpx_mean_v1": dict(
+        kind="raster", method="mean", legacy=False, shape0=(120, 80, 2), dtype="complex64", levels=7, zarr_format=3
+    ),
+    "ras_decimate_v1_zarr2": dict(
+        kind="raster", method="decimate", legacy=False, shape0=(300, 200), dtype="float32", levels=8, zarr_format=2
+    ),
+    "pc_first_v1": dict(
+        kind="point cloud",
+        method="first",
+        legacy=False,
+        shape0=(150, 100, 2),
+        dtype="float32",
+        levels=7,
+        zarr_format=3,
+        res=20.0,
+        n_points=3000,
+    ),
+    "pc_int_mean_v1": dict(
+        kind="point cloud",
+        method="mean",
+        legacy=False,
+        shape0=(150, 100),
+        dtype="float32",
+        levels=7,
+        zarr_format=3,
+        res=1.0,
+        n_points=3000,
+    ),
+    "ras_legacy_090": dict(
+        kind="raster", method="decimate", legacy=True, shape0=(300, 200), dtype="float32", levels=8, zarr_format=3
+    ),
+    "pc_int_legacy_090": dict(
+        kind="point cloud",
+        method="first",
+        legacy=True,
+        shape0=(149, 99),
+        dtype="int16",
+        levels=7,
+        zarr_format=3,
+        res=1.0,
+        n_points=3000,
+    ),
 }
 ALL = list(DOC)
 RASTERS = [n for n in ALL if DOC[n]["kind"] == "raster"]
@@ -714,7 +754,20 @@ def test_s3_matches_local(root, s3, name):
     assert is_moraine_pyramid(url, storage_options=s3)
     remote = read_moraine_info(url, storage_options=s3)
     local = read_moraine_info(root / name)
-    for field in ("kind", "version", "method", "stats", "shapes", "dtypes", "zarr_format", "bounds", "resolution", "has_rtree", "channel_stats", "n_points"):
+    for field in (
+        "kind",
+        "version",
+        "method",
+        "stats",
+        "shapes",
+        "dtypes",
+        "zarr_format",
+        "bounds",
+        "resolution",
+        "has_rtree",
+        "channel_stats",
+        "n_points",
+    ):
         assert getattr(remote, field) == getattr(local, field), field
     assert remote.path == url
     last = remote.n_levels - 1
@@ -725,8 +778,13 @@ def test_s3_matches_local(root, s3, name):
     tree = open_moraine_pyramid(url, storage_options=s3)
     assert list(tree.children) == [f"l{lv}" for lv in range(remote.n_levels)]
     if remote.kind == "point cloud":
-        xr.testing.assert_equal(open_moraine_points(url, storage_options=s3).compute(), open_moraine_points(root / name).compute().assign_attrs(source=url))
-        np.testing.assert_array_equal(read_moraine_rtree(url, storage_options=s3).values, read_moraine_rtree(root / name).values)
+        xr.testing.assert_equal(
+            open_moraine_points(url, storage_options=s3).compute(),
+            open_moraine_points(root / name).compute().assign_attrs(source=url),
+        )
+        np.testing.assert_array_equal(
+            read_moraine_rtree(url, storage_options=s3).values, read_moraine_rtree(root / name).values
+        )
     assert not is_moraine_pyramid("s3://moraine/nothing-here", storage_options=s3)
     with pytest.raises(NotAMorainePyramidError, match="0.zarr"):
         read_moraine_info("s3://moraine/nothing-here", storage_options=s3)

@@ -291,7 +291,7 @@ def test_stac_item_validates_offline(name):
     assert props["moraine:n_levels"] == n
     # datetime convention: when 0.zarr's metadata was written
     # no time is recorded in these pyramids: a stated placeholder, never a file's modification time
-    assert item.datetime == dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    assert item.datetime == dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
     assert props["moraine:datetime_source"].startswith("placeholder")
 
 
@@ -354,12 +354,18 @@ def test_statistics_without_stats_zarr_and_boolean():
     validate_item(item)
     (band,) = item.assets["l0"].extra_fields["raster:bands"]
     assert band["statistics"] == {
-        "minimum": marker["min"], "maximum": marker["max"], "mean": marker["mean"], "stddev": marker["std"],
+        "minimum": marker["min"],
+        "maximum": marker["max"],
+        "mean": marker["mean"],
+        "stddev": marker["std"],
         "valid_percent": 100.0 * (1.0 - marker["nan_fraction"]),
     }
     boolean = dataclasses.replace(
-        info, dtype="bool", dtypes=["bool"] + ["float32"] * (info.n_levels - 1),
-        stats={"true_fraction": 0.25}, channel_stats=None,
+        info,
+        dtype="bool",
+        dtypes=["bool"] + ["float32"] * (info.n_levels - 1),
+        stats={"true_fraction": 0.25},
+        channel_stats=None,
     )
     item = moraine_stac_item(boolean)
     validate_item(item)
@@ -427,7 +433,7 @@ def test_crs_override_and_href_base():
     item = moraine_stac_item(info, href_base="https://example.org/pyramids/pc_first_v1/")
     assert item.assets["l3"].href == "https://example.org/pyramids/pc_first_v1/3.zarr"
     assert item.assets["points"].href == "https://example.org/pyramids/pc_first_v1/pc.zarr"
-    when = dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
     given = moraine_stac_item(info, datetime=when)
     assert given.datetime == when and given.properties["moraine:datetime_source"] == "given"
 

@@ -32,8 +32,16 @@ from moczarr.testing.moraine import (
 from .conftest import FIXTURES, fixtures_dir, generated_dir
 from .stores.moraine_stores import write_all
 
-NAMES = ["ras_mean_v1", "stack_decimate_v1", "cpx_mean_v1", "ras_decimate_v1_zarr2", "pc_first_v1",
-         "pc_int_mean_v1", "ras_legacy_090", "pc_int_legacy_090"]
+NAMES = [
+    "ras_mean_v1",
+    "stack_decimate_v1",
+    "cpx_mean_v1",
+    "ras_decimate_v1_zarr2",
+    "pc_first_v1",
+    "pc_int_mean_v1",
+    "ras_legacy_090",
+    "pc_int_legacy_090",
+]
 
 
 def _points(n=200, seed=0):
@@ -69,8 +77,9 @@ def test_raster_pyramid_round_trips_through_the_reader(tmp_path):
     assert info.shapes == level_shapes(data.shape)
     np.testing.assert_array_equal(open_moraine_level(path, 0).values, data)
     for lv in range(1, info.n_levels):
-        np.testing.assert_allclose(open_moraine_level(path, lv).values, block_mean(data, 2**lv), rtol=1e-6,
-                                   equal_nan=True)
+        np.testing.assert_allclose(
+            open_moraine_level(path, lv).values, block_mean(data, 2**lv), rtol=1e-6, equal_nan=True
+        )
     finite = data[np.isfinite(data)].astype(np.float64)
     assert info.stats["mean"] == pytest.approx(finite.mean(), rel=1e-5)
     assert info.stats["nan_fraction"] == pytest.approx(12 / data.size, rel=1e-5)
@@ -194,9 +203,15 @@ def _layout(root: Path) -> dict:
         attrs = dict(arr.attrs)
         marker = attrs.pop("moraine_pyramid", None)
         out[entry.name] = {
-            "shape": arr.shape, "dtype": str(arr.dtype), "chunks": arr.chunks, "fill_value": str(arr.fill_value),
-            "zarr_format": arr.metadata.zarr_format, "compressors": [type(c).__name__ for c in arr.compressors],
-            "attr_keys": sorted(attrs), "columns": attrs.get("columns"), "page_size": attrs.get("page_size"),
+            "shape": arr.shape,
+            "dtype": str(arr.dtype),
+            "chunks": arr.chunks,
+            "fill_value": str(arr.fill_value),
+            "zarr_format": arr.metadata.zarr_format,
+            "compressors": [type(c).__name__ for c in arr.compressors],
+            "attr_keys": sorted(attrs),
+            "columns": attrs.get("columns"),
+            "page_size": attrs.get("page_size"),
             "marker": None if marker is None else {k: marker[k] for k in ("version", "kind", "method")},
             "stat_keys": None if marker is None else sorted(marker["stats"]),
         }

@@ -46,7 +46,9 @@ def local_scheduler():
 @contextmanager
 def _quiet():
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)  # a non-monotonic pick drops the MOC index, by design
+        warnings.simplefilter(
+            "ignore", moczarr.errors.MoczarrWarning
+        )  # a non-monotonic pick drops the MOC index, by design
         yield
 
 
@@ -64,7 +66,11 @@ def test_pick_reads_only_the_objects_holding_the_picks(pick):
     ds, per_leaf = _open()
     full = ds.compute()
     positions = pick(ds.sizes["cells"])
-    rows = np.flatnonzero(positions) if np.asarray(positions).dtype == bool else np.asarray(positions, dtype=np.int64) % ds.sizes["cells"]
+    rows = (
+        np.flatnonzero(positions)
+        if np.asarray(positions).dtype == bool
+        else np.asarray(positions, dtype=np.int64) % ds.sizes["cells"]
+    )
     touched = np.unique(rows // per_leaf).size
     with _quiet(), count_requests() as counter:
         got = pick_cells(ds, positions).compute()

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import moczarr
-from moczarr.errors import AOIError, PyramidError
 from moczarr import BBox, Circle
+from moczarr.errors import AOIError, PyramidError
 from moczarr.places import aoi_cover, as_place, canonical_words
 
 from .conftest import fixture_path, quiet
@@ -103,8 +103,10 @@ def _region_cells(box: BBox, order: int) -> np.ndarray:
 def test_antimeridian_and_polar_boxes_match_shapely(box, order, pad):
     flat = _region_cells(box, order)
     region = BBox(
-        box.west - pad if box.width < 360 else -180, max(-90, box.south - pad),
-        box.east + pad if box.width < 360 else 180, min(90, box.north + pad),
+        box.west - pad if box.width < 360 else -180,
+        max(-90, box.south - pad),
+        box.east + pad if box.width < 360 else 180,
+        min(90, box.north + pad),
     )
     candidates = _region_cells(region, order)
     if box.crosses_antimeridian:
@@ -309,7 +311,10 @@ def test_bad_cell_order_raises_pyramid_error(kwargs, message, capfd):
     assert capfd.readouterr().err == ""
 
 
-@pytest.mark.parametrize("levels,message", [([], "names no level"), ("8", "cell order"), ([8.5], "integer"), ([[8]], "integer"), (8.0, "cell order")])
+@pytest.mark.parametrize(
+    "levels,message",
+    [([], "names no level"), ("8", "cell order"), ([8.5], "integer"), ([[8]], "integer"), (8.0, "cell order")],
+)
 def test_bad_levels_raise_pyramid_error(levels, message):
     with pytest.raises(PyramidError, match=message):
         moczarr.open_pyramid(SAMPLE, levels=levels)
@@ -321,7 +326,10 @@ def test_bbox_takes_mortie_longitudes_modulo_360():
 
 
 def test_canonical_words_is_mortie_strict():
-    words = np.asarray(mortie.decimal_to_word(np.asarray(["4331421", "-31123", "1", "-6", "4" + "1" * 29], dtype=object)), dtype=np.uint64)
+    words = np.asarray(
+        mortie.decimal_to_word(np.asarray(["4331421", "-31123", "1", "-6", "4" + "1" * 29], dtype=object)),
+        dtype=np.uint64,
+    )
     assert canonical_words(words).all()
     bad = np.asarray([0, 13 << 60, (1 << 60) | (1 << 50) | 3, 15 << 60 | 5], dtype=np.uint64)
     assert not canonical_words(bad).any()
@@ -374,9 +382,7 @@ def test_open_hive_takes_any_argument_or_raises_typed(aoi, capfd):
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    west=st.floats(-180, 180), south=st.floats(-90, 89), width=st.floats(0.01, 359), height=st.floats(0.01, 30)
-)
+@given(west=st.floats(-180, 180), south=st.floats(-90, 89), width=st.floats(0.01, 359), height=st.floats(0.01, 30))
 def test_random_boxes_cover_their_corners(west, south, width, height):
     east = (west + width + 180) % 360 - 180
     north = min(90.0, south + height)
@@ -395,8 +401,13 @@ def test_random_boxes_cover_their_corners(west, south, width, height):
 
 
 any_value = st.one_of(
-    scalars, st.lists(scalars, max_size=3), st.tuples(scalars, scalars), st.floats(), st.integers(-100, 100),
-    st.dates().map(str), st.datetimes().map(lambda d: d.isoformat()),
+    scalars,
+    st.lists(scalars, max_size=3),
+    st.tuples(scalars, scalars),
+    st.floats(),
+    st.integers(-100, 100),
+    st.dates().map(str),
+    st.datetimes().map(lambda d: d.isoformat()),
 )
 
 

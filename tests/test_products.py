@@ -12,6 +12,7 @@ import pytest
 import xarray as xr
 
 import moczarr
+from moczarr import finest_source_at, list_products, open_store, overview_orders, source_orders
 from moczarr.errors import (
     EmptySelectionWarning,
     LevelOmittedWarning,
@@ -19,7 +20,6 @@ from moczarr.errors import (
     ObjectDroppedWarning,
     WindowError,
 )
-from moczarr import finest_source_at, list_products, open_store, overview_orders, source_orders
 from moczarr.storage.keys import is_product_name
 
 from .conftest import fixture_path, load_json, set_attrs, write_json
@@ -342,7 +342,9 @@ def test_source_and_overview_orders_unaffected_by_aoi_and_window():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", EmptySelectionWarning)
                 node = open_store(root, window=window, aoi=aoi)["atl06"]
-            answers.add((source_orders(node), overview_orders(node), finest_source_at(node, 8), finest_source_at(node, 7)))
+            answers.add(
+                (source_orders(node), overview_orders(node), finest_source_at(node, 8), finest_source_at(node, 7))
+            )
     assert answers == {((8,), (6, 4), 8, None)}
 
 
@@ -375,9 +377,8 @@ def test_roles_are_per_object_source_at_an_overview_order(copy_fixture):
 def test_structural_answers_survive_a_dropped_object(copy_fixture):
     root = copy_fixture("overview_hive")
     set_attrs(root / "atl06/4/3/3/all.zarr/zarr.json", lambda a: a.__setitem__("role", "mixed"))
-    with pytest.warns(LevelOmittedWarning, match="cell order 4"):
-        with pytest.warns(ObjectDroppedWarning):
-            node = open_store(root, products="atl06")["atl06"]
+    with pytest.warns(LevelOmittedWarning, match="cell order 4"), pytest.warns(ObjectDroppedWarning):
+        node = open_store(root, products="atl06")["atl06"]
     assert list(node.children) == ["8", "6"]
     assert overview_orders(node) == (6,)
 
@@ -395,8 +396,10 @@ def test_no_root_moc_product_keeps_its_source_child(copy_fixture):
 def test_path_grouping_product_keeps_source_one_warning_per_level(copy_fixture):
     root = copy_fixture("multiproduct_hive")
     manifest = load_json(root / "atl06_pg3/morton_hive.json")
-    manifest["pyramid"] = {"spec": "zagg-pyramid/1", "overview": {"orders": [3, 1], "spacing": 2, "all_time": False,
-                                                                  "fields": {"count": {"class": "exact"}}}}
+    manifest["pyramid"] = {
+        "spec": "zagg-pyramid/1",
+        "overview": {"orders": [3, 1], "spacing": 2, "all_time": False, "fields": {"count": {"class": "exact"}}},
+    }
     write_json(root / "atl06_pg3/morton_hive.json", manifest)
     with pytest.warns(LevelOmittedWarning, match="path_grouping") as record:
         tree = open_store(root, products="atl06_pg3")
@@ -426,7 +429,9 @@ def test_overview_orders_independent_of_a_window_missing_a_level(copy_fixture):
     assert overview_orders(a) == overview_orders(b)
 
 
-@pytest.mark.xfail(strict=True, reason="contract gap: the source roster is query-scoped (FORMAT.md §7.10 says structural)")
+@pytest.mark.xfail(
+    strict=True, reason="contract gap: the source roster is query-scoped (FORMAT.md §7.10 says structural)"
+)
 def test_source_roster_is_structural_under_an_aoi():
     root = fixture_path("overview_hive/atl06")
     with _Quiet():

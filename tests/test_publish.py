@@ -28,9 +28,9 @@ import pytest
 import xarray as xr
 
 import moczarr
+from moczarr.moraine import open_moraine_level
 from moczarr_intake.cli import main
 from moczarr_intake.stac import ENGINE, HIVE_MEDIA_TYPE, MEDIA_TYPE, XARRAY, open_stac, validate_offline
-from moczarr.moraine import open_moraine_level
 
 from .conftest import REPO, fixture_path
 from .engines import register_engine
@@ -75,7 +75,9 @@ class Server:
             def log_message(self, fmt, *args):
                 log.append(self.requestline)
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
+        self.httpd = http.server.ThreadingHTTPServer(
+            ("127.0.0.1", 0), functools.partial(Handler, directory=str(folder))
+        )
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
@@ -92,18 +94,31 @@ def published(stores):
     server = Server(stores)
     out = stores / "site" / "cat"
     roots = [str(stores / "stores" / d) for d in [*STORES, "sample"]]
-    argv = ["build", *roots, "--out", str(out), "--thumbnails", "--href-base", f"{server.url}/stores",
-            "--catalog-url", f"{server.url}/site/cat", "--license", "CC-BY-4.0"]
+    argv = [
+        "build",
+        *roots,
+        "--out",
+        str(out),
+        "--thumbnails",
+        "--href-base",
+        f"{server.url}/stores",
+        "--catalog-url",
+        f"{server.url}/site/cat",
+        "--license",
+        "CC-BY-4.0",
+    ]
     assert main(argv) == 0
     try:
-        yield SimpleNamespace(server=server, out=out, base=stores, url=server.url, root_url=f"{server.url}/site/cat/stac/catalog.json")
+        yield SimpleNamespace(
+            server=server, out=out, base=stores, url=server.url, root_url=f"{server.url}/site/cat/stac/catalog.json"
+        )
     finally:
         server.stop()
 
 
 def _local(published, href: str) -> Path:
     assert href.startswith(published.url + "/"), href
-    return published.base / href[len(published.url) + 1:]
+    return published.base / href[len(published.url) + 1 :]
 
 
 def _level_items(published):
@@ -172,7 +187,9 @@ def test_open_stac_over_http(published):
     moraine = {i.id: i for i in catalog.get_items() if "moraine:kind" in i.properties}
     assert set(moraine) == {"ras_mean_v1", "pc_first_v1"}
     got = open_stac(moraine["ras_mean_v1"].get_self_href(), level=2)
-    xr.testing.assert_identical(got.compute(), open_moraine_level(published.base / "stores/moraine/ras_mean_v1", 2).compute())
+    xr.testing.assert_identical(
+        got.compute(), open_moraine_level(published.base / "stores/moraine/ras_mean_v1", 2).compute()
+    )
     points = open_stac(moraine["pc_first_v1"], asset="points")
     assert points.sizes["point"] == 3000
 
@@ -228,9 +245,10 @@ def test_titles_are_unique_and_say_where(published):
     collections = list(catalog.get_all_collections())
     titles = [c.title for c in collections]
     assert len(set(titles)) == len(titles), titles
-    assert {t for t in titles if "atl06" in t.lower() and "store" in t} >= {"ATL06 v006 in store A-store", "ATL06 v006: atl06 in store B-store"} or len(
-        [t for t in titles if "in store" in t]
-    ) >= 2
+    assert {t for t in titles if "atl06" in t.lower() and "store" in t} >= {
+        "ATL06 v006 in store A-store",
+        "ATL06 v006: atl06 in store B-store",
+    } or len([t for t in titles if "in store" in t]) >= 2
     assert catalog.title == "moczarr catalog: 5 morton-hive stores and 2 moraine pyramids"
     for c in collections:
         assert c.license == "CC-BY-4.0"
@@ -263,7 +281,12 @@ def test_thumbnails_show_values(published):
     for item in catalog.get_items(recursive=True):
         if "thumbnail" not in item.assets:
             continue
-        local = published.out / "stac" / Path(item.get_self_href()[len(published.url + "/site/cat/stac/"):]).parent / "thumbnail.png"
+        local = (
+            published.out
+            / "stac"
+            / Path(item.get_self_href()[len(published.url + "/site/cat/stac/") :]).parent
+            / "thumbnail.png"
+        )
         pixels = np.asarray(Image.open(local).convert("RGBA"))
         opaque = pixels[pixels[..., 3] > 0][:, :3]
         assert len(opaque), f"{item.id}: an empty quicklook"

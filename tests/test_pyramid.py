@@ -12,7 +12,7 @@ import pytest
 import xarray as xr
 
 import moczarr
-from moczarr import ids
+from moczarr import ids, read_manifest
 from moczarr.errors import (
     EmptySelectionWarning,
     LevelOmittedWarning,
@@ -20,9 +20,8 @@ from moczarr.errors import (
     PyramidError,
     WindowError,
 )
-from moczarr.indexes.moc_index import MortonMocIndex
-from moczarr import read_manifest
 from moczarr.format.manifest import parse_manifest
+from moczarr.indexes.moc_index import MortonMocIndex
 from moczarr.openers.pyramid import (
     level_demotions,
     open_level,
@@ -47,8 +46,14 @@ def manifest_of(name: str):
 
 
 def manifest_with(pyramid, *, shard_order=6, cell_order=8, **extra):
-    obj = {"spec": "morton-hive/1", "dataset": {"short_name": "T"}, "cell_order": cell_order,
-           "shard_order": shard_order, "path_grouping": 1, **extra}
+    obj = {
+        "spec": "morton-hive/1",
+        "dataset": {"short_name": "T"},
+        "cell_order": cell_order,
+        "shard_order": shard_order,
+        "path_grouping": 1,
+        **extra,
+    }
     if pyramid is not ...:
         obj["pyramid"] = pyramid
     return parse_manifest(obj, "test-store")
@@ -142,9 +147,21 @@ def test_placeholder_fixture_is_declared_off_and_opens_flat():
         ({"spec": "zagg-pyramid/1", "overview": {"orders": [4], "all_time": False, "fields": FIELDS}}, "spacing"),
         ({"spec": "zagg-pyramid/1", "overview": {"orders": [4], "spacing": 2, "fields": FIELDS}}, "all_time"),
         ({"spec": "zagg-pyramid/1", "overview": {"orders": [4], "spacing": 2, "all_time": False}}, "fields"),
-        ({"spec": "zagg-pyramid/1", "overview": {"orders": [6], "spacing": 2, "all_time": False, "fields": FIELDS}}, "outside"),
-        ({"spec": "zagg-pyramid/1", "overview": {"orders": [-1], "spacing": 2, "all_time": False, "fields": FIELDS}}, "outside"),
-        ({"spec": "zagg-pyramid/1", "overview": {"orders": ["4"], "spacing": 2, "all_time": False, "fields": FIELDS}}, "integers"),
+        (
+            {"spec": "zagg-pyramid/1", "overview": {"orders": [6], "spacing": 2, "all_time": False, "fields": FIELDS}},
+            "outside",
+        ),
+        (
+            {"spec": "zagg-pyramid/1", "overview": {"orders": [-1], "spacing": 2, "all_time": False, "fields": FIELDS}},
+            "outside",
+        ),
+        (
+            {
+                "spec": "zagg-pyramid/1",
+                "overview": {"orders": ["4"], "spacing": 2, "all_time": False, "fields": FIELDS},
+            },
+            "integers",
+        ),
     ],
 )
 def test_bad_v1_declarations_raise(block, match):
@@ -155,8 +172,11 @@ def test_bad_v1_declarations_raise(block, match):
 
 
 def v2(overviews, **family):
-    return {"spec": "zagg-pyramid/2", "overviews": overviews,
-            "overview": {"all_time": False, "fields": FIELDS, **family}}
+    return {
+        "spec": "zagg-pyramid/2",
+        "overviews": overviews,
+        "overview": {"all_time": False, "fields": FIELDS, **family},
+    }
 
 
 @pytest.mark.parametrize(
@@ -164,8 +184,14 @@ def v2(overviews, **family):
     [
         (v2([]), "non-empty"),
         ({"spec": "zagg-pyramid/2", "overviews": [{"node": 3, "cells": [4]}]}, "all_time"),
-        ({"spec": "zagg-pyramid/2", "overviews": [{"node": 3, "cells": [4]}], "overview": {"fields": FIELDS}}, "all_time"),
-        ({"spec": "zagg-pyramid/2", "overviews": [{"node": 3, "cells": [4]}], "overview": {"all_time": False}}, "fields"),
+        (
+            {"spec": "zagg-pyramid/2", "overviews": [{"node": 3, "cells": [4]}], "overview": {"fields": FIELDS}},
+            "all_time",
+        ),
+        (
+            {"spec": "zagg-pyramid/2", "overviews": [{"node": 3, "cells": [4]}], "overview": {"all_time": False}},
+            "fields",
+        ),
         (v2([{"node": 3}]), "cells"),
         (v2([[3, [4]]]), "node"),
         (v2([{"node": 7, "cells": [7]}]), "outside"),
@@ -208,9 +234,18 @@ def test_v1_normalized_record_overview_hive():
 
 
 def test_v1_orders_given_ascending_are_normalized_descending():
-    block = {"spec": "zagg-pyramid/1", "overview": {"orders": [2, 4], "spacing": 2, "all_time": True,
-                                                    "fields": FIELDS, "fold_source": "cascade", "exact_levels": 1,
-                                                    "summarize": {"x": 1}}}
+    block = {
+        "spec": "zagg-pyramid/1",
+        "overview": {
+            "orders": [2, 4],
+            "spacing": 2,
+            "all_time": True,
+            "fields": FIELDS,
+            "fold_source": "cascade",
+            "exact_levels": 1,
+            "summarize": {"x": 1},
+        },
+    }
     decl = pyramid_declaration(manifest_with(block))
     assert decl["orders"] == [4, 2]
     assert decl["cell_orders"] == {4: [6], 2: [4]}
@@ -237,7 +272,12 @@ def test_v2_normalized_record_spec_pyramid():
     assert decl["all_time"] is False
     table = pyramid_levels(manifest)
     assert level_table(manifest) == [
-        (6, 3, "source"), (5, 3, "column"), (4, 3, "column"), (3, 2, "overview"), (2, 1, "overview"), (1, 0, "overview"),
+        (6, 3, "source"),
+        (5, 3, "column"),
+        (4, 3, "column"),
+        (3, 2, "overview"),
+        (2, 1, "overview"),
+        (1, 0, "overview"),
     ]
     # slab lengths 4**(cells - node) per ladder entry, as the writer lists them
     by_node: dict[int, list[int]] = {}
@@ -251,9 +291,39 @@ def test_v2_normalized_record_spec_pyramid():
     [
         (ATL06, [(8, 6, "source"), (6, 4, "overview"), (4, 2, "overview")]),
         (ATL06_W, [(8, 6, "source"), (6, 4, "overview")]),
-        ("spec/minimal", [(6, 4, "source"), (5, 4, "column"), (4, 3, "overview"), (3, 2, "overview"), (2, 1, "overview"), (1, 0, "overview")]),
-        ("spec/versioned", [(6, 4, "source"), (5, 4, "column"), (4, 3, "overview"), (3, 2, "overview"), (2, 1, "overview"), (1, 0, "overview")]),
-        ("spec/column", [(6, 4, "source"), (5, 4, "column"), (4, 3, "overview"), (3, 2, "overview"), (2, 1, "overview"), (1, 0, "overview")]),
+        (
+            "spec/minimal",
+            [
+                (6, 4, "source"),
+                (5, 4, "column"),
+                (4, 3, "overview"),
+                (3, 2, "overview"),
+                (2, 1, "overview"),
+                (1, 0, "overview"),
+            ],
+        ),
+        (
+            "spec/versioned",
+            [
+                (6, 4, "source"),
+                (5, 4, "column"),
+                (4, 3, "overview"),
+                (3, 2, "overview"),
+                (2, 1, "overview"),
+                (1, 0, "overview"),
+            ],
+        ),
+        (
+            "spec/column",
+            [
+                (6, 4, "source"),
+                (5, 4, "column"),
+                (4, 3, "overview"),
+                (3, 2, "overview"),
+                (2, 1, "overview"),
+                (1, 0, "overview"),
+            ],
+        ),
         ("serc_hive", [(8, 6, "source")]),
         ("multiproduct_hive/atl06", [(5, 3, "source")]),
     ],
@@ -268,8 +338,8 @@ def test_resolution_tables_zagg_goldens():
         pyr = load_json(fixture_path(f"zagg/{name}/golden.json"))["products"]["."]["pyramid"]
         table = {lv.cell_order: lv.artifact for lv in pyramid_levels(manifest_of(f"zagg/{name}/store"))}
         want = {8: "source"}
-        want.update({r: "overview" for r in pyr["overview_cell_orders"]})
-        want.update({r: "column" for r in pyr.get("column_cell_orders") or []})
+        want.update(dict.fromkeys(pyr["overview_cell_orders"], "overview"))
+        want.update(dict.fromkeys(pyr.get("column_cell_orders") or [], "column"))
         assert table == want, name
 
 
@@ -511,8 +581,10 @@ def test_column_level_of_spec_column_with_a_root_moc(copy_fixture):
     """spec/column plus a root MOC naming its shard: the o5 column level decodes to the writer's values."""
     root = copy_fixture("spec/column")
     expected = load_json(fixture_path("spec/column.expected.json"))
-    write_json(root / "coverage.moc", {"spec": "morton-moc/1", "encoding": "ranges", "order": 4,
-                                       "ranges": [[expected["shard"], expected["shard"]]]})
+    write_json(
+        root / "coverage.moc",
+        {"spec": "morton-moc/1", "encoding": "ranges", "order": 4, "ranges": [[expected["shard"], expected["shard"]]]},
+    )
     with pytest.warns(LevelOmittedWarning):  # no overview was swept
         tree = open_pyramid(root)
     assert list(tree.children) == ["o6", "o5"]
@@ -520,8 +592,9 @@ def test_column_level_of_spec_column_with_a_root_moc(copy_fixture):
     group = expected["column"]["groups"]["5"]
     assert ds["morton"].values.tolist() == [int(w) for w in group["morton"]]
     assert ds["count"].values.tolist() == group["count"]
-    assert ds.attrs["zagg_objects"] == [{"node": expected["shard"], "window": None, "role": "column",
-                                         "zagg_column": expected["column"]["zagg_column"]}]
+    assert ds.attrs["zagg_objects"] == [
+        {"node": expected["shard"], "window": None, "role": "column", "zagg_column": expected["column"]["zagg_column"]}
+    ]
     from moczarr.analysis.ragged import decode_variable
 
     for got, want in zip(decode_variable(ds["h_tdigest"]), group["h_tdigest"]):
@@ -531,18 +604,22 @@ def test_column_level_of_spec_column_with_a_root_moc(copy_fixture):
 # -- window / all_time -----------------------------------------------------------------------------------
 def test_all_time_is_exclusive_with_window():
     root = fixture_path(ATL06_W)
-    for opener in (lambda: open_pyramid(root, window="2019", all_time=True),
-                   lambda: open_level(root, 6, window="2019", all_time=True),
-                   lambda: open_overview_order(root, 6, window="2019", all_time=True)):
+    for opener in (
+        lambda: open_pyramid(root, window="2019", all_time=True),
+        lambda: open_level(root, 6, window="2019", all_time=True),
+        lambda: open_overview_order(root, 6, window="2019", all_time=True),
+    ):
         with pytest.raises(WindowError, match="exclusive"):
             opener()
 
 
 def test_all_time_refused_on_unwindowed_store():
     root = fixture_path(ATL06)
-    for opener in (lambda: open_pyramid(root, all_time=True),
-                   lambda: open_level(root, 6, all_time=True),
-                   lambda: open_overview_order(root, 4, all_time=True)):
+    for opener in (
+        lambda: open_pyramid(root, all_time=True),
+        lambda: open_level(root, 6, all_time=True),
+        lambda: open_overview_order(root, 4, all_time=True),
+    ):
         with pytest.raises(WindowError, match="windowed"):
             opener()
 
@@ -724,8 +801,10 @@ def test_declared_order_without_stamped_object_is_omitted(copy_fixture):
 def test_path_grouping_above_one_omits_overview_levels(copy_fixture):
     root = copy_fixture("multiproduct_hive/atl06_pg3")
     manifest = load_json(root / "morton_hive.json")
-    manifest["pyramid"] = {"spec": "zagg-pyramid/1", "overview": {"orders": [3], "spacing": 2, "all_time": False,
-                                                                  "fields": FIELDS}}
+    manifest["pyramid"] = {
+        "spec": "zagg-pyramid/1",
+        "overview": {"orders": [3], "spacing": 2, "all_time": False, "fields": FIELDS},
+    }
     write_json(root / "morton_hive.json", manifest)
     with pytest.warns(LevelOmittedWarning, match="path_grouping"):
         tree = open_pyramid(root)
@@ -778,7 +857,14 @@ def test_out_of_coverage_aoi_empties_levels_schema_correct():
 def test_level_demotions_flattens_stamped_records(copy_fixture):
     root = copy_fixture(ATL06)
     records = [
-        {"field": "composition", "class": "packed", "reason": "divisor-missing", "contributors": 1, "of": "h_tdigest", "cells": 4},
+        {
+            "field": "composition",
+            "class": "packed",
+            "reason": "divisor-missing",
+            "contributors": 1,
+            "of": "h_tdigest",
+            "cells": 4,
+        },
         {"field": "h_mean", "reason": "something-new", "extra": [1, 2]},
     ]
     set_attrs(root / OV_NODE / "zarr.json", lambda a: a["zagg_overview"].__setitem__("demotions", records))
@@ -830,6 +916,7 @@ def _stage_overview(root, node_path: str, cell_order: int):
         block = attrs["zagg_overview"]
         block["spec"] = "zagg-overview/2"
         block["cell_order"] = cell_order
+
     set_attrs(root / node_path / "zarr.json", damage)
 
 

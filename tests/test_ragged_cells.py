@@ -13,16 +13,14 @@ import xarray as xr
 import moczarr
 from moczarr import ids
 from moczarr.analysis.cells import join_coarse, parent_cells
+from moczarr.analysis.ragged import RaggedError, decode_cell, decode_variable, parse_ragged_attrs, read_ragged
 from moczarr.errors import CoverageFallbackWarning
 from moczarr.openers.pyramid import open_level
-from moczarr.analysis.ragged import RaggedError, decode_cell, decode_variable, parse_ragged_attrs, read_ragged
 from moczarr.storage import count_requests
 
 from .conftest import fixture_path, load_json
 
 DIGEST = {"ragged": {"spec": "zagg-ragged/1", "element": {"dtype": "float32", "shape": [-1, 2]}}}
-
-
 
 
 # -- parse_ragged_attrs ----------------------------------------------------------------------------------
@@ -40,9 +38,18 @@ def test_parse_ragged_attrs_accepts_the_declared_forms():
         "unknown_key": 1,
     }
     spec = parse_ragged_attrs(located)
-    assert (spec.locations, spec.times, spec.weights, spec.gain) == ("h_tdigest_locations", "h_tdigest_times", "flux", {"name": "g", "version": "1"})
-    words = parse_ragged_attrs({"ragged": {"spec": "zagg-ragged/1", "element": {"dtype": "uint64", "shape": [-1]}},
-                                "located": {"spec": "zagg-located/1", "shape": "per-centroid", "grammar": "mortie-morton/1"}})
+    assert (spec.locations, spec.times, spec.weights, spec.gain) == (
+        "h_tdigest_locations",
+        "h_tdigest_times",
+        "flux",
+        {"name": "g", "version": "1"},
+    )
+    words = parse_ragged_attrs(
+        {
+            "ragged": {"spec": "zagg-ragged/1", "element": {"dtype": "uint64", "shape": [-1]}},
+            "located": {"spec": "zagg-located/1", "shape": "per-centroid", "grammar": "mortie-morton/1"},
+        }
+    )
     assert words.dtype == np.dtype("<u8") and words.inner_shape == ()
     assert parse_ragged_attrs({**DIGEST, "weights": "counts"}).weights == "counts"
 
@@ -66,8 +73,13 @@ def test_parse_ragged_attrs_accepts_the_declared_forms():
         ({**DIGEST, "weights": "mass"}, "weights"),
         ({**DIGEST, "weights": "flux"}, "gain"),
         ({**DIGEST, "weights": "flux", "gain": {"name": "g"}}, "gain"),
-        ({"ragged": {"spec": "zagg-ragged/1", "element": {"dtype": "uint64", "shape": [-1]}},
-          "located": {"spec": "zagg-located/9"}}, "located"),
+        (
+            {
+                "ragged": {"spec": "zagg-ragged/1", "element": {"dtype": "uint64", "shape": [-1]}},
+                "located": {"spec": "zagg-located/9"},
+            },
+            "located",
+        ),
     ],
 )
 def test_parse_ragged_attrs_refuses_bad_declarations(attrs, match):

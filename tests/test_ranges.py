@@ -11,7 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from moczarr.errors import AOIError, AOITypeError, ArgumentError, ArgumentTypeError, MixedOrderError, MoczarrError, SelectionError
+from moczarr.errors import (
+    AOIError,
+    AOITypeError,
+    ArgumentError,
+    MixedOrderError,
+    MoczarrError,
+    SelectionError,
+)
 from moczarr.ids import to_words
 from moczarr.indexes.ranges import MortonRanges, packing
 
@@ -283,8 +290,9 @@ def test_searchsorted_matches_numpy(dom, raw, side):
     c, anc = dom
     r = MortonRanges.from_subtrees(anc, c)
     ref = reference(anc, c)
-    probes = np.concatenate([np.asarray(raw, dtype=U64), ref[:5], ref[-5:], ref[:3] + U64(1),
-                             reference(["4", "-3"], max(c - 1, 0))]).astype(U64)
+    probes = np.concatenate(
+        [np.asarray(raw, dtype=U64), ref[:5], ref[-5:], ref[:3] + U64(1), reference(["4", "-3"], max(c - 1, 0))]
+    ).astype(U64)
     np.testing.assert_array_equal(r.searchsorted(probes, side), np.searchsorted(ref, probes, side))
 
 
@@ -315,8 +323,9 @@ def test_set_algebra_matches_numpy(doms):
 
 
 @SETTINGS
-@given(domain(), st.integers(-80, 80) | st.none(), st.integers(-80, 80) | st.none(),
-       st.sampled_from([None, 1, 2, 3, 7]))
+@given(
+    domain(), st.integers(-80, 80) | st.none(), st.integers(-80, 80) | st.none(), st.sampled_from([None, 1, 2, 3, 7])
+)
 def test_isel_slices_match_numpy(dom, start, stop, step):
     c, anc = dom
     r = MortonRanges.from_subtrees(anc, c)

@@ -49,7 +49,7 @@ def _rank(decimal: str) -> tuple[str, int]:
     """(sign+base, position among same-order siblings): digits 1-4 read as base-4 digits 0-3."""
     head = decimal[:2] if decimal.startswith("-") else decimal[:1]
     pos = 0
-    for d in decimal[len(head):]:
+    for d in decimal[len(head) :]:
         pos = pos * 4 + int(d) - 1
     return head, pos
 
@@ -103,7 +103,9 @@ def open_counted(root: Path, **kwargs):
 
 
 @pytest.mark.parametrize("index_kind", INDEX_KINDS)
-@pytest.mark.parametrize("name,kwargs", ZAGG_OPENS, ids=[f"{n.split('/')[1]}{'-' + k['window'] if k else ''}" for n, k in ZAGG_OPENS])
+@pytest.mark.parametrize(
+    "name,kwargs", ZAGG_OPENS, ids=[f"{n.split('/')[1]}{'-' + k['window'] if k else ''}" for n, k in ZAGG_OPENS]
+)
 def test_open_with_root_moc_reads_stamps_and_one_schema_only(name, kwargs, index_kind):
     root = fixture_path(name)
     ds, counter = open_counted(root, index_kind=index_kind, **kwargs)
@@ -126,7 +128,12 @@ def test_open_with_root_moc_reads_stamps_and_one_schema_only(name, kwargs, index
 def test_compute_reads_each_data_chunk_once_and_no_coordinate_chunk(name, kwargs, index_kind):
     root = fixture_path(name)
     ds, _ = open_counted(root, index_kind=index_kind, **kwargs)
-    assert "cell_ids" in ds.coords and ds["cell_ids"].attrs == {"grid_name": "healpix", "level": 8, "indexing_scheme": "nested", "ellipsoid": "WGS84"}
+    assert "cell_ids" in ds.coords and ds["cell_ids"].attrs == {
+        "grid_name": "healpix",
+        "level": 8,
+        "indexing_scheme": "nested",
+        "ellipsoid": "WGS84",
+    }
     with count_requests() as counter:
         loaded = ds.load()
         morton = loaded["morton"].values
@@ -169,7 +176,10 @@ def test_versioned_store_costs_one_probe_per_versioned_leaf():
     assert counter.lists == 0 and counter.kind("chunk:data") == 0
     assert counter.kind("stamp") == moc_candidates(root)
     assert counter.kind("metadata") == legacy_counter.kind("metadata") + n_versioned
-    assert counter.gets <= moc_candidates(root) + 3 + schema_arrays(root, ds.attrs["morton_hive"]["leaves"][0]) + n_versioned
+    assert (
+        counter.gets
+        <= moc_candidates(root) + 3 + schema_arrays(root, ds.attrs["morton_hive"]["leaves"][0]) + n_versioned
+    )
 
 
 def test_versioned_store_compute_reads_no_coordinate_chunk():

@@ -78,7 +78,7 @@ class Remote:
     def kw(self) -> dict:
         return {"storage_options": self.options}
 
-    def on(self, backend: str) -> "Remote":
+    def on(self, backend: str) -> Remote:
         """The same remote read through ``backend`` (``obstore`` or ``s3fs``)."""
         self.options = {**self.options, "moczarr_backend": backend}
         return self
@@ -206,9 +206,8 @@ def test_s3_dataset_computes_on_a_process_cluster(public):
     """Worker processes rebuild the store handle from the pickle and read over HTTP themselves."""
     golden = load_json(fixture_path("zagg/single_8/golden.json"))["products"]["."]["totals"]
     ds = moczarr.open_hive(public.url("zagg/single_8/store"), **public.kw())
-    with local_cluster() as client:
-        with public.server.count_http() as http, count_requests() as here:
-            total = int(client.compute(ds["count"].sum()).result())
+    with local_cluster() as client, public.server.count_http() as http, count_requests() as here:
+        total = int(client.compute(ds["count"].sum()).result())
     assert total == golden["count_sum"]
     assert here.gets == 0, "the client process read nothing"
     assert (http.heads, http.lists, http.object_gets) == (0, 0, ds.attrs["morton_hive"]["n_leaves"]), dict(http)
@@ -361,7 +360,10 @@ def test_catalog_cli_end_to_end_over_s3(public, tmp_path):
         assert_same_dataset(entry.to_dask(), moczarr.open_level(fixture_path("multiproduct_hive/atl06"), 5))
         windowed = cat["store_atl06"](window="2020").to_dask()
         assert_same_dataset(windowed, moczarr.open_level(fixture_path("zagg/windowed/store"), 8, window="2020"))
-        items = {item.id: item for item in __import__("pystac").Catalog.from_file(str(written["stac"])).get_items(recursive=True)}
+        items = {
+            item.id: item
+            for item in __import__("pystac").Catalog.from_file(str(written["stac"])).get_items(recursive=True)
+        }
         item = next(i for k, i in items.items() if k.endswith("o8-2020"))
         assert item.assets["data"].href == public.url("zagg/windowed/store")
         assert_same_dataset(open_stac(item, storage_options=public.options), windowed)

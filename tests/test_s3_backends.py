@@ -16,8 +16,7 @@ import pytest
 import xarray as xr
 
 import moczarr
-from moczarr.storage import RetryPolicy
-from moczarr.storage import count_requests, describe_key, make_store, obstore_options
+from moczarr.storage import RetryPolicy, count_requests, describe_key, make_store, obstore_options
 
 from .conftest import fixture_path
 from .s3server import S3Server
@@ -81,8 +80,14 @@ def test_https_roots_stay_on_fsspec():
 def test_s3_option_mapping():
     mapped = obstore_options(
         "s3://bucket/a/b",
-        {"key": "K", "secret": "S", "token": "T", "endpoint_url": "https://s3.example.invalid",
-         "requester_pays": True, "config_kwargs": {"connect_timeout": 2}},
+        {
+            "key": "K",
+            "secret": "S",
+            "token": "T",
+            "endpoint_url": "https://s3.example.invalid",
+            "requester_pays": True,
+            "config_kwargs": {"connect_timeout": 2},
+        },
         RetryPolicy(deadline=12.0),
         16,
     )
@@ -103,7 +108,9 @@ def test_gcs_option_mapping():
     assert anon["kwargs"]["skip_signature"] is True
     keyfile = obstore_options("gs://bkt", {"token": "/path/sa.json", "project": "p"}, policy, 8)
     assert keyfile["kwargs"]["service_account_path"] == "/path/sa.json" and keyfile["kwargs"]["prefix"] is None
-    assert "service_account_path" not in obstore_options("gs://bkt", None, policy, 8)["kwargs"]  # ambient: obstore's chain
+    assert (
+        "service_account_path" not in obstore_options("gs://bkt", None, policy, 8)["kwargs"]
+    )  # ambient: obstore's chain
     assert "token" in obstore_options("gs://bkt", {"token": "browser"}, policy, 8)
     assert "requester_pays" in obstore_options("gs://bkt", {"requester_pays": True}, policy, 8)
     store = make_store("gs://bkt/x/y", {"token": "anon"})._store  # builds without a request
@@ -119,8 +126,9 @@ def test_azure_option_mapping():
     assert key["kwargs"]["account_key"] == "k"
     assert "account_name" in obstore_options("az://cont", {"anon": True}, policy, 8)
     assert "ambient" in obstore_options("az://cont", {"account_name": "acct"}, policy, 8)
-    assert "connection_string" in obstore_options("az://cont", {"account_name": "a", "anon": True,
-                                                                "connection_string": "x"}, policy, 8)
+    assert "connection_string" in obstore_options(
+        "az://cont", {"account_name": "a", "anon": True, "connection_string": "x"}, policy, 8
+    )
     store = make_store("az://cont/p", {"account_name": "acct", "anon": True})._store
     assert describe_key(store, "zarr.json") == "az://cont/p/zarr.json"
 

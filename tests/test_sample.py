@@ -232,8 +232,11 @@ def test_overviews_fold_the_leaves(sample):
             word = ids.to_words(node_dec)[0]
             # the node's subtree at order 8 from the leaves read with zarr, missing leaves at fill
             fine = _children(word, CELL_ORDER)
-            slab = {"count": np.zeros(fine.size, np.int32), "h_min": np.full(fine.size, np.nan, np.float32),
-                    "h_max": np.full(fine.size, np.nan, np.float32)}
+            slab = {
+                "count": np.zeros(fine.size, np.int32),
+                "h_min": np.full(fine.size, np.nan, np.float32),
+                "h_max": np.full(fine.size, np.nan, np.float32),
+            }
             n_leaves = 0
             for lw, lp in zip(leaf_words, leaf_paths):
                 if int(mortie.clip2order(k, np.asarray([lw], np.uint64))[0]) != int(word):

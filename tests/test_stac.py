@@ -27,9 +27,9 @@ from PIL import Image
 from pystac.errors import STACValidationError
 from shapely.geometry import Point, shape
 
-from moczarr import ids
+from moczarr import ids, open_store
 from moczarr.format.manifest import parse_manifest
-from moczarr import open_store
+from moczarr.metadata import LevelInfo, ProductSummary, VariableInfo, footprint_geometry, summarize_store
 from moczarr.openers.pyramid import open_level
 from moczarr.storage import count_requests
 from moczarr_intake import stac
@@ -51,7 +51,6 @@ from moczarr_intake.stac import (
     validate_offline,
     window_interval,
 )
-from moczarr.metadata import LevelInfo, ProductSummary, VariableInfo, footprint_geometry, summarize_store
 
 from .conftest import fixture_path
 
@@ -81,7 +80,11 @@ def items_of(catalog) -> list[pystac.Item]:
 
 
 def product_of(built, obj) -> ProductSummary:
-    root = obj.extra_fields["moczarr:store_root"] if isinstance(obj, pystac.Collection) else open_hint(obj)["kwargs"]["store_root"]
+    root = (
+        obj.extra_fields["moczarr:store_root"]
+        if isinstance(obj, pystac.Collection)
+        else open_hint(obj)["kwargs"]["store_root"]
+    )
     return built.products[root]
 
 
@@ -126,8 +129,10 @@ def test_one_item_per_level_and_window(built):
     assert by_id["windowed-store-atl06"] == {f"windowed-store-atl06-o8-{y}" for y in ("2019", "2020", "2021")}
     assert by_id["column-store-atl06"] == {f"column-store-atl06-o{r}" for r in range(1, 9)}
     assert by_id["overview_hive-atl06_windows"] == {
-        "overview_hive-atl06_windows-o8-2019", "overview_hive-atl06_windows-o8-2020",
-        "overview_hive-atl06_windows-o6-2019", "overview_hive-atl06_windows-o6-2020",
+        "overview_hive-atl06_windows-o8-2019",
+        "overview_hive-atl06_windows-o8-2020",
+        "overview_hive-atl06_windows-o6-2019",
+        "overview_hive-atl06_windows-o6-2020",
         "overview_hive-atl06_windows-o6-all",
     }
 
@@ -289,8 +294,15 @@ def synthetic_product(shards: list[str], **kw) -> ProductSummary:
         "generated_at": "2026-01-02T03:04:05+00:00",
     }
     fields = dict(
-        name="synth", root="/nonexistent/synth", manifest=parse_manifest(manifest, "/nonexistent/synth"),
-        declaration=None, windows=[], time_range=None, n_shards=len(shards), shards=shards, bbox=None,
+        name="synth",
+        root="/nonexistent/synth",
+        manifest=parse_manifest(manifest, "/nonexistent/synth"),
+        declaration=None,
+        windows=[],
+        time_range=None,
+        n_shards=len(shards),
+        shards=shards,
+        bbox=None,
         footprint=footprint_geometry(ids.to_words(shards)) if shards else None,
         levels=[LevelInfo(5, 3, "source", ["v"], float(mortie.order2res(5)))],
         variables=[VariableInfo("v", "float32", ["cells"], {"units": "m"})],
@@ -350,10 +362,12 @@ def test_window_intervals():
     assert window_interval("20200229", "daily") == (D(2020, 2, 29), D(2020, 3, 1))
     assert window_interval("20190229", "daily") is None  # no such day
     assert window_interval("2019", "monthly") is None  # not a label of that schedule
-    temporal = {"windows": [
-        {"label": "a", "start": "2019-01-02T00:00:00+00:00", "end": "2019-02-01T00:00:00+00:00"},
-        {"label": "b", "timestamp": "2020-05-01T12:00:00Z"},
-    ]}
+    temporal = {
+        "windows": [
+            {"label": "a", "start": "2019-01-02T00:00:00+00:00", "end": "2019-02-01T00:00:00+00:00"},
+            {"label": "b", "timestamp": "2020-05-01T12:00:00Z"},
+        ]
+    }
     assert window_interval("a", "explicit", temporal) == (D(2019, 1, 2), D(2019, 2, 1))
     assert window_interval("b", "explicit", temporal) == (D(2020, 5, 1, 12), D(2020, 5, 1, 12, 0, 1))
     assert window_interval("c", "explicit", temporal) is None
@@ -464,7 +478,11 @@ def test_item_opens_to_what_open_level_gives(built):
         hint = open_hint(item)["kwargs"]
         ds = quiet(open_stac, item)
         direct = quiet(
-            open_level, hint["store_root"], hint["cell_order"], window=hint["window"], all_time=hint.get("all_time", False)
+            open_level,
+            hint["store_root"],
+            hint["cell_order"],
+            window=hint["window"],
+            all_time=hint.get("all_time", False),
         )
         if direct is None:  # a declared level with nothing on disk: both say so
             assert ds is None
@@ -497,12 +515,19 @@ def test_item_opens_from_href_and_dict(built):
 
 def test_collection_opens_to_what_open_store_gives(built):
     cases = {
-        "overview_hive-atl06": ({"store_root": os.path.abspath(fixture_path("overview_hive")), "products": ["atl06"]}, {}),
+        "overview_hive-atl06": (
+            {"store_root": os.path.abspath(fixture_path("overview_hive")), "products": ["atl06"]},
+            {},
+        ),
         "overview_hive-atl06_windows": (
-            {"store_root": os.path.abspath(fixture_path("overview_hive")), "products": ["atl06_windows"]}, {"window": "2020"}
+            {"store_root": os.path.abspath(fixture_path("overview_hive")), "products": ["atl06_windows"]},
+            {"window": "2020"},
         ),
         "column-store-atl06": ({"store_root": os.path.abspath(fixture_path("zagg/column/store"))}, {}),
-        "windowed-store-atl06": ({"store_root": os.path.abspath(fixture_path("zagg/windowed/store"))}, {"window": "2019"}),
+        "windowed-store-atl06": (
+            {"store_root": os.path.abspath(fixture_path("zagg/windowed/store"))},
+            {"window": "2019"},
+        ),
     }
     collections = {c.id: c for c in built.disk.get_all_collections()}
     for cid, (kwargs, extra) in cases.items():
@@ -520,7 +545,9 @@ def test_open_stac_calls_only_moczarr_readers(built):
     doc["assets"]["data"]["moczarr:open"]["function"] = "os.system"
     with pytest.raises(ValueError, match="not a moczarr reader"):
         open_stac(doc)
-    doc["assets"]["data"]["moczarr:open"]["function"] = "moczarr.openers.pyramid.open_level"  # a module path is not a public name
+    doc["assets"]["data"]["moczarr:open"]["function"] = (
+        "moczarr.openers.pyramid.open_level"  # a module path is not a public name
+    )
     with pytest.raises(ValueError, match="not a moczarr reader"):
         open_stac(doc)
     with pytest.raises(ValueError, match="fixes cell_order"):
@@ -548,7 +575,12 @@ def test_s3_root_gets_the_storage_extension(s3_server, tmp_path):
     catalog = quiet(build_stac, "s3://moczarr-public/zagg/column/store", tmp_path, storage_options=options)
     assert validate_offline(tmp_path / "catalog.json")
     (collection,) = catalog.get_children()
-    scheme = {"type": "custom-s3", "platform": s3_server.endpoint_url, "bucket": "moczarr-public", "region": "us-east-1"}
+    scheme = {
+        "type": "custom-s3",
+        "platform": s3_server.endpoint_url,
+        "bucket": "moczarr-public",
+        "region": "us-east-1",
+    }
     assert collection.extra_fields["storage:schemes"] == {"s3-moczarr-public": scheme}
     for item in collection.get_items():
         assert STORAGE in item.stac_extensions
@@ -584,7 +616,12 @@ def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_serv
     item = pystac.read_file(str(tmp_path / "stac" / "atl06" / "atl06-o7" / "atl06-o7.json"))
     asset = item.assets["data"]
     assert asset.extra_fields["xarray:storage_options"] == {"anon": True, "client_kwargs": {"endpoint_url": endpoint}}
-    opened = quiet(xr.open_dataset, asset.href, **asset.extra_fields["xarray:open_kwargs"], storage_options=asset.extra_fields["xarray:storage_options"])
+    opened = quiet(
+        xr.open_dataset,
+        asset.href,
+        **asset.extra_fields["xarray:open_kwargs"],
+        storage_options=asset.extra_fields["xarray:storage_options"],
+    )
     xr.testing.assert_identical(opened.load(), local)
 
 
@@ -597,10 +634,17 @@ def test_credentials_are_never_written(s3_server, tmp_path):
 
 
 def test_aws_scheme_validates():
-    scheme = stac.build._storage_scheme("s3://my-bucket/prefix", {"anon": True, "client_kwargs": {"region_name": "us-west-2"}})
+    scheme = stac.build._storage_scheme(
+        "s3://my-bucket/prefix", {"anon": True, "client_kwargs": {"region_name": "us-west-2"}}
+    )
     assert scheme == (
         "s3-my-bucket",
-        {"type": "aws-s3", "platform": "https://{bucket}.s3.{region}.amazonaws.com", "bucket": "my-bucket", "region": "us-west-2"},
+        {
+            "type": "aws-s3",
+            "platform": "https://{bucket}.s3.{region}.amazonaws.com",
+            "bucket": "my-bucket",
+            "region": "us-west-2",
+        },
     )
     p = synthetic_product(["-1411"], root="s3://my-bucket/prefix")
     collection = product_collection(p, storage_options={"client_kwargs": {"region_name": "us-west-2"}})

@@ -54,8 +54,12 @@ QUERIES = [
     ("sample-box", SAMPLE_BOX, None, None),
     ("corner-outside-footprint", SAMPLE_CORNER, None, None),
     ("fixture-box-2020", FIXTURE_BOX, "2020-03-01T00:00:00Z/2020-09-01T00:00:00Z", None),
-    ("world-2019-2020-two-collections", WORLD, "2019-06-01T00:00:00Z/2020-06-01T00:00:00Z",
-     ["elevation_yearly", "windowed-atl06"]),
+    (
+        "world-2019-2020-two-collections",
+        WORLD,
+        "2019-06-01T00:00:00Z/2020-06-01T00:00:00Z",
+        ["elevation_yearly", "windowed-atl06"],
+    ),
     ("one-collection", WORLD, None, ["pyramid-atl06"]),
     ("instant", WORLD, "2019-07-01T00:00:00Z", None),  # inside the 2019 windows
     ("open-end", FIXTURE_BOX, "2021-06-01T00:00:00Z/..", None),
@@ -98,7 +102,9 @@ def built(stores):
     catalog = pystac.Catalog.from_file(str(out / "stac" / "catalog.json"))
     items = list(catalog.get_items(recursive=True))
     collections = sorted((out / "stac" / "api-collections").glob("*.json"))
-    return SimpleNamespace(out=out, parquet=out / "stac" / "items.parquet", collections=collections, catalog=catalog, items=items)
+    return SimpleNamespace(
+        out=out, parquet=out / "stac" / "items.parquet", collections=collections, catalog=catalog, items=items
+    )
 
 
 def free_port() -> int:
@@ -138,8 +144,16 @@ def start_server(parquet: Path, collections: list[Path], log: Path) -> tuple[sub
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         # --use-duckdb false: the DuckDB backend fetches DuckDB extensions on first use; the in-memory one needs nothing
-        cmd = [rustac_command(), "serve", str(parquet), *map(str, collections), "--use-duckdb", "false",
-               "--addr", f"127.0.0.1:{port}"]
+        cmd = [
+            rustac_command(),
+            "serve",
+            str(parquet),
+            *map(str, collections),
+            "--use-duckdb",
+            "false",
+            "--addr",
+            f"127.0.0.1:{port}",
+        ]
         with open(log, "wb") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + SERVER_START_SECONDS
@@ -317,7 +331,16 @@ def test_the_api_serves_the_catalogs_own_collections(api, built):
     assert set(served) == set(want)
     for cid, collection in want.items():
         got, doc = served[cid].to_dict(), collection.to_dict(transform_hrefs=False)
-        for key in ("title", "description", "license", "extent", "providers", "summaries", "item_assets", "cube:dimensions"):
+        for key in (
+            "title",
+            "description",
+            "license",
+            "extent",
+            "providers",
+            "summaries",
+            "item_assets",
+            "cube:dimensions",
+        ):
             assert prune_nulls(got.get(key)) == prune_nulls(doc.get(key)), (cid, key)
         assert {link["rel"] for link in got["links"]} >= {"self", "items"}  # the API's own links
         assert not any(link["href"].startswith(".") for link in got["links"])

@@ -61,7 +61,9 @@ def test_written_tree_is_complete_and_read_only(monkeypatch, tmp_path):
 def test_stale_trees_and_torn_temporaries_are_pruned(monkeypatch, tmp_path):
     folder = tmp_path / "c"
     monkeypatch.setenv("MOCZARR_TEST_CACHE", str(folder))
-    old_tree, new_tree, torn, fresh_torn = (folder / n for n in ("zagg-0.1-old", "zagg-0.2-new", ".tmp-x-1", ".tmp-y-2"))
+    old_tree, new_tree, torn, fresh_torn = (
+        folder / n for n in ("zagg-0.1-old", "zagg-0.2-new", ".tmp-x-1", ".tmp-y-2")
+    )
     for d in (old_tree, new_tree, torn, fresh_torn):
         (d / "store").mkdir(parents=True)
     long_ago = time.time() - 30 * 86400

@@ -139,7 +139,12 @@ def test_window_labels_declared_or_not():
 # -- observed envelopes -----------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "start,end",
-    [("2019-01-01", "2019-01-02"), ("2019-01-10", "2019-01-20"), ("2019-02-01", "2019-03-01"), ("2018-01-01", "2030-01-01")],
+    [
+        ("2019-01-01", "2019-01-02"),
+        ("2019-01-10", "2019-01-20"),
+        ("2019-02-01", "2019-03-01"),
+        ("2018-01-01", "2030-01-01"),
+    ],
 )
 @pytest.mark.conformance("checks against the writer's golden_cells.json, which only the shared zagg stores carry")
 def test_observed_between_keeps_the_cells_observed_in_the_range(start, end):

@@ -18,12 +18,22 @@ import zstandard
 import moczarr
 from moczarr import Finding, VerifyReport, verify_store
 from moczarr.errors import DebrisWarning, WindowError
-from moczarr.verify import combined_digest, content_digest
 from moczarr.testing import write_sample_store
+from moczarr.verify import combined_digest, content_digest
 
 from .conftest import fixture_path, load_json, set_attrs, write_json
 
-ZAGG_STORES = ["single_8", "single_ragged", "versioned", "windowed", "pyramid", "pyramid_windows", "pyramid_temporal", "column", "multi"]
+ZAGG_STORES = [
+    "single_8",
+    "single_ragged",
+    "versioned",
+    "windowed",
+    "pyramid",
+    "pyramid_windows",
+    "pyramid_temporal",
+    "column",
+    "multi",
+]
 
 
 @pytest.fixture
@@ -49,7 +59,9 @@ def leaf_dir(store: Path, decimal: str, window: str | None = None) -> Path:
 
 
 def first_leaf(store: Path) -> Path:
-    return sorted(p for p in store.rglob("*.zarr") if p.name[0].isdigit() and "_" not in p.name and ".pyramid" not in p.name)[0]
+    return sorted(
+        p for p in store.rglob("*.zarr") if p.name[0].isdigit() and "_" not in p.name and ".pyramid" not in p.name
+    )[0]
 
 
 def files(root: Path) -> dict[str, bytes]:
@@ -144,7 +156,11 @@ def test_superseded_versions_are_reclaimable_info(zagg):
     on_disk = []
     for leaf in store.rglob("*.zarr"):
         current = load_json(leaf / "zarr.json")["attributes"]["morton_hive_commit"]["current"]
-        on_disk += [str((leaf / p.name).relative_to(store)) for p in leaf.iterdir() if p.name.startswith("run-") and p.name != current]
+        on_disk += [
+            str((leaf / p.name).relative_to(store))
+            for p in leaf.iterdir()
+            if p.name.startswith("run-") and p.name != current
+        ]
     assert superseded == sorted(on_disk) and len(superseded) == 3
     assert {f.severity for f in report.findings if f.kind == "superseded-version"} == {"info"}
 
@@ -252,7 +268,9 @@ def test_d20_record_verifies_a_leaf_whose_stamp_records_no_hashes(zagg):
     drop_stamp_hashes(store)
     report = verify_store(store, deep=True)
     assert problems(report) == [] and "content-unrecorded" not in report.kinds()
-    assert report.counts["arrays_verified_by_record"] == len(load_json(store / NODE / "stats.json")["content_hashes"]["arrays"])
+    assert report.counts["arrays_verified_by_record"] == len(
+        load_json(store / NODE / "stats.json")["content_hashes"]["arrays"]
+    )
 
 
 def test_d20_record_catches_altered_content_the_stamp_cannot(zagg):
@@ -308,7 +326,9 @@ def test_granule_list_that_does_not_hash_to_itself(zagg):
 def test_stamp_granule_count_against_the_trusted_list(zagg):
     store, _ = zagg("single_8")
     names = load_json(store / NODE / "granules.json")["granule_ids"]
-    set_attrs(leaf_dir(store, LEAF) / "zarr.json", lambda a: a["morton_hive_commit"].update(granule_count=len(names) + 3))
+    set_attrs(
+        leaf_dir(store, LEAF) / "zarr.json", lambda a: a["morton_hive_commit"].update(granule_count=len(names) + 3)
+    )
     assert problems(verify_store(store, deep=True)) == [("granule-count-mismatch", "warning", LEAF_PATH)]
 
 
@@ -358,7 +378,11 @@ def test_deep_reads_each_chunk_once_and_shallow_none(zagg):
 
 # -- pyramids ----------------------------------------------------------------------------------------
 def overview(store: Path, node: str) -> Path:
-    return store.joinpath(*node, "all.zarr") if not node.startswith("-") else store.joinpath(node[:2], *node[2:], "all.zarr")
+    return (
+        store.joinpath(*node, "all.zarr")
+        if not node.startswith("-")
+        else store.joinpath(node[:2], *node[2:], "all.zarr")
+    )
 
 
 def test_off_order_overview_provenance(zagg):
@@ -478,7 +502,9 @@ def test_build_rtree_layout():
 
     boxes = build_rtree([0, 1, 5, 6, 9], [0, 2, 4, 3, 1], page_size=2)
     # 3 pages -> 4 heap leaves (the last padding), 7 nodes; node 0 the union of everything
-    expect = np.array([[0, 0, 9, 4], [0, 0, 6, 4], [9, 1, 9, 1], [0, 0, 1, 2], [5, 3, 6, 4], [9, 1, 9, 1], [np.nan] * 4])
+    expect = np.array(
+        [[0, 0, 9, 4], [0, 0, 6, 4], [9, 1, 9, 1], [0, 0, 1, 2], [5, 3, 6, 4], [9, 1, 9, 1], [np.nan] * 4]
+    )
     np.testing.assert_array_equal(boxes, expect)
     assert build_rtree([], []).shape == (0, 4)
     with pytest.raises(ValueError):
@@ -616,17 +642,26 @@ def test_verify_over_s3_equals_local(zagg):
     leaf = leaf_dir(store, "1111111")
     current = load_json(leaf / "zarr.json")["attributes"]["morton_hive_commit"]["current"]
     (leaf / current / "8" / "h_max" / "c" / "0").unlink()
-    shutil.rmtree(leaf_dir(store, "1111144") / load_json(leaf_dir(store, "1111144") / "zarr.json")["attributes"]["morton_hive_commit"]["current"])
+    shutil.rmtree(
+        leaf_dir(store, "1111144")
+        / load_json(leaf_dir(store, "1111144") / "zarr.json")["attributes"]["morton_hive_commit"]["current"]
+    )
     local = verify_store(store, deep=True)
     with S3Server() as server:
         server.create_bucket("verify", public=True)
         prefix = f"versioned-{uuid.uuid4().hex[:8]}"  # moto keeps buckets across servers of one process
         server.upload_tree(store, "verify", prefix)
         remote = verify_store(f"s3://verify/{prefix}", deep=True, storage_options=server.storage_options(anon=True))
-    assert sorted(problems(remote)) == sorted(problems(local)) == sorted([
-        ("content-mismatch", "error", f"1/1/1/1/1/1/1/1111111.zarr/{current}/8/h_max"),
-        ("version-missing", "error", "1/1/1/1/1/4/4/1111144.zarr"),
-    ])
+    assert (
+        sorted(problems(remote))
+        == sorted(problems(local))
+        == sorted(
+            [
+                ("content-mismatch", "error", f"1/1/1/1/1/1/1/1111111.zarr/{current}/8/h_max"),
+                ("version-missing", "error", "1/1/1/1/1/4/4/1111144.zarr"),
+            ]
+        )
+    )
     assert remote.counts == local.counts
 
 

@@ -76,7 +76,16 @@ def join_coarse(fine: xr.Dataset, coarse: xr.Dataset, *, suffix: str = "") -> xr
 
 
 #: exact-class fold laws (FORMAT.md §7.1): the reduction that folds four children into their parent
-FOLD_LAWS = {"sum": "sum", "count": "sum", "len": "sum", "nansum": "sum", "min": "min", "nanmin": "min", "max": "max", "nanmax": "max"}
+FOLD_LAWS = {
+    "sum": "sum",
+    "count": "sum",
+    "len": "sum",
+    "nansum": "sum",
+    "min": "min",
+    "nanmin": "min",
+    "max": "max",
+    "nanmax": "max",
+}
 
 
 def compose(levels, cell_order: int, *, methods: dict[str, str] | None = None) -> xr.Dataset:
@@ -94,7 +103,11 @@ def compose(levels, cell_order: int, *, methods: dict[str, str] | None = None) -
     datasets = [c.ds for c in levels.children.values()] if isinstance(levels, xr.DataTree) else list(levels)
     if isinstance(levels, xr.DataTree) and not datasets and levels.ds.data_vars:
         datasets = [levels.ds]  # a flat product node holds its source level itself
-    sources = [ds for ds in datasets if (ds.attrs.get("zagg_level") or {}).get("artifact", "source") == "source" and _order_of(ds) >= cell_order]
+    sources = [
+        ds
+        for ds in datasets
+        if (ds.attrs.get("zagg_level") or {}).get("artifact", "source") == "source" and _order_of(ds) >= cell_order
+    ]
     if not sources:
         raise ArgumentError(f"no source level at or finer than cell order {cell_order}")
     laws = dict(methods or {})
@@ -118,14 +131,21 @@ def compose(levels, cell_order: int, *, methods: dict[str, str] | None = None) -
     out = xr.concat(parts, dim=CELLS, join="outer") if len(parts) > 1 else parts[0]
     order = np.argsort(out[COORD].values, kind="stable")
     out = out.isel({CELLS: order})
-    out.attrs = {"moczarr_composed": {"cell_order": cell_order, "from_orders": sorted({_order_of(d) for d in sources}, reverse=True)}}
+    out.attrs = {
+        "moczarr_composed": {
+            "cell_order": cell_order,
+            "from_orders": sorted({_order_of(d) for d in sources}, reverse=True),
+        }
+    }
     return out
 
 
 def _plain(ds: xr.Dataset) -> xr.Dataset:
     """A level's variables on a plain (materialized) morton coordinate."""
     words = np.asarray(ds[COORD].values, dtype=np.uint64)
-    out = xr.Dataset({v: (ds[v].dims, ds[v].values) for v in ds.data_vars if CELLS in ds[v].dims}, coords={COORD: (CELLS, words)})
+    out = xr.Dataset(
+        {v: (ds[v].dims, ds[v].values) for v in ds.data_vars if CELLS in ds[v].dims}, coords={COORD: (CELLS, words)}
+    )
     return out
 
 
@@ -136,6 +156,12 @@ def _fold(values: np.ndarray, inverse: np.ndarray, n: int, law: str) -> np.ndarr
         np.add.at(out, inverse, np.where(np.isnan(values), 0, values) if values.dtype.kind == "f" else values)
         return out
     ufunc = np.fmin if law == "min" else np.fmax
-    start = np.full(n, np.nan if values.dtype.kind == "f" else (np.iinfo(values.dtype).max if law == "min" else np.iinfo(values.dtype).min), dtype=values.dtype)
+    start = np.full(
+        n,
+        np.nan
+        if values.dtype.kind == "f"
+        else (np.iinfo(values.dtype).max if law == "min" else np.iinfo(values.dtype).min),
+        dtype=values.dtype,
+    )
     ufunc.at(start, inverse, values)
     return start

@@ -86,7 +86,9 @@ def plot_cells(ds: xr.Dataset, var: str, ax=None, *, step: int = 4, cmap=None, c
     if var not in ds.variables:
         raise MapError(f"no variable {var!r} in the Dataset (have: {', '.join(map(str, ds.data_vars))})")
     if ds[var].dims != (CELLS,):
-        raise MapError(f"plot_cells draws one value per cell; {var!r} has dims {ds[var].dims} (select down to ({CELLS!r},))")
+        raise MapError(
+            f"plot_cells draws one value per cell; {var!r} has dims {ds[var].dims} (select down to ({CELLS!r},))"
+        )
     values = np.asarray(ds[var].values)
     if values.dtype.kind not in "iufb":
         raise MapError(f"{var!r} has dtype {values.dtype}; plot_cells draws numbers (decode ragged fields first)")

@@ -14,11 +14,11 @@ import xarray as xr
 
 from .. import ids
 from ..dataplane.assemble import CELLS, COORD
-from ..format.coverage import decode_bitmap, stamp_coverage
 from ..errors import CoverageError
+from ..format.coverage import decode_bitmap, stamp_coverage
 from ..format.roster import read_manifest
-from ..storage import Storage
 from ..format.stamps import leaf_data_prefix, read_roots, stamp_of
+from ..storage import Storage
 
 #: rows per chunk of the regular chunking :func:`occupied` returns
 DEFAULT_CHUNK = 4096
@@ -47,7 +47,9 @@ def occupied_words(store_root, ds: xr.Dataset, *, storage_options: dict | None =
         encoding = cov.get("encoding") if cov else None
         if encoding == "full":
             shard = ids.to_words(decimal)[0]
-            found.append(np.asarray(mortie.generate_morton_children(shard, manifest.cell_order), dtype=np.uint64).ravel())
+            found.append(
+                np.asarray(mortie.generate_morton_children(shard, manifest.cell_order), dtype=np.uint64).ravel()
+            )
         elif encoding == "bitmap":
             prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
             sidecars.append((decimal, f"{prefix}/{cov.get('sidecar') or 'coverage.moc'}"))
@@ -70,7 +72,12 @@ def occupied_mask(ds: xr.Dataset, store_root=None, *, storage_options: dict | No
     words = np.asarray(ds[COORD].values, dtype=np.uint64)
     hive = ds.attrs.get("morton_hive") or {}
     artifact = (ds.attrs.get("zagg_level") or {}).get("artifact")
-    exact = store_root is not None and hive.get("leaves") is not None and "windows" not in hive and artifact in (None, "source")
+    exact = (
+        store_root is not None
+        and hive.get("leaves") is not None
+        and "windows" not in hive
+        and artifact in (None, "source")
+    )
     if not exact:
         return _count_mask(ds)
     have, unknown = occupied_words(store_root, ds, storage_options=storage_options)
@@ -93,7 +100,9 @@ def _count_mask(ds: xr.Dataset) -> np.ndarray:
     return np.asarray((count > 0).any(dim=other).values if other else (count > 0).values, dtype=bool)
 
 
-def occupied(ds: xr.Dataset, store_root=None, *, storage_options: dict | None = None, chunk: int = DEFAULT_CHUNK) -> xr.Dataset:
+def occupied(
+    ds: xr.Dataset, store_root=None, *, storage_options: dict | None = None, chunk: int = DEFAULT_CHUNK
+) -> xr.Dataset:
     """The rows of ``ds`` whose cell holds data, regularly rechunked so the result writes with ``to_zarr``.
 
     With ``store_root`` (the store ``ds`` was opened from) and a source-level

@@ -13,9 +13,9 @@ import numpy as np
 
 from .. import ids
 from ..errors import RaggedError, SelectionError
-from ..places import as_place
-from ..openers.pyramid import check_order, open_level
 from ..format.roster import read_manifest
+from ..openers.pyramid import check_order, open_level
+from ..places import as_place
 from ..storage import Storage
 
 RAGGED_SPEC = "zagg-ragged/1"
@@ -90,7 +90,15 @@ def decode_variable(var) -> list[np.ndarray]:
     return [decode_cell(p, spec) for p in np.asarray(var.values).ravel()]
 
 
-def read_ragged(store_root, field: str, cells, *, cell_order: int | None = None, window: str | None = None, storage_options: dict | None = None) -> dict[int, np.ndarray]:
+def read_ragged(
+    store_root,
+    field: str,
+    cells,
+    *,
+    cell_order: int | None = None,
+    window: str | None = None,
+    storage_options: dict | None = None,
+) -> dict[int, np.ndarray]:
     """Decode ``field`` at the given cells (words or decimal ids) of a store: ``{word: array}``.
 
     ``cells`` may also be any place :mod:`moczarr.places` accepts (a
@@ -117,7 +125,11 @@ def read_ragged(store_root, field: str, cells, *, cell_order: int | None = None,
         return {int(w): decode_cell(p, spec) for w, p in zip(have, ds[field].values)}
     words = place.words
     pos = np.searchsorted(have, words)
-    missing = (pos >= have.size) | (have[np.minimum(pos, max(have.size - 1, 0))] != words) if have.size else np.ones(words.size, bool)
+    missing = (
+        (pos >= have.size) | (have[np.minimum(pos, max(have.size - 1, 0))] != words)
+        if have.size
+        else np.ones(words.size, bool)
+    )
     if missing.any():
         raise SelectionError(f"{store_root}: cells {ids.to_decimals(words[missing])} are not in the level's domain")
     payloads = ds[field].isel(cells=pos).values

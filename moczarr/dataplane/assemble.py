@@ -24,15 +24,6 @@ from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from .. import ids
-from ..storage import keys
-from .reads import (
-    DEFAULT_BATCH_BYTES,
-    CellsSource,
-    batch_row_chunks,
-    cells_rows,
-    read_whole,
-    row_bytes,
-)
 from ..errors import (
     ArgumentError,
     ArrayContractError,
@@ -43,7 +34,15 @@ from ..errors import (
 )
 from ..format.integrity import check_declared_arrays, parse_array_metadata
 from ..indexes.ranges import MortonRanges
-from ..storage import Storage
+from ..storage import Storage, keys
+from .reads import (
+    DEFAULT_BATCH_BYTES,
+    CellsSource,
+    batch_row_chunks,
+    cells_rows,
+    read_whole,
+    row_bytes,
+)
 
 CELLS = "cells"
 COORD = "morton"
@@ -179,8 +178,10 @@ def check_array_contract(meta: dict, where: str) -> None:
     if ragged is not None and (not isinstance(ragged, dict) or ragged.get("spec") != "zagg-ragged/1"):
         raise ArrayContractError(f"{where}: unknown ragged declaration {ragged!r}; refusing to guess a layout")
     dtype = meta.get("data_type")
-    if isinstance(dtype, dict) and dtype.get("name") == "vlen-ndarray" or dtype == "vlen-ndarray":
-        raise ArrayContractError(f"{where}: vlen-ndarray (zagg-ragged/2) needs the zarr-vlen-ndarray extension; install it")
+    if (isinstance(dtype, dict) and dtype.get("name") == "vlen-ndarray") or dtype == "vlen-ndarray":
+        raise ArrayContractError(
+            f"{where}: vlen-ndarray (zagg-ragged/2) needs the zarr-vlen-ndarray extension; install it"
+        )
 
 
 #: the open arrays still exactly as built, by dask name -> their source (what :func:`pick_cells` rebuilds)
@@ -272,8 +273,14 @@ def lazy_cells_array(
         return da.from_array(np.empty(shape, dtype=schema.dtype), chunks=-1)
     token = tokenize(parts_token or parts_token_of(storage, parts), schema.name, schema.metadata)
     source = CellsSource(
-        storage, schema.name, schema.metadata, axis, [p.group for p in parts], [p.sel for p in parts],
-        [p.n_cells for p in parts], token=token,
+        storage,
+        schema.name,
+        schema.metadata,
+        axis,
+        [p.group for p in parts],
+        [p.sel for p in parts],
+        [p.n_cells for p in parts],
+        token=token,
     )
     return cells_array(source, row_chunks, f"moczarr-{schema.name}-{token}")
 
@@ -309,13 +316,16 @@ def fabricated_cell_ids(domain: MortonRanges, row_chunks: tuple[int, ...], where
     if domain.order > MAX_EXACT_NESTED_ORDER:
         warn(
             f"{where}: NESTED cell_ids at order {domain.order} exceed 2**53 and are unsafe as float64/JS numbers",
-            PrecisionWarning)
+            PrecisionWarning,
+        )
     if not row_chunks or sum(row_chunks) == 0:
         return da.from_array(np.empty(0, dtype=np.uint64), chunks=-1)
     name = "moczarr-cell_ids-" + tokenize(domain, row_chunks)
     bounds = np.concatenate([[0], np.cumsum(row_chunks)])
     dsk = {(name, i): (_nested_block, domain, int(bounds[i]), int(bounds[i + 1])) for i in range(len(row_chunks))}
-    return da.Array(HighLevelGraph.from_collections(name, dsk, dependencies=[]), name, (tuple(row_chunks),), dtype=np.uint64)
+    return da.Array(
+        HighLevelGraph.from_collections(name, dsk, dependencies=[]), name, (tuple(row_chunks),), dtype=np.uint64
+    )
 
 
 def nested_attrs(order: int, latitude: str | None = None) -> dict:
@@ -342,7 +352,9 @@ def morton_coords(domain: MortonRanges, index_kind: str) -> xr.Coordinates:
         import pandas as pd
         from xarray.indexes import PandasIndex
 
-        index = PandasIndex(pd.Index(domain.words(), dtype=np.uint64, name=COORD), CELLS, coord_dtype=np.dtype(np.uint64))
+        index = PandasIndex(
+            pd.Index(domain.words(), dtype=np.uint64, name=COORD), CELLS, coord_dtype=np.dtype(np.uint64)
+        )
         return xr.Coordinates.from_xindex(index)
     raise ArgumentError(f"index_kind must be 'moc' or 'pandas', got {index_kind!r}")
 
@@ -373,7 +385,8 @@ def build_dataset(
         raise ValueError(f"row domain holds {len(domain)} cells but the objects give {n_rows}")
     live = [p for p in parts if p.n_rows]
     widest = max(
-        (row_bytes(a.dtype, a.shape, a.cells_axis) for a in schema.arrays.values() if a.cells_axis is not None), default=1
+        (row_bytes(a.dtype, a.shape, a.cells_axis) for a in schema.arrays.values() if a.cells_axis is not None),
+        default=1,
     )
     row_chunks = batch_row_chunks([p.n_rows for p in live], widest, batch_bytes or DEFAULT_BATCH_BYTES)
     parts_token = parts_token_of(storage, live) if live else ""
@@ -394,8 +407,14 @@ def build_dataset(
         else:
             data_vars[name] = var
     if NESTED not in coords and fabricate_cell_ids in ("auto", True):
-        latitude = (schema.group_attrs.get("dggs") or {}).get("latitude") if isinstance(schema.group_attrs.get("dggs"), dict) else None
-        coords[NESTED] = xr.Variable((CELLS,), fabricated_cell_ids(domain, row_chunks, storage.location), nested_attrs(domain.order, latitude))
+        latitude = (
+            (schema.group_attrs.get("dggs") or {}).get("latitude")
+            if isinstance(schema.group_attrs.get("dggs"), dict)
+            else None
+        )
+        coords[NESTED] = xr.Variable(
+            (CELLS,), fabricated_cell_ids(domain, row_chunks, storage.location), nested_attrs(domain.order, latitude)
+        )
     ds = xr.Dataset(data_vars, coords=morton_coords(domain, index_kind))
     ds = ds.assign_coords(coords)
     ds.attrs.update(attrs or {})

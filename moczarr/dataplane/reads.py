@@ -232,7 +232,9 @@ class CellsSource:
     @property
     def decoder(self) -> ChunkDecoder:
         if self._decoder is None:
-            self._decoder = ChunkDecoder(self.metadata, self.storage.describe(self.groups[0] + "/" + self.name) if self.groups else self.name)
+            self._decoder = ChunkDecoder(
+                self.metadata, self.storage.describe(self.groups[0] + "/" + self.name) if self.groups else self.name
+            )
         return self._decoder
 
     @property
@@ -333,7 +335,9 @@ class CellsSource:
         shape[self.axis] = n_rows
         out = np.empty(shape, dtype=self.dtype)
         dec = self.decoder
-        per_object = 1 if dec.single_chunk else int(np.prod([-(-s // c) for s, c in zip(self._leaf_shape, dec.chunk_shape)]))
+        per_object = (
+            1 if dec.single_chunk else int(np.prod([-(-s // c) for s, c in zip(self._leaf_shape, dec.chunk_shape)]))
+        )
         batch: dict[str, list] = {}
         for piece in pieces:
             group = self.groups[piece[0]]
@@ -401,7 +405,11 @@ class CellsSource:
                 pos = self._object_positions(seg, rows)
                 n = pos.stop - pos.start if isinstance(pos, slice) else pos.size
                 target = (slice(None),) * self.axis + (slice(at, at + n),)
-                out[target] = leaf[(slice(None),) * self.axis + (pos,)] if isinstance(pos, slice) else np.take(leaf, pos, axis=self.axis)
+                out[target] = (
+                    leaf[(slice(None),) * self.axis + (pos,)]
+                    if isinstance(pos, slice)
+                    else np.take(leaf, pos, axis=self.axis)
+                )
 
     def _fill_joined(self, out: np.ndarray, plans: list, payloads: list) -> bool:
         """Whole single-chunk objects of a plain ``bytes`` array, landing on consecutive rows: one copy of their joined bytes.
@@ -421,7 +429,12 @@ class CellsSource:
             if len(pieces) != 1:
                 return False
             seg, rows, first = pieces[0]
-            if first != expect or self.sels[seg] is not None or not isinstance(rows, slice) or (rows.start, rows.stop) != (0, n):
+            if (
+                first != expect
+                or self.sels[seg] is not None
+                or not isinstance(rows, slice)
+                or (rows.start, rows.stop) != (0, n)
+            ):
                 return False
             expect += n
         nbytes = int(np.prod(self._leaf_shape)) * dec._raw_dtype.itemsize
@@ -515,4 +528,13 @@ def cells_rows(idx, n: int) -> tuple[np.ndarray, bool]:
     return arr, False
 
 
-__all__ = ["DEFAULT_BATCH_BYTES", "SUB_BATCH_KEYS", "CellsSource", "ChunkDecoder", "batch_row_chunks", "cells_rows", "read_whole", "row_bytes"]
+__all__ = [
+    "DEFAULT_BATCH_BYTES",
+    "SUB_BATCH_KEYS",
+    "CellsSource",
+    "ChunkDecoder",
+    "batch_row_chunks",
+    "cells_rows",
+    "read_whole",
+    "row_bytes",
+]

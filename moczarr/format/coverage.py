@@ -84,9 +84,9 @@ def expand_ranges(ranges: list, order: int, where: str) -> np.ndarray:
         raise CoverageError(f"{where}: range {ranges[bad]!r} runs backwards")
     lengths = (hi_rank - lo_rank + np.uint64(1)).astype(np.int64)
     starts = np.repeat(lo_rank, lengths)
-    offsets = np.arange(lengths.sum(), dtype=np.uint64) - np.repeat(
-        np.cumsum(lengths) - lengths, lengths
-    ).astype(np.uint64)
+    offsets = np.arange(lengths.sum(), dtype=np.uint64) - np.repeat(np.cumsum(lengths) - lengths, lengths).astype(
+        np.uint64
+    )
     return np.unique(ids.words_from_ranks(starts + offsets, order))
 
 
@@ -129,7 +129,9 @@ def decode_bitmap(payload: bytes, depth: int, where: str) -> np.ndarray:
     except zstandard.ZstdError as exc:
         raise CoverageError(f"{where}: bitmap sidecar is not a zstd frame ({exc})") from None
     if len(raw) != n_bytes:
-        raise CoverageError(f"{where}: bitmap sidecar decodes to {len(raw)} bytes, expected {n_bytes} for depth {depth}")
+        raise CoverageError(
+            f"{where}: bitmap sidecar decodes to {len(raw)} bytes, expected {n_bytes} for depth {depth}"
+        )
     bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), count=n_bits)
     return np.flatnonzero(bits)
 

@@ -72,7 +72,6 @@ class PyramidDeclaration:
         return out
 
 
-
 def pyramid_declaration(manifest: Manifest) -> PyramidDeclaration | None:
     """The normalized ``pyramid`` record of a manifest (FORMAT.md §7.2), or None when declared off.
 
@@ -134,7 +133,11 @@ def _declaration_v2(block: dict, s: int, c: int, where: str) -> PyramidDeclarati
     cell_orders: dict[int, list[int]] = {}
     leaf_cells = None
     for entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("node"), int) or not isinstance(entry.get("cells"), list):
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("node"), int)
+            or not isinstance(entry.get("cells"), list)
+        ):
             raise PyramidError(f"{where}: ladder entry {entry!r} needs an integer 'node' and a 'cells' list")
         k, cells = entry["node"], entry["cells"]
         if not 0 <= k <= s:

@@ -50,7 +50,9 @@ def parse_array_metadata(meta: Any, where: str) -> None:
     if not isinstance(shape, list) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape):
         raise SchemaError(f"{where}: shape {shape!r} is not a list of non-negative integers")
     names = meta.get("dimension_names")
-    if names is not None and (not isinstance(names, list) or len(names) != len(shape) or not all(isinstance(n, str) for n in names)):
+    if names is not None and (
+        not isinstance(names, list) or len(names) != len(shape) or not all(isinstance(n, str) for n in names)
+    ):
         raise SchemaError(f"{where}: dimension_names {names!r} do not name the {len(shape)} axes")
     try:
         from zarr.core.metadata.v3 import ArrayV3Metadata
@@ -113,7 +115,10 @@ def stamp_clock(stamp: dict, where: str) -> tuple[str | None, list[str] | None]:
         raise StampError(f"{where}: stamp field 'written_at' is {written!r}, not an ISO-8601 string")
     span = stamp.get("time_range")
     if span is not None:
-        if not (isinstance(span, list) and len(span) == 2 and all(isinstance(t, str) for t in span)) or span[0] > span[1]:
+        if (
+            not (isinstance(span, list) and len(span) == 2 and all(isinstance(t, str) for t in span))
+            or span[0] > span[1]
+        ):
             raise StampError(f"{where}: stamp field 'time_range' is {span!r}, not an ordered pair of ISO-8601 strings")
     return written, span
 

@@ -104,9 +104,7 @@ def parse_manifest(obj: Any, where: str) -> Manifest:
         raise ManifestError(f"{where}: {MANIFEST_NAME} is not a JSON object")
     spec = obj.get("spec")
     if spec not in SUPPORTED_SPECS:
-        raise ManifestError(
-            f"{where}: field 'spec' is {spec!r}; this reader supports {', '.join(SUPPORTED_SPECS)}"
-        )
+        raise ManifestError(f"{where}: field 'spec' is {spec!r}; this reader supports {', '.join(SUPPORTED_SPECS)}")
     dataset = obj.get("dataset", {})
     if dataset is None:
         dataset = {}
@@ -196,8 +194,10 @@ def check_window(manifest: Manifest, window: str | None, available: Callable[[],
         )
     pattern = SCHEDULE_PATTERNS.get(manifest.schedule)
     declared = manifest.declared_windows
-    if not WINDOW_RE.match(window) or (pattern and not pattern.match(window)) or (
-        manifest.schedule == "explicit" and declared and window not in declared
+    if (
+        not WINDOW_RE.match(window)
+        or (pattern and not pattern.match(window))
+        or (manifest.schedule == "explicit" and declared and window not in declared)
     ):
         labels = available()
         raise WindowError(
@@ -215,7 +215,7 @@ def parse_time(text: str | None) -> dt.datetime | None:
         t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return t.replace(tzinfo=dt.timezone.utc) if t.tzinfo is None else t.astimezone(dt.timezone.utc)
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)
 
 
 def window_interval(label: str, schedule: str, temporal: dict | None = None) -> tuple[dt.datetime, dt.datetime] | None:
@@ -236,7 +236,7 @@ def window_interval(label: str, schedule: str, temporal: dict | None = None) -> 
     pattern = SCHEDULE_PATTERNS.get(schedule)
     if pattern is None or not pattern.match(label):
         return None
-    utc = dt.timezone.utc
+    utc = dt.UTC
     if schedule == "yearly":
         y = int(label)
         return dt.datetime(y, 1, 1, tzinfo=utc), dt.datetime(y + 1, 1, 1, tzinfo=utc)

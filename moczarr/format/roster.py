@@ -8,9 +8,9 @@ a product.
 from __future__ import annotations
 
 from ..errors import ManifestError, NotAHiveStoreError, StampError
+from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
 from ..storage.keys import PRODUCT_RE, is_product_name
 from .manifest import MANIFEST_NAME, SUPPORTED_SPECS, Manifest, parse_manifest
-from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
 
 
 def read_roster(storage: Storage) -> tuple[dict | None, dict[str, dict]]:
@@ -22,12 +22,17 @@ def read_roster(storage: Storage) -> tuple[dict | None, dict[str, dict]]:
     :class:`ManifestError`; a well-formed one of an unsupported
     ``morton-hive/N`` is still listed.
     """
+
     def parse(payload: bytes, rel: str) -> dict:
         try:
             doc = parse_json(payload, storage.describe(rel))
         except StampError as exc:
             raise ManifestError(str(exc)) from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("spec"), str) or not doc["spec"].startswith("morton-hive/"):
+        if (
+            not isinstance(doc, dict)
+            or not isinstance(doc.get("spec"), str)
+            or not doc["spec"].startswith("morton-hive/")
+        ):
             raise ManifestError(f"{storage.describe(rel)}: not a morton-hive manifest")
         return doc
 
@@ -39,7 +44,9 @@ def read_roster(storage: Storage) -> tuple[dict | None, dict[str, dict]]:
     return None, {n: parse(d, f"{n}/{MANIFEST_NAME}") for n, d in zip(names, docs) if d is not None}
 
 
-def list_products(store_root, *, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY) -> list[str]:
+def list_products(
+    store_root, *, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY
+) -> list[str]:
     """Names of the products of a multi-product root, sorted; ``[]`` for a bare store (see :func:`read_roster`)."""
     return sorted(read_roster(Storage.open(store_root, storage_options, concurrency))[1])
 

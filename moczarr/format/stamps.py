@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import ids
-from ..storage import keys
 from ..errors import CoverageFallbackWarning, warn
-from ..storage import Storage
+from ..storage import Storage, keys
 
 STAMP_KEY = "morton_hive_commit"
 
@@ -30,7 +29,9 @@ def stamp_of(zarr_json: dict | None) -> dict | None:
 
 def stamped_array_names(stamp: dict, group: str) -> list[str] | None:
     """Array names of ``group`` from the stamp's ``content_hashes`` (newest writers), else None."""
-    hashes = (stamp.get("content_hashes") or {}).get("arrays") if isinstance(stamp.get("content_hashes"), dict) else None
+    hashes = (
+        (stamp.get("content_hashes") or {}).get("arrays") if isinstance(stamp.get("content_hashes"), dict) else None
+    )
     if not isinstance(hashes, dict):
         return None
     names = sorted(k.split("/", 1)[1] for k in hashes if k.startswith(f"{group}/") and "/" not in k.split("/", 1)[1])
@@ -78,13 +79,16 @@ def read_cache_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None
         if doc is not None and not isinstance(doc, dict):
             warn(
                 f"{storage.describe(path + '/zarr.json')}: not a JSON object; derived object dropped",
-                ObjectDroppedWarning)
+                ObjectDroppedWarning,
+            )
             doc = None
         out.append(doc)
     return out
 
 
-def read_commits(store_root, leaves: Sequence[str], *, storage_options: dict | None = None, concurrency: int = 32) -> dict[str, dict | None]:
+def read_commits(
+    store_root, leaves: Sequence[str], *, storage_options: dict | None = None, concurrency: int = 32
+) -> dict[str, dict | None]:
     """Stamps of many leaves (stable leaf paths relative to the store root) in one batched read.
 
     Returns ``{path: stamp or None}``; the stamps can be threaded into
@@ -157,7 +161,8 @@ def walk_leaves(storage: Storage, shard_order: int, path_grouping: int = 1) -> l
                 if ids.hive_node(decimal, path_grouping) != node:
                     warn(
                         f"{storage.describe(node + '/' + name)}: leaf id disagrees with its node path; skipped",
-                        CoverageFallbackWarning)
+                        CoverageFallbackWarning,
+                    )
                     continue
                 found.append(LeafRef(decimal, window, f"{node}/{name}"))
         frontier = nxt

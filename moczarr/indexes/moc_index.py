@@ -49,6 +49,7 @@ __all__ = ["IndexKindMismatchError", "MortonMocIndex", "MortonRangesTransform"]
 class IndexKindMismatchError(ArgumentError, xr.AlignmentError):
     """A moc-indexed and a pandas-indexed ``morton`` met in one alignment or concat (also an ``xr.AlignmentError``)."""
 
+
 _PANDAS_HINT = 'reopen with index_kind="pandas", whose materialized coordinate handles it'
 _KIND_HINT = (
     "a lazy moc index (index_kind='moc') met a materialized pandas index on {name!r}; "
@@ -144,18 +145,14 @@ class MortonMocIndex(CoordinateTransformIndex):
     # -- construction ---------------------------------------------------------------------
 
     @classmethod
-    def from_ranges(
-        cls, ranges: MortonRanges, dim: str = "cells", coord_name: Hashable = "morton"
-    ) -> MortonMocIndex:
+    def from_ranges(cls, ranges: MortonRanges, dim: str = "cells", coord_name: Hashable = "morton") -> MortonMocIndex:
         """Index the rows of ``ranges`` along ``dim`` under coordinate ``coord_name``."""
         if not isinstance(ranges, MortonRanges):
             raise ArgumentTypeError(f"expected MortonRanges, got {type(ranges).__name__}")
         return cls(MortonRangesTransform(ranges, coord_name, dim))
 
     @classmethod
-    def from_variables(
-        cls, variables: Mapping[Any, xr.Variable], *, options: Mapping[str, Any]
-    ) -> MortonMocIndex:
+    def from_variables(cls, variables: Mapping[Any, xr.Variable], *, options: Mapping[str, Any]) -> MortonMocIndex:
         """Build from one existing 1-D coordinate of strictly ascending cell words.
 
         Used by ``set_xindex(name, MortonMocIndex, order=None)``; reads the values
@@ -165,7 +162,7 @@ class MortonMocIndex(CoordinateTransformIndex):
         """
         if len(variables) != 1:
             raise ArgumentError(f"MortonMocIndex indexes one coordinate, got {len(variables)}")
-        (name, var), = variables.items()
+        ((name, var),) = variables.items()
         if var.ndim != 1:
             raise ArgumentError(f"MortonMocIndex needs a 1-D coordinate, {name!r} has {var.ndim} dims")
         words = to_words(np.asarray(var.values), keep_shape=True, validate=False)
@@ -211,9 +208,7 @@ class MortonMocIndex(CoordinateTransformIndex):
         return f"MortonMocIndex (order={r.order}, intervals={r.n_intervals:,}, rows={len(r):,})"
 
     def __repr__(self) -> str:
-        return (
-            f"MortonMocIndex({self.ranges!r}, dim={self.dim!r}, coord_name={self.coord_name!r})"
-        )
+        return f"MortonMocIndex({self.ranges!r}, dim={self.dim!r}, coord_name={self.coord_name!r})"
 
     # -- selection -----------------------------------------------------------------------------
 
@@ -231,7 +226,7 @@ class MortonMocIndex(CoordinateTransformIndex):
             raise NotImplementedError(
                 f"MortonMocIndex does not do inexact (method={method!r}) selection; {_PANDAS_HINT}"
             )
-        (_, label), = labels.items()
+        ((_, label),) = labels.items()
         if isinstance(label, slice):
             bound = lambda b, side, default: (  # noqa: E731
                 default if b is None else int(self.ranges.searchsorted(b, side))
@@ -310,9 +305,7 @@ class MortonMocIndex(CoordinateTransformIndex):
             return self._replace(self.ranges.union(other.ranges))
         raise ArgumentError(f"join how={how!r}: expected 'inner' or 'outer'")
 
-    def reindex_like(
-        self, other: MortonMocIndex, method: Any = None, tolerance: Any = None
-    ) -> dict[Hashable, Any]:
+    def reindex_like(self, other: MortonMocIndex, method: Any = None, tolerance: Any = None) -> dict[Hashable, Any]:
         """Positions in ``self`` of each row of ``other`` (``-1`` where absent).
 
         The result is an int64 array of ``len(other)`` (xarray reindexes with
@@ -355,8 +348,7 @@ class MortonMocIndex(CoordinateTransformIndex):
             raise
         except ValueError as e:
             raise NotImplementedError(
-                f"xr.concat of moc-indexed datasets needs disjoint domains in ascending word "
-                f"order: {e}; {_PANDAS_HINT}"
+                f"xr.concat of moc-indexed datasets needs disjoint domains in ascending word order: {e}; {_PANDAS_HINT}"
             ) from e
         return cls.from_ranges(ranges, dim=str(dim), coord_name=indexes[0].coord_name)
 

@@ -39,7 +39,6 @@ _U64 = np.dtype(np.uint64)
 _I64 = np.dtype(np.int64)
 
 
-
 # --------------------------------------------------------------------------- helpers
 
 
@@ -204,9 +203,7 @@ class MortonRanges:
         mortie.validate_morton(a)
         k = mortie.orders_of(a).astype(_I64)
         if k.max() > order:
-            raise ArgumentError(
-                f"ancestors must be at orders <= {order}; got order {int(k.max())}"
-            )
+            raise ArgumentError(f"ancestors must be at orders <= {order}; got order {int(k.max())}")
         ks = np.unique(k)
         table = np.array([packing(int(x)) for x in ks], dtype=_I64).reshape(-1, 2)
         slot = np.searchsorted(ks, k)
@@ -280,10 +277,7 @@ class MortonRanges:
         if self._size:
             first, last = self.word_at(np.array([0, -1]))
             span = ", " + " .. ".join(_decimal(np.array([first, last])))
-        return (
-            f"MortonRanges(order={self.order}, intervals={self.n_intervals:,}, "
-            f"rows={self._size:,}{span})"
-        )
+        return f"MortonRanges(order={self.order}, intervals={self.n_intervals:,}, rows={self._size:,}{span})"
 
     def __reduce__(self):
         # Rebuild through _new so the packing is re-probed in the receiving process.
@@ -537,9 +531,7 @@ def _same_order(items: Sequence[Any]) -> None:
             raise ArgumentTypeError(f"expected MortonRanges, got {type(r).__name__}")
     orders = sorted({r.order for r in items})
     if len(orders) > 1:
-        raise MixedOrderError(
-            f"domains at orders {orders}: rank space is defined at one order only"
-        )
+        raise MixedOrderError(f"domains at orders {orders}: rank space is defined at one order only")
 
 
 def _decimal(words: np.ndarray) -> list[str]:

@@ -13,12 +13,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import mortie
-import numpy as np
 
 from .. import ids
 from ..dataplane.assemble import read_schema
-from ..format.coverage import ROOT_MOC_NAME, parse_root_moc
-from ..format.declaration import PyramidDeclaration, pyramid_declaration, pyramid_levels
 from ..errors import (
     MoczarrError,
     NotAHiveStoreError,
@@ -26,10 +23,10 @@ from ..errors import (
     SelectionError,
     warn,
 )
-from ..places import footprint_geometry, geometry_bbox
+from ..format.coverage import ROOT_MOC_NAME, parse_root_moc
+from ..format.declaration import PyramidDeclaration, pyramid_declaration, pyramid_levels
 from ..format.manifest import MANIFEST_NAME, Manifest, parse_manifest
 from ..format.roster import read_roster
-from ..storage import Storage, parse_json
 from ..format.stamps import (
     leaf_data_prefix,
     stamp_of,
@@ -37,6 +34,8 @@ from ..format.stamps import (
     walk_leaves,
     windows_present,
 )
+from ..places import footprint_geometry, geometry_bbox
+from ..storage import Storage, parse_json
 
 #: shard nodes listed (at most) to find window labels on generative schedules
 WINDOW_SAMPLE = 8
@@ -163,7 +162,9 @@ def summarize_store(root, storage_options: dict | None = None) -> StoreSummary:
 def summarize_product(storage: Storage, manifest: Manifest, name: str) -> ProductSummary:
     """One product's summary (manifest + root MOC + one leaf schema + bounded listings)."""
     moc_bytes = storage.get_bytes(ROOT_MOC_NAME)
-    sizes = {n: storage.sizes[storage.key(n)] for n in (MANIFEST_NAME, ROOT_MOC_NAME) if storage.key(n) in storage.sizes}
+    sizes = {
+        n: storage.sizes[storage.key(n)] for n in (MANIFEST_NAME, ROOT_MOC_NAME) if storage.key(n) in storage.sizes
+    }
     shards = parse_root_moc(moc_bytes, manifest.shard_order, storage.describe())
     envelope = parse_json(moc_bytes, storage.describe(ROOT_MOC_NAME)) if shards is not None else None
     decimals = ids.to_decimals(shards) if shards is not None else []
@@ -172,14 +173,20 @@ def summarize_product(storage: Storage, manifest: Manifest, name: str) -> Produc
     variables = _source_variables(storage, manifest, decimals, windows)
     decl = pyramid_declaration(manifest)
     composable = (
-        sorted(k for k, f in (decl.fields or {}).items() if isinstance(f, dict) and f.get("class") in ("exact", "approximate"))
+        sorted(
+            k
+            for k, f in (decl.fields or {}).items()
+            if isinstance(f, dict) and f.get("class") in ("exact", "approximate")
+        )
         if decl
         else []
     )
     levels = []
     for lv in pyramid_levels(manifest):
         names = [v.name for v in variables] if lv.artifact == "source" else composable
-        levels.append(LevelInfo(lv.cell_order, lv.node_order, lv.artifact, names, float(mortie.order2res(lv.cell_order))))
+        levels.append(
+            LevelInfo(lv.cell_order, lv.node_order, lv.artifact, names, float(mortie.order2res(lv.cell_order)))
+        )
     return ProductSummary(
         name=name,
         root=storage.location,
@@ -209,10 +216,14 @@ def _windows(storage: Storage, manifest: Manifest, decimals: list[str]) -> list[
     return sorted({r.window for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping) if r.window})
 
 
-def _source_variables(storage: Storage, manifest: Manifest, decimals: list[str], windows: list[str]) -> list[VariableInfo]:
+def _source_variables(
+    storage: Storage, manifest: Manifest, decimals: list[str], windows: list[str]
+) -> list[VariableInfo]:
     """Variables of the source level, from the schema of one committed leaf."""
     group = str(manifest.cell_order)
-    candidates = [ids.leaf_path(d, windows[0] if windows else None, manifest.path_grouping) for d in decimals[:SCHEMA_TRIES]]
+    candidates = [
+        ids.leaf_path(d, windows[0] if windows else None, manifest.path_grouping) for d in decimals[:SCHEMA_TRIES]
+    ]
     if not candidates:
         candidates = [r.path for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping)[:SCHEMA_TRIES]]
     for path, doc in zip(candidates, storage.get_many_json([f"{p}/zarr.json" for p in candidates])):

@@ -51,22 +51,22 @@ from ..errors import (
 from ..storage import Storage, is_remote, join_location, normalize_location
 
 __all__ = [
-    "SUPPORTED_VERSION",
     "MARKER",
-    "RASTER",
     "POINT_CLOUD",
+    "RASTER",
     "STATS_COLUMNS",
+    "SUPPORTED_VERSION",
+    "MoraineLevelError",
     "MorainePyramid",
     "NotAMorainePyramidError",
-    "MoraineLevelError",
     "is_moraine_pyramid",
-    "read_moraine_info",
-    "open_moraine_level",
-    "open_moraine_pyramid",
-    "open_moraine_points",
-    "open_moraine_index",
-    "read_moraine_rtree",
     "level_name",
+    "open_moraine_index",
+    "open_moraine_level",
+    "open_moraine_points",
+    "open_moraine_pyramid",
+    "read_moraine_info",
+    "read_moraine_rtree",
 ]
 
 
@@ -76,6 +76,7 @@ class NotAMorainePyramidError(PyramidError):
 
 class MoraineLevelError(ArgumentError, IndexError):
     """A ``level=`` argument outside the levels a pyramid has (also an ``IndexError``)."""
+
 
 #: Highest ``moraine_pyramid.version`` this reader understands.
 SUPPORTED_VERSION = 1
@@ -266,9 +267,7 @@ class MorainePyramid:
         if level < 0:
             level += self.n_levels
         if not 0 <= level < self.n_levels:
-            raise MoraineLevelError(
-                f"{self.path}: level {level} does not exist; levels are 0..{self.n_levels - 1}"
-            )
+            raise MoraineLevelError(f"{self.path}: level {level} does not exist; levels are 0..{self.n_levels - 1}")
         return level
 
     def to_attrs(self) -> dict:
@@ -312,9 +311,7 @@ def _read_marker(loc: _Location, a0) -> dict | None:
 def _marker_version(loc: _Location, marker: dict) -> int:
     version = marker.get("version")
     if isinstance(version, bool) or not isinstance(version, int):
-        raise PyramidError(
-            f"{loc.url('0.zarr')}: {MARKER}.version must be an integer, got {version!r}"
-        )
+        raise PyramidError(f"{loc.url('0.zarr')}: {MARKER}.version must be an integer, got {version!r}")
     if version > SUPPORTED_VERSION:
         raise UnsupportedVersionError(
             f"{loc.path}: moraine pyramid version {version} is newer than version "
@@ -337,8 +334,7 @@ def _recognise(loc: _Location):
         if loc.local and not os.path.isdir(loc.root):
             raise NotAMorainePyramidError(f"{loc.path} is not a moraine pyramid: the directory does not exist")
         raise NotAMorainePyramidError(
-            f"{loc.path} is not a moraine pyramid: it has no 0.zarr array "
-            f"(the level-0 array every moraine pyramid has)"
+            f"{loc.path} is not a moraine pyramid: it has no 0.zarr array (the level-0 array every moraine pyramid has)"
         )
     marker = _read_marker(loc, a0)
     if marker is not None:
@@ -453,8 +449,7 @@ def _info(loc: _Location) -> tuple[MorainePyramid, list]:
         if kind != found:
             why = "bounds.toml is present" if bounds is not None else "there is no bounds.toml"
             raise PyramidError(
-                f"{loc.path}: the {MARKER} marker says kind {kind!r} but {why}, "
-                f"which makes it a {found} pyramid"
+                f"{loc.path}: the {MARKER} marker says kind {kind!r} but {why}, which makes it a {found} pyramid"
             )
         method = marker.get("method")
         declared = method is not None
@@ -481,8 +476,7 @@ def _info(loc: _Location) -> tuple[MorainePyramid, list]:
         arr = loc.try_open(f"{lv}.zarr")
         if arr is None:
             raise PyramidError(
-                f"{loc.path}: level {lv}.zarr is missing; a level 0 of shape {shape0} "
-                f"has levels 0..{n_levels - 1}"
+                f"{loc.path}: level {lv}.zarr is missing; a level 0 of shape {shape0} has levels 0..{n_levels - 1}"
             )
         if tuple(arr.shape) != _level_shape(shape0, lv):
             raise PyramidError(
@@ -565,14 +559,20 @@ class _GuardedArray:
         except MoczarrError:
             raise
         except Exception as exc:  # numcodecs / zarr codec / buffer errors of a damaged chunk
-            raise ChunkError(f"{self.where}: a chunk of {key!r} cannot be decoded: {type(exc).__name__}: {exc}") from exc
+            raise ChunkError(
+                f"{self.where}: a chunk of {key!r} cannot be decoded: {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def _lazy(loc: _Location, name: str, arr) -> da.Array:
     token = tokenize(loc.url(name), tuple(arr.shape), str(arr.dtype), tuple(arr.chunks))
     return da.from_array(
-        _GuardedArray(arr, loc.url(name)), chunks=arr.chunks, name=f"moraine-{name.removesuffix('.zarr')}-{token}",
-        asarray=False, fancy=False, inline_array=True,
+        _GuardedArray(arr, loc.url(name)),
+        chunks=arr.chunks,
+        name=f"moraine-{name.removesuffix('.zarr')}-{token}",
+        asarray=False,
+        fancy=False,
+        inline_array=True,
     )
 
 
@@ -681,8 +681,7 @@ def open_moraine_points(path, storage_options: dict | None = None) -> xr.Dataset
     n = int(pc.shape[0])
     if tuple(x.shape) != (n,) or tuple(y.shape) != (n,):
         raise PyramidError(
-            f"{loc.path}: x.zarr {tuple(x.shape)} and y.zarr {tuple(y.shape)} do not match "
-            f"the {n} points of pc.zarr"
+            f"{loc.path}: x.zarr {tuple(x.shape)} and y.zarr {tuple(y.shape)} do not match the {n} points of pc.zarr"
         )
     channel_dims = _channel_dims(pc.ndim - 1)
     attrs = info.to_attrs()
@@ -728,7 +727,9 @@ def read_moraine_rtree(path, storage_options: dict | None = None) -> xr.DataArra
         x = loc.open("x.zarr", "the x coordinates of the points")
         y = loc.open("y.zarr", "the y coordinates of the points")
         if x.ndim != 1 or tuple(x.shape) != tuple(y.shape):
-            raise PyramidError(f"{loc.path}: x.zarr {tuple(x.shape)} and y.zarr {tuple(y.shape)} are not one point list")
+            raise PyramidError(
+                f"{loc.path}: x.zarr {tuple(x.shape)} and y.zarr {tuple(y.shape)} are not one point list"
+            )
         boxes = build_rtree(x[...], y[...], DEFAULT_PAGE_SIZE)
         attrs = {"page_size": DEFAULT_PAGE_SIZE, "n_points": int(x.shape[0]), "built": True}
         return xr.DataArray(boxes, dims=dims, coords=coords, name="rtree", attrs=attrs)

@@ -47,7 +47,12 @@ def build_rtree(x, y, page_size: int = DEFAULT_PAGE_SIZE) -> np.ndarray:
     xs = np.concatenate([x, np.full(pad, np.nan)]).reshape(n_leaves, page_size)
     ys = np.concatenate([y, np.full(pad, np.nan)]).reshape(n_leaves, page_size)
     level = np.stack(
-        [np.fmin.reduce(xs, axis=1), np.fmin.reduce(ys, axis=1), np.fmax.reduce(xs, axis=1), np.fmax.reduce(ys, axis=1)],
+        [
+            np.fmin.reduce(xs, axis=1),
+            np.fmin.reduce(ys, axis=1),
+            np.fmax.reduce(xs, axis=1),
+            np.fmax.reduce(ys, axis=1),
+        ],
         axis=1,
     )
     levels = [level]

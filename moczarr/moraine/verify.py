@@ -22,8 +22,8 @@ from ..errors import ObjectDroppedWarning, PyramidError, UnsupportedVersionError
 from ..verify import VerifyReport
 from .reader import (
     POINT_CLOUD,
-    NotAMorainePyramidError,
     STATS_COLUMNS,
+    NotAMorainePyramidError,
     open_moraine_index,
     open_moraine_points,
     read_moraine_info,
@@ -66,8 +66,12 @@ def verify_moraine(path, storage_options: dict | None = None) -> VerifyReport:
             report.add("stats-dropped", "warning", "stats.zarr", str(w.message))
     report.counts["levels"] = info.n_levels
     if info.legacy:
-        report.add("marker-absent", "info", "0.zarr",
-                   "no moraine_pyramid marker: a pyramid made before version 1, recognised by its half-size level 1")
+        report.add(
+            "marker-absent",
+            "info",
+            "0.zarr",
+            "no moraine_pyramid marker: a pyramid made before version 1, recognised by its half-size level 1",
+        )
     _check_stats(report, info)
     _check_dtypes(report, info)
     if info.kind == POINT_CLOUD:
@@ -97,8 +101,12 @@ def _check_dtypes(report: VerifyReport, info) -> None:
         expected = d0
     for level, dt in enumerate(info.dtypes[1:], start=1):
         if np.dtype(dt) != expected and not (info.legacy and np.dtype(dt) == d0):
-            report.add("level-dtype", "error", f"{level}.zarr",
-                       f"dtype {dt}, the contract gives {expected} to level {level} of a {info.method} pyramid of {d0} data")
+            report.add(
+                "level-dtype",
+                "error",
+                f"{level}.zarr",
+                f"dtype {dt}, the contract gives {expected} to level {level} of a {info.method} pyramid of {d0} data",
+            )
 
 
 def _check_points(report: VerifyReport, info, path, storage_options, obj) -> None:
@@ -124,10 +132,19 @@ def _check_points(report: VerifyReport, info, path, storage_options, obj) -> Non
         values = idx.values
         bad = (values < -1) | (values >= n)
         if bad.any():
-            report.add("index-out-of-range", "error", name,
-                       f"{int(bad.sum())} cells index outside -1..{n - 1} (the {n} points)")
+            report.add(
+                "index-out-of-range",
+                "error",
+                name,
+                f"{int(bad.sum())} cells index outside -1..{n - 1} (the {n} points)",
+            )
         elif level == 0 and n and np.unique(values[values >= 0]).size != int((values >= 0).sum()):
-            report.add("index-shared", "warning", name, "level-0 cells share a point: points in different cells never share one")
+            report.add(
+                "index-shared",
+                "warning",
+                name,
+                "level-0 cells share a point: points in different cells never share one",
+            )
     _check_bounds(report, info, x, y)
     _check_rtree(report, path, storage_options, x, y, obj)
 
@@ -156,21 +173,34 @@ def _check_rtree(report: VerifyReport, path, storage_options, x, y, obj) -> None
         report.add("rtree-invalid", "error", obj(str(exc)) or "rtree.zarr", str(exc))
         return
     if tree.attrs.get("built"):
-        report.add("rtree-absent", "info", "rtree.zarr", "no rtree.zarr: readers build the tree from x.zarr / y.zarr in memory")
+        report.add(
+            "rtree-absent", "info", "rtree.zarr", "no rtree.zarr: readers build the tree from x.zarr / y.zarr in memory"
+        )
         return
     page_size, n_points = tree.attrs.get("page_size"), tree.attrs.get("n_points")
     if not isinstance(page_size, int) or isinstance(page_size, bool) or page_size < 1:
-        report.add("rtree-invalid", "error", "rtree.zarr", f"attribute page_size is {page_size!r}, not a positive integer")
+        report.add(
+            "rtree-invalid", "error", "rtree.zarr", f"attribute page_size is {page_size!r}, not a positive integer"
+        )
         return
     if n_points != x.size:
-        report.add("rtree-invalid", "error", "rtree.zarr", f"attribute n_points is {n_points!r}, the pyramid has {x.size} points")
+        report.add(
+            "rtree-invalid",
+            "error",
+            "rtree.zarr",
+            f"attribute n_points is {n_points!r}, the pyramid has {x.size} points",
+        )
         return
     expected = build_rtree(x, y, page_size)
     stored = np.asarray(tree.values, dtype=np.float64)
     if stored.shape != expected.shape or not np.allclose(stored, expected, equal_nan=True, rtol=0, atol=0):
-        report.add("rtree-mismatch", "error", "rtree.zarr",
-                   f"the stored tree {stored.shape} is not the tree of the points {expected.shape}: "
-                   "queries through it miss or misplace points; rebuild it")
+        report.add(
+            "rtree-mismatch",
+            "error",
+            "rtree.zarr",
+            f"the stored tree {stored.shape} is not the tree of the points {expected.shape}: "
+            "queries through it miss or misplace points; rebuild it",
+        )
 
 
 __all__ = ["verify_moraine"]

@@ -17,16 +17,7 @@ import numpy as np
 import xarray as xr
 
 from .. import ids
-from ..storage import keys
 from ..dataplane.assemble import Part, build_dataset, domain_of, gc_paused, read_schema, rows_in
-from ..format.coverage import (
-    ROOT_MOC_NAME,
-    box_words,
-    decode_bitmap,
-    meets,
-    parse_root_moc,
-    stamp_coverage,
-)
 from ..errors import (
     ArgumentError,
     CoverageError,
@@ -41,11 +32,17 @@ from ..errors import (
     WindowError,
     warn,
 )
+from ..format.coverage import (
+    ROOT_MOC_NAME,
+    box_words,
+    decode_bitmap,
+    meets,
+    parse_root_moc,
+    stamp_coverage,
+)
 from ..format.integrity import check_cells_extent, check_leaf_stamp, stamp_clock, stamp_int
 from ..format.manifest import Manifest, check_window
-from ..places import aoi_cover, as_place
 from ..format.roster import read_manifest
-from ..storage import DEFAULT_CONCURRENCY, Storage
 from ..format.stamps import (
     LeafRef,
     leaf_data_prefix,
@@ -56,6 +53,8 @@ from ..format.stamps import (
     walk_leaves,
     windows_present,
 )
+from ..places import aoi_cover, as_place
+from ..storage import DEFAULT_CONCURRENCY, Storage, keys
 from .times import TimeRange, check_time_store, over_windows, window_or_time
 
 
@@ -141,7 +140,13 @@ def open_hive(
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
     return open_source(
-        storage, manifest, aoi, window, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, batch_bytes=batch_bytes
+        storage,
+        manifest,
+        aoi,
+        window,
+        index_kind=index_kind,
+        fabricate_cell_ids=fabricate_cell_ids,
+        batch_bytes=batch_bytes,
     )
 
 
@@ -167,10 +172,18 @@ def open_source(
         check_time_store(manifest, window)
         present = _labels(storage, manifest, shards)
         return over_windows(
-            manifest, present, window, present=present,
+            manifest,
+            present,
+            window,
+            present=present,
             open_one=lambda label, empty=False: open_source(
-                storage, manifest, [] if empty else aoi, label,
-                index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, extra_attrs=extra_attrs,
+                storage,
+                manifest,
+                [] if empty else aoi,
+                label,
+                index_kind=index_kind,
+                fabricate_cell_ids=fabricate_cell_ids,
+                extra_attrs=extra_attrs,
             ),
         )
     window = check_window(manifest, window, lambda: _labels(storage, manifest, shards))
@@ -180,7 +193,9 @@ def open_source(
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
     attrs.update(extra_attrs or {})
     if not leaves:
-        schema_leaf = find_schema_leaf(storage, manifest, candidates, corrupted, scoped=aoi is not None or window is not None)
+        schema_leaf = find_schema_leaf(
+            storage, manifest, candidates, corrupted, scoped=aoi is not None or window is not None
+        )
         if aoi is None and window is not None:
             present = _labels(storage, manifest, shards)
             if window not in present:
@@ -194,7 +209,9 @@ def open_source(
             EmptySelectionWarning,
         )
         return leaves_dataset(storage, manifest, [], cover, schema_leaf, index_kind, fabricate_cell_ids, attrs)
-    return leaves_dataset(storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs, batch_bytes)
+    return leaves_dataset(
+        storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs, batch_bytes
+    )
 
 
 def root_shards(storage: Storage, manifest: Manifest) -> np.ndarray | None:
@@ -213,7 +230,8 @@ def candidate_leaves(
     if shards is None:
         warn(
             f"{storage.describe()}: no usable root coverage.moc; falling back to the discovery walk",
-            CoverageFallbackWarning)
+            CoverageFallbackWarning,
+        )
         refs = [r for r in walk_leaves(storage, manifest.shard_order, pg) if r.window == window]
         if cover is not None and refs:
             keep = meets(ids.to_words([r.decimal for r in refs]), cover)
@@ -225,7 +243,12 @@ def candidate_leaves(
 
 
 def admit_leaves(
-    storage: Storage, manifest: Manifest, candidates: list[LeafRef], cover: np.ndarray | None, *, named_by_moc: bool = False
+    storage: Storage,
+    manifest: Manifest,
+    candidates: list[LeafRef],
+    cover: np.ndarray | None,
+    *,
+    named_by_moc: bool = False,
 ) -> tuple[list[Leaf], set[str]]:
     """Read the candidates' stamps (one batch) and keep the committed leaves worth opening.
 
@@ -244,7 +267,8 @@ def admit_leaves(
         warn(
             f"{storage.describe()}: the root coverage.moc names {len(missing)} shard(s) with no leaf at all "
             f"(e.g. {missing[0]}): removed out of band, or a stale MOC; left out",
-            MissingLeafWarning)
+            MissingLeafWarning,
+        )
     for ref, doc in zip(candidates, docs):
         stamp = stamp_of(doc)
         if stamp is None:
@@ -276,11 +300,14 @@ def drop_missing_versions(storage: Storage, manifest: Manifest, leaves: list[Lea
     corrupted = set()
     for lf, doc in zip(missing, read_roots(storage, [lf.prefix for lf in missing])):
         if stamp_of(doc) is not None:
-            raise StampError(f"{storage.describe(lf.prefix)}: stamped version has no {group}/ data group (malformed leaf)")
+            raise StampError(
+                f"{storage.describe(lf.prefix)}: stamped version has no {group}/ data group (malformed leaf)"
+            )
         warn(
             f"{storage.describe(lf.ref.path)}: stamp points at version {lf.stamp['current']!r}, which is missing "
             "or unstamped (committed data removed out of band); leaf skipped",
-            DebrisWarning)
+            DebrisWarning,
+        )
         corrupted.add(lf.ref.path)
     return [lf for lf in leaves if lf.ref.path not in corrupted], corrupted
 
@@ -327,7 +354,12 @@ def leaves_dataset(
     """The Dataset of admitted leaves: domain arithmetic, then lazy assembly."""
     group = str(manifest.cell_order)
     schema = read_schema(storage, f"{schema_leaf.prefix}/{group}", stamped_array_names(schema_leaf.stamp, group))
-    check_cells_extent(schema.arrays, lambda a: a.cells_axis, manifest.cells_per_leaf, storage.describe(f"{schema_leaf.prefix}/{group}"))
+    check_cells_extent(
+        schema.arrays,
+        lambda a: a.cells_axis,
+        manifest.cells_per_leaf,
+        storage.describe(f"{schema_leaf.prefix}/{group}"),
+    )
     words = ids.to_words([lf.ref.decimal for lf in leaves]) if leaves else np.empty(0, np.uint64)
     domain = domain_of(words, manifest.shard_order, manifest.cell_order, cover)
     first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
@@ -335,7 +367,13 @@ def leaves_dataset(
     sels = rows_in(domain, first, n_cells)
     parts = [Part(f"{lf.prefix}/{group}", int(f), n_cells, s) for lf, f, s in zip(leaves, first, sels)]
     return build_dataset(
-        storage, schema, parts, domain, index_kind=index_kind, fabricate_cell_ids=fabricate_cell_ids, attrs=attrs,
+        storage,
+        schema,
+        parts,
+        domain,
+        index_kind=index_kind,
+        fabricate_cell_ids=fabricate_cell_ids,
+        attrs=attrs,
         batch_bytes=batch_bytes,
     )
 
@@ -406,7 +444,9 @@ def open_leaf(
     if stamp is None:
         stamp = stamp_of(storage.get_json(f"{path}/zarr.json"))
         if stamp is None:
-            raise UncommittedError(f"{storage.describe(path)}: no committed leaf there (missing, or debris without a stamp)")
+            raise UncommittedError(
+                f"{storage.describe(path)}: no committed leaf there (missing, or debris without a stamp)"
+            )
     ref = LeafRef(decimal, window, path)
     lf = Leaf(ref, stamp, leaf_data_prefix(path, stamp, where=storage.describe(path)))
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary([lf])}}

@@ -17,15 +17,7 @@ import numpy as np
 import xarray as xr
 
 from .. import ids
-from ..storage import keys
 from ..dataplane.assemble import Part, build_dataset, domain_of, read_schema, rows_in
-from ..format.declaration import (
-    COLUMN_SPECS,
-    OVERVIEW_SPECS,
-    Level,
-    pyramid_declaration,
-    pyramid_levels,
-)
 from ..errors import (
     ArrayContractError,
     EmptySelectionWarning,
@@ -37,14 +29,21 @@ from ..errors import (
     WindowError,
     warn,
 )
-from .hive import candidate_leaves, list_windows, open_source, root_shards
-from ..ids import ALL_TOKEN
+from ..format.declaration import (
+    COLUMN_SPECS,
+    OVERVIEW_SPECS,
+    Level,
+    pyramid_declaration,
+    pyramid_levels,
+)
 from ..format.integrity import check_cells_extent
 from ..format.manifest import Manifest, check_window
-from ..places import aoi_cover, as_place
 from ..format.roster import read_manifest
-from ..storage import DEFAULT_CONCURRENCY, Storage
 from ..format.stamps import read_cache_roots, stamp_of
+from ..ids import ALL_TOKEN
+from ..places import aoi_cover, as_place
+from ..storage import DEFAULT_CONCURRENCY, Storage, keys
+from .hive import candidate_leaves, list_windows, open_source, root_shards
 from .times import TimeRange, check_time_store, over_windows, window_or_time
 
 
@@ -119,7 +118,9 @@ def open_overview_order(
 def check_order(value, argument: str) -> int:
     """A cell order argument as an int in 0..29; raises :class:`PyramidError` naming ``argument``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise PyramidError(f"{argument}={value!r} must be an integer cell order (e.g. {argument}=8), not a {type(value).__name__}")
+        raise PyramidError(
+            f"{argument}={value!r} must be an integer cell order (e.g. {argument}=8), not a {type(value).__name__}"
+        )
     if not 0 <= int(value) <= 29:
         raise PyramidError(f"{argument}={int(value)} is outside the HEALPix orders 0..29")
     return int(value)
@@ -129,12 +130,17 @@ def check_levels(levels, argument: str = "levels") -> set[int] | None:
     """``levels=`` as a set of cell orders: None, one order, or a non-empty list of them."""
     if levels is None:
         return None
-    if isinstance(levels, (str, bytes, float, bool, dict)) or not (isinstance(levels, (int, np.integer)) or hasattr(levels, "__iter__")):
+    if isinstance(levels, (str, bytes, float, bool, dict)) or not (
+        isinstance(levels, (int, np.integer)) or hasattr(levels, "__iter__")
+    ):
         raise PyramidError(f"{argument}={levels!r} must be a cell order or a list of cell orders")
     items = [levels] if isinstance(levels, (int, np.integer)) else list(levels)
     if not items:
         raise PyramidError(f"{argument}=[] names no level (pass None for every level)")
-    return {check_order(x, f"{argument}[{i}]" if len(items) > 1 or not isinstance(levels, (int, np.integer)) else argument) for i, x in enumerate(items)}
+    return {
+        check_order(x, f"{argument}[{i}]" if len(items) > 1 or not isinstance(levels, (int, np.integer)) else argument)
+        for i, x in enumerate(items)
+    }
 
 
 def _level(manifest: Manifest, cell_order: int) -> Level:
@@ -185,7 +191,10 @@ def open_level_in(
         _level(manifest, cell_order)
         present = manifest.declared_windows or _window_labels(storage, manifest)
         return over_windows(
-            manifest, present, window, present=present,
+            manifest,
+            present,
+            window,
+            present=present,
             open_one=lambda label, empty=False: open_level_in(
                 storage, manifest, cell_order, label, [] if empty else aoi, index_kind=index_kind, named=named
             ),
@@ -215,7 +224,9 @@ def open_level_in(
         window = check_window(manifest, window, lambda: manifest.declared_windows)
     stem = ALL_TOKEN if (all_time or window is None) else window
     if shards is None:
-        return _omit(f"{manifest.location}: no usable root coverage.moc, so {level.artifact} level o{cell_order} cannot be enumerated")
+        return _omit(
+            f"{manifest.location}: no usable root coverage.moc, so {level.artifact} level o{cell_order} cannot be enumerated"
+        )
     if level.artifact == "overview" and manifest.path_grouping > 1:
         return _omit(
             f"{manifest.location}: path_grouping {manifest.path_grouping} > 1 leaves no settled path for "
@@ -236,20 +247,30 @@ def open_level_in(
             every = candidate_leaves(storage, manifest, shards, None, None)
             schema_objects = _column_objects(storage, manifest, level, [r.decimal for r in every], stem, window)
     if not schema_objects:
-        return _omit(f"{manifest.location}: no stamped {level.artifact} object at cell order {cell_order}; level omitted")
+        return _omit(
+            f"{manifest.location}: no stamped {level.artifact} object at cell order {cell_order}; level omitted"
+        )
     attrs = {
-        "morton_hive": {**manifest.summary(), "cell_order": cell_order, "shard_order": level.node_order, "window": window if not all_time else ALL_TOKEN},
+        "morton_hive": {
+            **manifest.summary(),
+            "cell_order": cell_order,
+            "shard_order": level.node_order,
+            "window": window if not all_time else ALL_TOKEN,
+        },
         "zagg_objects": [o.entry for o in objects],
         "zagg_level": level_attrs,
     }
     ds = readable_level(storage, level, objects, schema_objects, cover, index_kind, attrs)
     if ds is None:
-        return _omit(f"{manifest.location}: no {level.artifact} object at cell order {cell_order} is readable; level omitted")
+        return _omit(
+            f"{manifest.location}: no {level.artifact} object at cell order {cell_order} is readable; level omitted"
+        )
     if cover is not None and ds.sizes["cells"] == 0:
         warn(
             f"{manifest.location}: the AOI selects no cell of {level.artifact} level o{cell_order}; "
             "returning the schema with 0 rows",
-            EmptySelectionWarning)
+            EmptySelectionWarning,
+        )
     return ds
 
 
@@ -316,7 +337,11 @@ def overview_objects(
         except KeyContainmentError as exc:
             _drop(f"{exc}; overview dropped")
             continue
-        out.append(DerivedObject(node, path, {"node": node, "window": window, "role": "overview", "zagg_overview": block}, names))
+        out.append(
+            DerivedObject(
+                node, path, {"node": node, "window": window, "role": "overview", "zagg_overview": block}, names
+            )
+        )
     return out
 
 
@@ -334,8 +359,10 @@ def _column_objects(
         block = attrs.get("zagg_column")
         where = storage.describe(path)
         if attrs.get("role") != "column" or not isinstance(block, dict) or block.get("spec") not in COLUMN_SPECS:
-            _drop(f"{where}: not an interpretable column (role {attrs.get('role')!r}, zagg_column spec "
-                  f"{block.get('spec') if isinstance(block, dict) else None!r}); dropped")
+            _drop(
+                f"{where}: not an interpretable column (role {attrs.get('role')!r}, zagg_column spec "
+                f"{block.get('spec') if isinstance(block, dict) else None!r}); dropped"
+            )
             continue
         if block.get("node") != node or block.get("order") != manifest.shard_order or block.get("window") != stem:
             raise PyramidError(
@@ -349,7 +376,9 @@ def _column_objects(
         except KeyContainmentError as exc:
             _drop(f"{exc}; column dropped")
             continue
-        out.append(DerivedObject(node, path, {"node": node, "window": window, "role": "column", "zagg_column": block}, names))
+        out.append(
+            DerivedObject(node, path, {"node": node, "window": window, "role": "column", "zagg_column": block}, names)
+        )
     return out
 
 
@@ -364,7 +393,9 @@ def provenance_arrays(fields, where: str) -> tuple[str, ...] | None:
     return tuple(sorted(keys.array_name(name, where) for name in fields)) + ("morton",)
 
 
-def readable_level(storage: Storage, level: Level, objects: list, schema_objects: list, cover, index_kind: str, attrs: dict):
+def readable_level(
+    storage: Storage, level: Level, objects: list, schema_objects: list, cover, index_kind: str, attrs: dict
+):
     """The level's Dataset, schema read from the first schema object whose metadata can be used.
 
     A derived object whose data group or array metadata is unusable (missing,
@@ -377,7 +408,9 @@ def readable_level(storage: Storage, level: Level, objects: list, schema_objects
     while candidates:
         first = candidates.pop(0)
         try:
-            return _objects_dataset(storage, level, objects, cover, index_kind, {**attrs, "zagg_objects": [o.entry for o in objects]}, first)
+            return _objects_dataset(
+                storage, level, objects, cover, index_kind, {**attrs, "zagg_objects": [o.entry for o in objects]}, first
+            )
         except (StampError, KeyContainmentError, ArrayContractError) as exc:
             _drop(f"{exc}; {level.artifact} object dropped")
             objects = [o for o in objects if o.path != first.path]
@@ -463,7 +496,9 @@ def open_pyramid(
     return pyramid_tree(storage, manifest, levels, aoi, window, all_time, index_kind=index_kind)
 
 
-def pyramid_tree(storage, manifest, levels=None, aoi=None, window=None, all_time=False, *, index_kind="moc") -> xr.DataTree:
+def pyramid_tree(
+    storage, manifest, levels=None, aoi=None, window=None, all_time=False, *, index_kind="moc"
+) -> xr.DataTree:
     """:func:`open_pyramid` on an open storage and manifest."""
     decl = pyramid_declaration(manifest)
     check_all_time(manifest, window, all_time)
@@ -500,13 +535,22 @@ def level_demotions(obj) -> list[dict]:
 
     Passed through unvalidated (a pre-spec key); an empty list proves nothing.
     """
-    datasets = [obj] if isinstance(obj, xr.Dataset) else [n.ds for n in obj.subtree] if isinstance(obj, xr.DataTree) else [obj]
+    datasets = (
+        [obj] if isinstance(obj, xr.Dataset) else [n.ds for n in obj.subtree] if isinstance(obj, xr.DataTree) else [obj]
+    )
     out = []
     for ds in datasets:
         for entry in ds.attrs.get("zagg_objects") or []:
             block = entry.get("zagg_overview") or {}
             for record in block.get("demotions") or []:
-                out.append({"node": entry.get("node"), "window": entry.get("window"), "cell_order": block.get("cell_order"), **record})
+                out.append(
+                    {
+                        "node": entry.get("node"),
+                        "window": entry.get("window"),
+                        "cell_order": block.get("cell_order"),
+                        **record,
+                    }
+                )
     return out
 
 

@@ -172,7 +172,10 @@ def over_windows(manifest, labels: list[str], span: TimeRange, open_one, *, pres
         if ds is None:
             return None
         ds = ds.expand_dims(window=np.asarray([], dtype=object))
-        ds.attrs = {**ds.attrs, "morton_hive": {**ds.attrs.get("morton_hive", {}), "window": None, "windows": [], "time": span.record()}}
+        ds.attrs = {
+            **ds.attrs,
+            "morton_hive": {**ds.attrs.get("morton_hive", {}), "window": None, "windows": [], "time": span.record()},
+        }
         return ds
     parts = [open_one(label) for label in selected]
     if any(p is None for p in parts):
@@ -186,7 +189,12 @@ def stack_windows(parts: list[xr.Dataset], labels: list[str], span: TimeRange) -
     bare = [p.drop_vars([NESTED], errors="ignore") for p in parts]
     index = pd.Index(labels, name="window", dtype=object)
     out = xr.concat(
-        bare, dim=index, join="exact" if same else "outer", combine_attrs="drop", data_vars="all", coords="minimal",
+        bare,
+        dim=index,
+        join="exact" if same else "outer",
+        combine_attrs="drop",
+        data_vars="all",
+        coords="minimal",
         compat="override",
     )
     if NESTED in parts[0].coords:
@@ -195,13 +203,22 @@ def stack_windows(parts: list[xr.Dataset], labels: list[str], span: TimeRange) -
         if domain is not None:
             attrs = parts[0][NESTED].attrs
             chunks = out[COORD].chunks[0] if out[COORD].chunks else (out.sizes[CELLS],)
-            out = out.assign_coords({NESTED: xr.Variable((CELLS,), fabricated_cell_ids(domain, tuple(chunks), ""), attrs)})
+            out = out.assign_coords(
+                {NESTED: xr.Variable((CELLS,), fabricated_cell_ids(domain, tuple(chunks), ""), attrs)}
+            )
         else:
             words = np.asarray(out[COORD].values, dtype=np.uint64)
             nested = np.asarray(mortie.mort2healpix(words)[0], dtype=np.uint64) if words.size else words
             out = out.assign_coords({NESTED: xr.Variable((CELLS,), nested, parts[0][NESTED].attrs)})
     hive = dict(parts[0].attrs.get("morton_hive", {}))
-    per_window = {label: {k: p.attrs.get("morton_hive", {}).get(k) for k in ("n_leaves", "leaves", "time_range") if k in p.attrs.get("morton_hive", {})} for label, p in zip(labels, parts)}
+    per_window = {
+        label: {
+            k: p.attrs.get("morton_hive", {}).get(k)
+            for k in ("n_leaves", "leaves", "time_range")
+            if k in p.attrs.get("morton_hive", {})
+        }
+        for label, p in zip(labels, parts)
+    }
     for key in ("leaves", "n_leaves", "n_versioned", "cells_with_data", "granule_count", "written_at", "time_range"):
         hive.pop(key, None)
     hive.update(window=None, windows=per_window, time=span.record())
@@ -242,7 +259,9 @@ def observed_mask(ds: xr.Dataset, start, end, *, variable: str | None = None) ->
             )
         variable = names[0]
     elif variable not in names:
-        raise SelectionError(f"{variable!r} is not a per-cell toc envelope array of the Dataset (have: {', '.join(names) or 'none'})")
+        raise SelectionError(
+            f"{variable!r} is not a per-cell toc envelope array of the Dataset (have: {', '.join(names) or 'none'})"
+        )
     words = np.asarray(ds[variable].values, dtype=np.uint64)
     if words.ndim != 1:
         raise SelectionError(f"{variable!r} has dims {ds[variable].dims}; observed_between works on one cells axis")

@@ -12,15 +12,15 @@ import warnings
 
 import xarray as xr
 
-from ..format.declaration import pyramid_declaration, pyramid_levels
 from ..errors import NotAHiveStoreError, ProductError, WindowError
-from .hive import list_windows, open_source, root_shards
-from ..ids import ALL_TOKEN
+from ..format.declaration import pyramid_declaration, pyramid_levels
 from ..format.manifest import parse_manifest
-from ..places import as_place
-from .pyramid import open_level_in, overview_objects, structural_orders
 from ..format.roster import is_product_name, read_roster
+from ..ids import ALL_TOKEN
+from ..places import as_place
 from ..storage import DEFAULT_CONCURRENCY, Storage
+from .hive import list_windows, open_source, root_shards
+from .pyramid import open_level_in, overview_objects, structural_orders
 from .times import window_or_time
 
 
@@ -120,7 +120,10 @@ def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "
             children[f"o{level.cell_order}" if v2 else str(level.cell_order)] = xr.DataTree(ds)
     orders = structural_orders(children)
     if manifest.windowed:
-        orders["overview"] = sorted(set(orders["overview"]) | other_window_overview_orders(storage, manifest, window, orders["overview"]), reverse=True)
+        orders["overview"] = sorted(
+            set(orders["overview"]) | other_window_overview_orders(storage, manifest, window, orders["overview"]),
+            reverse=True,
+        )
     attrs = {**identity, "zagg_pyramid": decl.to_attrs(), "moczarr_orders": orders}
     return xr.DataTree(xr.Dataset(attrs=attrs), children=children)
 
@@ -151,12 +154,20 @@ def other_window_overview_orders(storage: Storage, manifest, window: str | None,
 
 def source_orders(node) -> tuple[int, ...]:
     """Every stored cell order of a product node carrying at least one source object (finest first)."""
-    return tuple(node.attrs["moczarr_orders"]["source"]) if "moczarr_orders" in node.attrs else _orders_from(node, "source")
+    return (
+        tuple(node.attrs["moczarr_orders"]["source"])
+        if "moczarr_orders" in node.attrs
+        else _orders_from(node, "source")
+    )
 
 
 def overview_orders(node) -> tuple[int, ...]:
     """Every stored cell order of a product node carrying at least one overview object (finest first)."""
-    return tuple(node.attrs["moczarr_orders"]["overview"]) if "moczarr_orders" in node.attrs else _orders_from(node, "overview")
+    return (
+        tuple(node.attrs["moczarr_orders"]["overview"])
+        if "moczarr_orders" in node.attrs
+        else _orders_from(node, "overview")
+    )
 
 
 def finest_source_at(node, k: int) -> int | None:

@@ -85,7 +85,10 @@ class BBox:
         if east - west == 360:
             west, east = -180.0, 180.0
         else:
-            west, east = (west - 360 if west > 180 else west) + 0.0, (east - 360 if east > 180 else east) + 0.0  # -0.0 -> 0.0
+            west, east = (
+                (west - 360 if west > 180 else west) + 0.0,
+                (east - 360 if east > 180 else east) + 0.0,
+            )  # -0.0 -> 0.0
         object.__setattr__(self, "west", west)
         object.__setattr__(self, "east", east)
         if not (-90 <= south < north <= 90):
@@ -148,7 +151,11 @@ class Place:
         """The place as compact MOC words meeting exactly the cells (at ``cell_order``) the place meets."""
         if self.words is not None:
             return np.asarray(mortie.compress_moc(self.words), dtype=np.uint64) if self.words.size else self.words
-        if isinstance(cell_order, bool) or not isinstance(cell_order, (int, np.integer)) or not 0 <= cell_order <= MAX_ORDER:
+        if (
+            isinstance(cell_order, bool)
+            or not isinstance(cell_order, (int, np.integer))
+            or not 0 <= cell_order <= MAX_ORDER
+        ):
             raise AOIError(f"a geometry AOI needs a cell order in 0..{MAX_ORDER}, got {cell_order!r}")
         return _geometry_cover(self.geometry, int(cell_order), self.text)
 
@@ -168,7 +175,10 @@ def as_place(aoi, argument: str = "aoi") -> Place | None:
     if isinstance(aoi, (BBox, Circle)):
         return Place(geometry=aoi, text=repr(aoi))
     if isinstance(aoi, mortie.Moc) or hasattr(aoi, "__morton_moc__"):
-        return Place(words=ids.to_words(np.asarray(aoi.__morton_moc__(), dtype=np.uint64), argument=argument), text=f"{argument}=<Moc>")
+        return Place(
+            words=ids.to_words(np.asarray(aoi.__morton_moc__(), dtype=np.uint64), argument=argument),
+            text=f"{argument}=<Moc>",
+        )
     shapely_geom = _shapely_geometry(aoi, argument)
     if shapely_geom is not None:
         return Place(geometry=shapely_geom, text=f"{argument}={_short(aoi)}")
@@ -205,8 +215,10 @@ def _ids(aoi, argument: str) -> np.ndarray:
         return ids.to_words(aoi, argument=argument)
     if isinstance(aoi, (int, np.integer)):
         return ids.to_words(aoi, argument=argument)
-    if isinstance(aoi, tuple) and len(aoi) in (3, 4) and all(
-        isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) for x in aoi
+    if (
+        isinstance(aoi, tuple)
+        and len(aoi) in (3, 4)
+        and all(isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) for x in aoi)
     ):
         spelled = "BBox(west, south, east, north)" if len(aoi) == 4 else "Circle(lon, lat, radius_m)"
         raise AOIError(
@@ -286,7 +298,9 @@ def _geojson(mapping, argument: str, shape):
     except AOIError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, shapely.errors.ShapelyError) as exc:
-        raise AOIError(f"{argument}: not a GeoJSON geometry, Feature or FeatureCollection ({type(exc).__name__}: {exc})") from None
+        raise AOIError(
+            f"{argument}: not a GeoJSON geometry, Feature or FeatureCollection ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _checked_lonlat(geom, argument: str):
@@ -382,7 +396,11 @@ def circle_ring(c: Circle, order: int) -> tuple[np.ndarray, np.ndarray]:
     res = mortie.order2res(order) * 1000.0 / EARTH_RADIUS_M
     n = int(min(4096, max(32, math.ceil(math.pi / math.sqrt(max(2 * res / max(delta, res), 1e-12))))))
     # a chord between vertices at distance d passes the centre at atan(tan(d) cos(pi/n)): make that the radius
-    d = math.atan(math.tan(delta) / math.cos(math.pi / n)) if delta < math.pi / 2 - 1e-6 else delta / math.cos(math.pi / n)
+    d = (
+        math.atan(math.tan(delta) / math.cos(math.pi / n))
+        if delta < math.pi / 2 - 1e-6
+        else delta / math.cos(math.pi / n)
+    )
     d = min(d, math.pi - 1e-9)
     bearings = -np.linspace(0.0, 2 * math.pi, n, endpoint=False)  # counter-clockwise seen from outside
     phi1, lam1 = math.radians(c.lat), math.radians(c.lon)

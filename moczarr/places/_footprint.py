@@ -45,7 +45,9 @@ def footprint_geometry(words) -> dict:
     orders = np.unique(mortie.orders_of(words))
     if orders.size > 1:  # mortie dissolves at the finest order; so does the coverage union
         try:
-            words = np.unique(np.asarray(mortie.moc_to_order(words, int(orders.max()), max_cells=MAX_DENSIFIED), dtype=np.uint64))
+            words = np.unique(
+                np.asarray(mortie.moc_to_order(words, int(orders.max()), max_cells=MAX_DENSIFIED), dtype=np.uint64)
+            )
             orders = orders[-1:]
         except ValueError:
             pass
@@ -130,9 +132,13 @@ def _wrap_antimeridian(geom):
         return geom
     pieces = [shapely.clip_by_rect(geom, -180.0, -90.0, 180.0, 90.0)]
     if east > 180.0:
-        pieces.append(shapely.transform(shapely.clip_by_rect(geom, 180.0, -90.0, 540.0, 90.0), lambda c: c - [360.0, 0.0]))
+        pieces.append(
+            shapely.transform(shapely.clip_by_rect(geom, 180.0, -90.0, 540.0, 90.0), lambda c: c - [360.0, 0.0])
+        )
     if west < -180.0:
-        pieces.append(shapely.transform(shapely.clip_by_rect(geom, -540.0, -90.0, -180.0, 90.0), lambda c: c + [360.0, 0.0]))
+        pieces.append(
+            shapely.transform(shapely.clip_by_rect(geom, -540.0, -90.0, -180.0, 90.0), lambda c: c + [360.0, 0.0])
+        )
     return shapely.union_all([p for p in pieces if not p.is_empty])
 
 

@@ -30,8 +30,8 @@ import time
 from dataclasses import asdict, dataclass, fields
 
 from ..errors import (
-    MoczarrError,
     ChecksumMismatchError,
+    MoczarrError,
     StorageError,
     StoragePermissionError,
     StorageThrottledError,
@@ -129,13 +129,33 @@ _S3_CODE = re.compile(r"<Code>(\w+)</Code>")
 #: object_store's HttpErrorKind values of a request that may succeed when sent again (``Unknown`` may not)
 _OBSTORE_TRANSIENT_KINDS = {"Connect", "Request", "Interrupted", "Decode"}
 _THROTTLE_CODES = {"SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequests"}
-_TRANSIENT_ERRNOS = {errno.EBUSY, errno.EAGAIN, errno.ECONNRESET, errno.ECONNREFUSED, errno.ECONNABORTED,
-                     errno.ETIMEDOUT, errno.EPIPE, getattr(errno, "EREMOTEIO", errno.EIO)}
+_TRANSIENT_ERRNOS = {
+    errno.EBUSY,
+    errno.EAGAIN,
+    errno.ECONNRESET,
+    errno.ECONNREFUSED,
+    errno.ECONNABORTED,
+    errno.ETIMEDOUT,
+    errno.EPIPE,
+    getattr(errno, "EREMOTEIO", errno.EIO),
+}
 _TRANSIENT_NAMES = {
-    "ClientPayloadError", "ServerDisconnectedError", "ClientConnectionError", "ClientOSError",
-    "ServerTimeoutError", "ClientConnectorError", "FlexibleChecksumError", "IncompleteRead",
-    "ResponseStreamingError", "HTTPClientError", "ConnectionClosedError", "EndpointConnectionError",
-    "ReadTimeoutError", "ConnectTimeoutError", "ResponseParserError", "ContentLengthError",
+    "ClientPayloadError",
+    "ServerDisconnectedError",
+    "ClientConnectionError",
+    "ClientOSError",
+    "ServerTimeoutError",
+    "ClientConnectorError",
+    "FlexibleChecksumError",
+    "IncompleteRead",
+    "ResponseStreamingError",
+    "HTTPClientError",
+    "ConnectionClosedError",
+    "EndpointConnectionError",
+    "ReadTimeoutError",
+    "ConnectTimeoutError",
+    "ResponseParserError",
+    "ContentLengthError",
 }
 _DENIED_NAMES = {"PermissionDeniedError", "UnauthenticatedError"}  # obstore's 403 and 401
 
@@ -153,9 +173,11 @@ def classify(exc: BaseException) -> str:
     http_kind = _obstore_http_kind(exc)
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)) or status == 404:
         return "missing"
-    if any(isinstance(e, (TimeoutError, socket.timeout)) for e in _chain(exc)) or http_kind == "Timeout" or names & {
-        "ReadTimeoutError", "ConnectTimeoutError", "ServerTimeoutError"
-    }:
+    if (
+        any(isinstance(e, (TimeoutError, socket.timeout)) for e in _chain(exc))
+        or http_kind == "Timeout"
+        or names & {"ReadTimeoutError", "ConnectTimeoutError", "ServerTimeoutError"}
+    ):
         return "timeout"
     if code in _THROTTLE_CODES or status in (429, 503) or "reduce your request rate" in str(exc):
         return "throttled"

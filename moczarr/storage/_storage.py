@@ -37,16 +37,16 @@ from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, ObjectStore, StorePath, WrapperStore
 
 from ..errors import (
-    ChecksumMismatchError,
     ArgumentError,
+    ChecksumMismatchError,
     MoczarrError,
     StampError,
     StorageError,
     StoreNotFoundError,
 )
-from .keys import product_name, relative_key
 from ._locations import is_remote, normalize_location, protocol
 from ._retry import RetryPolicy, policy_from_options, read_with_retries
+from .keys import product_name, relative_key
 
 DEFAULT_CONCURRENCY = 32
 #: ``storage_options`` key choosing the client of an object-store root: ``"obstore"`` (the default for ``s3://``,
@@ -140,7 +140,7 @@ class CountingStore(WrapperStore):
         super().__init__(store)
         self.policy = policy or RetryPolicy.local()
 
-    def _with_store(self, store: Store) -> "CountingStore":
+    def _with_store(self, store: Store) -> CountingStore:
         return type(self)(store, self.policy)  # zarr's clones (with_read_only) keep the policy
 
     def address(self, key: str) -> str:
@@ -336,7 +336,9 @@ def obstore_options(url: str, storage_options: dict | None, policy: RetryPolicy,
     connect = config.pop("connect_timeout", CONNECT_TIMEOUT)
     read = config.pop("read_timeout", READ_TIMEOUT)
     pool = config.pop("max_pool_connections", concurrency)
-    left = sorted(opts) + [f"client_kwargs.{k}" for k in sorted(client)] + [f"config_kwargs.{k}" for k in sorted(config)]
+    left = (
+        sorted(opts) + [f"client_kwargs.{k}" for k in sorted(client)] + [f"config_kwargs.{k}" for k in sorted(config)]
+    )
     if left:
         return f"options obstore does not take: {left}"
     endpoint = kwargs.get("endpoint") or kwargs.get("base_url") or ""
@@ -380,7 +382,7 @@ class VerifiedObjectStore(ObjectStore):
         super().__init__(store, read_only=read_only)
         self.verify_etag = verify_etag
 
-    def with_read_only(self, read_only: bool = False) -> "VerifiedObjectStore":
+    def with_read_only(self, read_only: bool = False) -> VerifiedObjectStore:
         return type(self)(self.store, read_only=read_only, verify_etag=self.verify_etag)
 
     async def get(self, key: str, prototype, byte_range: ByteRequest | None = None):
@@ -479,14 +481,14 @@ class Storage:
         url: str | os.PathLike,
         storage_options: dict | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
-    ) -> "Storage":
+    ) -> Storage:
         """One handle for ``url``; every read of the open call goes through it."""
         if isinstance(url, Storage):
             return url
         url, concurrency = check_open_arguments(url, storage_options, concurrency)
         return cls(make_store(url, storage_options, concurrency), "", location=url.rstrip("/"), concurrency=concurrency)
 
-    def child(self, sub: str) -> "Storage":
+    def child(self, sub: str) -> Storage:
         """The same handle rooted at ``{root}/{sub}`` (a product inside a multi-product root).
 
         Raises :class:`~moczarr.errors.KeyContainmentError` unless ``sub`` is a product name.

@@ -57,7 +57,11 @@ def _component(value: Any, where: str, what: str, kind=KeyContainmentError) -> s
     """The common part of every grammar: a non-empty string forming exactly one safe path component."""
     if not isinstance(value, str):
         raise _refuse(where, what, value, "a string", kind)
-    if value in ("", ".", "..") or _FORBIDDEN.search(value) or len(value.encode("utf-8", "surrogatepass")) > MAX_COMPONENT:
+    if (
+        value in ("", ".", "..")
+        or _FORBIDDEN.search(value)
+        or len(value.encode("utf-8", "surrogatepass")) > MAX_COMPONENT
+    ):
         rule = f"one path component (no '/', '\\', control characters, '.', '..'; at most {MAX_COMPONENT} bytes)"
         raise _refuse(where, what, value, rule, kind)
     return value
@@ -112,16 +116,29 @@ def relative_key(rel: str, where: str) -> str:
         return text
     if text.isascii():  # one scan (every chunk read comes here); an ASCII character is one byte
         wrapped = f"/{text}/"  # an empty, '.' or '..' component, a backslash or a NUL leaves the store
-        unsafe = "//" in wrapped or "/./" in wrapped or "/../" in wrapped or "\\" in text or "\x00" in text or (
-            len(text) > MAX_COMPONENT and max(map(len, text.split("/"))) > MAX_COMPONENT
+        unsafe = (
+            "//" in wrapped
+            or "/./" in wrapped
+            or "/../" in wrapped
+            or "\\" in text
+            or "\x00" in text
+            or (len(text) > MAX_COMPONENT and max(map(len, text.split("/"))) > MAX_COMPONENT)
         )
     else:
         unsafe = any(
-            part in ("", ".", "..") or "\\" in part or "\x00" in part or len(part.encode("utf-8", "surrogatepass")) > MAX_COMPONENT
+            part in ("", ".", "..")
+            or "\\" in part
+            or "\x00" in part
+            or len(part.encode("utf-8", "surrogatepass")) > MAX_COMPONENT
             for part in text.split("/")
         )
     if unsafe:
-        raise _refuse(where, "key", rel, "a key inside the store (a component is empty, '.', '..', too long, or holds a NUL or '\\\\')")
+        raise _refuse(
+            where,
+            "key",
+            rel,
+            "a key inside the store (a component is empty, '.', '..', too long, or holds a NUL or '\\\\')",
+        )
     return text
 
 

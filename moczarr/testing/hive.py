@@ -244,7 +244,9 @@ def content_hashes(group: str, arrays: dict[str, np.ndarray]) -> dict:
     per = {}
     for name in sorted(arrays):
         a = np.asarray(arrays[name])
-        per[f"{group}/{name}"] = hashlib.sha256(np.ascontiguousarray(a.astype(a.dtype.newbyteorder("<"))).tobytes()).hexdigest()
+        per[f"{group}/{name}"] = hashlib.sha256(
+            np.ascontiguousarray(a.astype(a.dtype.newbyteorder("<"))).tobytes()
+        ).hexdigest()
     combined = hashlib.sha256("\n".join(sorted(per.values())).encode("ascii")).hexdigest()
     return {"arrays": per, "combined": combined}
 
@@ -340,8 +342,16 @@ def bitmap_sidecar(ranks: np.ndarray, depth: int) -> tuple[bytes, int]:
     return zstandard.ZstdCompressor(level=3).compress(raw), len(raw)
 
 
-def _write_leaf(path: Path, shard: np.uint64, cells: np.ndarray, values: dict, *, granules: int,
-                window: str | None, time_range: list[str] | None) -> dict:
+def _write_leaf(
+    path: Path,
+    shard: np.uint64,
+    cells: np.ndarray,
+    values: dict,
+    *,
+    granules: int,
+    window: str | None,
+    time_range: list[str] | None,
+) -> dict:
     """One source leaf, in the §4.4 write order; returns its stamp."""
     kids = _children(shard, CELL_ORDER)
     slots = np.searchsorted(kids, cells)
@@ -493,38 +503,47 @@ def _write_overviews(root: Path, leafset: _Leafset, granules_per_shard: dict[int
             # the node's whole subtree at the source cell order, leaves placed, missing leaves at fill
             fine = _children(node, CELL_ORDER)
             inside = np.asarray(mortie.clip2order(k, cells), dtype=np.uint64) == node
-            slab = _dense(np.searchsorted(fine, cells[inside]), fine.size,
-                          {n: v[inside] for n, v in values.items()}, EXACT_FIELDS)
+            slab = _dense(
+                np.searchsorted(fine, cells[inside]), fine.size, {n: v[inside] for n, v in values.items()}, EXACT_FIELDS
+            )
             folded = fold(slab, 4 ** (CELL_ORDER - r))
             arrays = {"morton": _children(node, r), **folded}
             leaves_below = leafset.shards[shard_nodes == node]
             node_dec = _decimals([node])[0]
             obj = zarr.open_group(str(root / _node_path(node) / "all.zarr"), mode="w", zarr_format=3)
             _write_group_arrays(obj, r, arrays)
-            obj.update_attributes({
-                "role": "overview",
-                "zagg_overview": {
-                    "spec": "zagg-overview/1",
-                    "node": node_dec,
-                    "order": k,
-                    "cell_order": r,
-                    "source_shard_order": SHARD_ORDER,
-                    "source_cell_order": CELL_ORDER,
-                    "window": "all",
-                    "fields": {n: {kk: PYRAMID_FIELDS[n][kk] for kk in ("class", "method", "nan_policy")}
-                               for n in EXACT_FIELDS},
-                    "generation": {"n_leaves": len(leaves_below), "max_leaf_timestamp": LEAF_WRITTEN_AT},
-                    "generated_at": SWEEP_AT,
-                },
-            })
-            obj.update_attributes({"morton_hive_commit": {
-                "spec": "morton-hive/1",
-                "complete": True,
-                "cells_with_data": int((folded["count"] > 0).sum()),
-                "granule_count": int(sum(granules_per_shard[int(s)] for s in leaves_below)),
-                "written_at": SWEEP_AT,
-                "content_hashes": content_hashes(str(r), arrays),
-            }})
+            obj.update_attributes(
+                {
+                    "role": "overview",
+                    "zagg_overview": {
+                        "spec": "zagg-overview/1",
+                        "node": node_dec,
+                        "order": k,
+                        "cell_order": r,
+                        "source_shard_order": SHARD_ORDER,
+                        "source_cell_order": CELL_ORDER,
+                        "window": "all",
+                        "fields": {
+                            n: {kk: PYRAMID_FIELDS[n][kk] for kk in ("class", "method", "nan_policy")}
+                            for n in EXACT_FIELDS
+                        },
+                        "generation": {"n_leaves": len(leaves_below), "max_leaf_timestamp": LEAF_WRITTEN_AT},
+                        "generated_at": SWEEP_AT,
+                    },
+                }
+            )
+            obj.update_attributes(
+                {
+                    "morton_hive_commit": {
+                        "spec": "morton-hive/1",
+                        "complete": True,
+                        "cells_with_data": int((folded["count"] > 0).sum()),
+                        "granule_count": int(sum(granules_per_shard[int(s)] for s in leaves_below)),
+                        "written_at": SWEEP_AT,
+                        "content_hashes": content_hashes(str(r), arrays),
+                    }
+                }
+            )
             level["nodes"][node_dec] = {
                 "path": f"{_node_path(node)}/all.zarr",
                 "n_leaves": len(leaves_below),
@@ -621,8 +640,12 @@ def write_sample_store(path, *, seed: int = 0, overwrite: bool = False) -> Path:
         "generator": GENERATOR,
         "seed": int(seed),
         "region": REGION,
-        "fixed_timestamps": {"template": TEMPLATE_AT, "leaves": LEAF_WRITTEN_AT, "root_moc": ROOT_MOC_AT,
-                             "sweep": SWEEP_AT},
+        "fixed_timestamps": {
+            "template": TEMPLATE_AT,
+            "leaves": LEAF_WRITTEN_AT,
+            "root_moc": ROOT_MOC_AT,
+            "sweep": SWEEP_AT,
+        },
         "input": {
             "n_points": int(pts["h"].size),
             "n_granules": len(GRANULES),

@@ -103,8 +103,15 @@ def _stats_row(values: np.ndarray) -> list[float]:
         return row + [math.nan] * 7
     sample = finite[:: max(1, math.ceil(finite.size / SAMPLE_LIMIT))]
     p01, p50, p99 = np.percentile(sample, [1, 50, 99])
-    return row + [float(finite.min()), float(finite.max()), float(finite.mean()), float(finite.std()),
-                  float(p01), float(p50), float(p99)]
+    return row + [
+        float(finite.min()),
+        float(finite.max()),
+        float(finite.mean()),
+        float(finite.std()),
+        float(p01),
+        float(p50),
+        float(p99),
+    ]
 
 
 def marker_statistics(values: np.ndarray) -> dict:
@@ -178,7 +185,7 @@ def hilbert_rtree(x: np.ndarray, y: np.ndarray, resolution: float, page_size: in
     n_leaves = 1 << math.ceil(math.log2(n_pages))
     boxes = np.full((2 * n_leaves - 1, 4), np.nan)
     for p in range(n_pages):
-        sel = perm[p * page_size:(p + 1) * page_size]
+        sel = perm[p * page_size : (p + 1) * page_size]
         boxes[n_leaves - 1 + p] = [x[sel].min(), y[sel].min(), x[sel].max(), y[sel].max()]
     for k in range(n_leaves - 2, -1, -1):
         kids = boxes[[2 * k + 1, 2 * k + 2]]
@@ -226,8 +233,16 @@ def _prepare(path: Path, overwrite: bool) -> Path:
 
 
 # -- rasters -------------------------------------------------------------------------------------------------
-def write_raster_pyramid(path, data: np.ndarray, *, method: str = "decimate", chunks: tuple[int, int] = (64, 64),
-                         zarr_format: int = 3, legacy: bool = False, overwrite: bool = False) -> Path:
+def write_raster_pyramid(
+    path,
+    data: np.ndarray,
+    *,
+    method: str = "decimate",
+    chunks: tuple[int, int] = (64, 64),
+    zarr_format: int = 3,
+    legacy: bool = False,
+    overwrite: bool = False,
+) -> Path:
     """Write raster ``data`` (``(nlines, width[, n])``) as a pyramid at ``path``; returns ``path``.
 
     Raises ``ValueError`` for an unknown method, a legacy pyramid with a method
@@ -242,8 +257,11 @@ def write_raster_pyramid(path, data: np.ndarray, *, method: str = "decimate", ch
     shapes = level_shapes(data.shape)
     path = _prepare(path, overwrite)
     chunk_shape = _chunks(data.ndim, chunks)
-    marker = None if legacy else {"moraine_pyramid": {"version": 1, "kind": "raster", "method": method,
-                                                      "stats": marker_statistics(data)}}
+    marker = (
+        None
+        if legacy
+        else {"moraine_pyramid": {"version": 1, "kind": "raster", "method": method, "stats": marker_statistics(data)}}
+    )
     for lv, shape in enumerate(shapes):
         f = 2**lv
         if lv == 0:
@@ -253,12 +271,14 @@ def write_raster_pyramid(path, data: np.ndarray, *, method: str = "decimate", ch
         else:
             level = block_mean(data, f).astype(_cell_dtype(data.dtype))
         assert level.shape == shape
-        _write_array(path / f"{lv}.zarr", level, chunk_shape, zarr_format=zarr_format,
-                     attributes=marker if lv == 0 else None)
+        _write_array(
+            path / f"{lv}.zarr", level, chunk_shape, zarr_format=zarr_format, attributes=marker if lv == 0 else None
+        )
     if not legacy:
         stats = channel_statistics(data, 2)
-        _write_array(path / "stats.zarr", stats, stats.shape, zarr_format=zarr_format,
-                     attributes={"columns": list(STAT_COLUMNS)})
+        _write_array(
+            path / "stats.zarr", stats, stats.shape, zarr_format=zarr_format, attributes={"columns": list(STAT_COLUMNS)}
+        )
     return path
 
 
@@ -307,9 +327,20 @@ def _point_level(pc: np.ndarray, idx: np.ndarray, idx0: np.ndarray, factor: int,
         return np.where(count > 0, total / np.maximum(count, 1), np.nan).astype(dtype)
 
 
-def write_point_cloud_pyramid(path, x: np.ndarray, y: np.ndarray, pc: np.ndarray, *, resolution: float,
-                              method: str = "first", chunks: tuple[int, int] = (64, 64), rtree: bool = True,
-                              page_size: int = 512, legacy: bool = False, overwrite: bool = False) -> Path:
+def write_point_cloud_pyramid(
+    path,
+    x: np.ndarray,
+    y: np.ndarray,
+    pc: np.ndarray,
+    *,
+    resolution: float,
+    method: str = "first",
+    chunks: tuple[int, int] = (64, 64),
+    rtree: bool = True,
+    page_size: int = 512,
+    legacy: bool = False,
+    overwrite: bool = False,
+) -> Path:
     """Write points ``x``, ``y`` (``(n,)``) with data ``pc`` (``(n[, k])``) as a pyramid at ``path``; returns ``path``.
 
     Raises ``ValueError`` for an unknown method, mismatched lengths, a
@@ -337,8 +368,13 @@ def write_point_cloud_pyramid(path, x: np.ndarray, y: np.ndarray, pc: np.ndarray
     (path / "bounds.toml").write_text(f"bounds = [ {items},]\n")
     for name, values in (("x", x), ("y", y), ("pc", pc)):
         _write_array(path / f"{name}.zarr", values, (1024, *([1] * (values.ndim - 1))))
-    marker = None if legacy else {"moraine_pyramid": {"version": 1, "kind": "point cloud", "method": method,
-                                                      "stats": marker_statistics(pc)}}
+    marker = (
+        None
+        if legacy
+        else {
+            "moraine_pyramid": {"version": 1, "kind": "point cloud", "method": method, "stats": marker_statistics(pc)}
+        }
+    )
     idx = idx0
     for lv, shape in enumerate(shapes):
         if lv:
@@ -352,5 +388,7 @@ def write_point_cloud_pyramid(path, x: np.ndarray, y: np.ndarray, pc: np.ndarray
         _write_array(path / "stats.zarr", stats, stats.shape, attributes={"columns": list(STAT_COLUMNS)})
     if rtree:
         boxes = hilbert_rtree(x, y, resolution, page_size)
-        _write_array(path / "rtree.zarr", boxes, boxes.shape, attributes={"page_size": page_size, "n_points": int(x.size)})
+        _write_array(
+            path / "rtree.zarr", boxes, boxes.shape, attributes={"page_size": page_size, "n_points": int(x.size)}
+        )
     return path

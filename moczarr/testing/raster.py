@@ -50,8 +50,17 @@ BANDS = {
     "scl": ("uint8", {}, (4, 7)),
 }
 TOC_COORDINATE = {"temporal": {"spec": "zagg-toc/1", "shape": "coordinate", "grammar": "mortie-toc/1"}}
-PYRAMID = {"spec": "zagg-pyramid/1", "overview": {"spacing": 2, "orders": [2, 0], "all_time": False,
-                                                  "fold_source": "cascade", "exact_levels": 1, "fields": {}}}
+PYRAMID = {
+    "spec": "zagg-pyramid/1",
+    "overview": {
+        "spacing": 2,
+        "orders": [2, 0],
+        "all_time": False,
+        "fold_source": "cascade",
+        "exact_levels": 1,
+        "fields": {},
+    },
+}
 
 
 def time_word(instants) -> int:
@@ -75,16 +84,28 @@ def synthetic_bands(seed: int, n_times: int, n_cells: int) -> dict[str, np.ndarr
 
 
 def _semantic_hash() -> str:
-    core = {"bands": {k: v[0] for k, v in BANDS.items()}, "grid": {"name": "morton", "latitude": "authalic-wgs84"},
-            "pipeline": {"type": "raster"}, "time": TOC_COORDINATE}
+    core = {
+        "bands": {k: v[0] for k, v in BANDS.items()},
+        "grid": {"name": "morton", "latitude": "authalic-wgs84"},
+        "pipeline": {"type": "raster"},
+        "time": TOC_COORDINATE,
+    }
     canonical = json.dumps(core, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 def _array(group: zarr.Group, name: str, data: np.ndarray, chunks, dims, attrs) -> None:
-    arr = group.create_array(name, shape=data.shape, chunks=chunks, dtype=data.dtype, fill_value=0,
-                             compressors=ZstdCodec(level=3, checksum=False), filters=None,
-                             dimension_names=dims, attributes=attrs)
+    arr = group.create_array(
+        name,
+        shape=data.shape,
+        chunks=chunks,
+        dtype=data.dtype,
+        fill_value=0,
+        compressors=ZstdCodec(level=3, checksum=False),
+        filters=None,
+        dimension_names=dims,
+        attributes=attrs,
+    )
     arr[...] = data
 
 
@@ -105,9 +126,17 @@ def write_raster_toc_store(path, *, seed: int = 0, overwrite: bool = False) -> d
     occupied = np.flatnonzero(np.any([(b != 0).any(axis=0) for b in bands.values()], axis=0))
     per_chunk = 4 ** (CELL_ORDER - CHUNK_ORDER)
 
-    manifest = {"spec": "morton-hive/1", "dataset": dict(DATASET), "semantic_hash": _semantic_hash(),
-                "cell_order": CELL_ORDER, "shard_order": SHARD_ORDER, "split_schedule": [1] * SHARD_ORDER,
-                "path_grouping": 1, "pyramid": json.loads(json.dumps(PYRAMID)), "generated_at": WRITTEN_AT}
+    manifest = {
+        "spec": "morton-hive/1",
+        "dataset": dict(DATASET),
+        "semantic_hash": _semantic_hash(),
+        "cell_order": CELL_ORDER,
+        "shard_order": SHARD_ORDER,
+        "split_schedule": [1] * SHARD_ORDER,
+        "path_grouping": 1,
+        "pyramid": json.loads(json.dumps(PYRAMID)),
+        "generated_at": WRITTEN_AT,
+    }
     root.mkdir(parents=True)
     (root / "morton_hive.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
@@ -122,20 +151,42 @@ def write_raster_toc_store(path, *, seed: int = 0, overwrite: bool = False) -> d
     payload, raw_nbytes = bitmap_sidecar(occupied, CELL_ORDER - SHARD_ORDER)
     (leaf / "coverage.moc").write_bytes(payload)
     granules = [f"{key}-{chr(97 + i)}" for key, instants in ACQUISITIONS for i in range(len(instants))]
-    stamp = {"spec": "morton-hive/1", "complete": True, "cells_with_data": int(occupied.size),
-             "granule_count": len(granules), "written_at": WRITTEN_AT,
-             "coverage": {"spec": "morton-moc/1", "box": coverage_box(cells[occupied]), "cell_order": CELL_ORDER,
-                          "source": "builder", "encoding": "bitmap", "sidecar": "coverage.moc",
-                          "nbytes": len(payload), "raw_nbytes": raw_nbytes},
-             "content_hashes": content_hashes(str(CELL_ORDER), arrays)}
+    stamp = {
+        "spec": "morton-hive/1",
+        "complete": True,
+        "cells_with_data": int(occupied.size),
+        "granule_count": len(granules),
+        "written_at": WRITTEN_AT,
+        "coverage": {
+            "spec": "morton-moc/1",
+            "box": coverage_box(cells[occupied]),
+            "cell_order": CELL_ORDER,
+            "source": "builder",
+            "encoding": "bitmap",
+            "sidecar": "coverage.moc",
+            "nbytes": len(payload),
+            "raw_nbytes": raw_nbytes,
+        },
+        "content_hashes": content_hashes(str(CELL_ORDER), arrays),
+    }
     top.update_attributes({"morton_hive_commit": stamp})  # the stamp, last
 
     bounds = [mortie.toc2time(int(w)) for w in times]
-    return {"shard": SHARD, "leaf": leaf_path(shard, None), "group": str(CELL_ORDER), "shard_order": SHARD_ORDER,
-            "chunk_order": CHUNK_ORDER, "cell_order": CELL_ORDER, "cells_per_chunk": per_chunk,
-            "cells_per_shard": int(cells.size), "time_encoding": "toc", "time_attrs": TOC_COORDINATE,
-            "time_words": [str(int(w)) for w in times],
-            "time_bounds_ns": [[str(int(lo)), str(int(hi))] for lo, hi in bounds],
-            "acquisitions": [{"key": key, "start": min(inst), "end": max(inst)} for key, inst in ACQUISITIONS],
-            "granule_ids": granules, "morton": [str(int(w)) for w in cells],
-            "bands": {name: data.tolist() for name, data in bands.items()}}
+    return {
+        "shard": SHARD,
+        "leaf": leaf_path(shard, None),
+        "group": str(CELL_ORDER),
+        "shard_order": SHARD_ORDER,
+        "chunk_order": CHUNK_ORDER,
+        "cell_order": CELL_ORDER,
+        "cells_per_chunk": per_chunk,
+        "cells_per_shard": int(cells.size),
+        "time_encoding": "toc",
+        "time_attrs": TOC_COORDINATE,
+        "time_words": [str(int(w)) for w in times],
+        "time_bounds_ns": [[str(int(lo)), str(int(hi))] for lo, hi in bounds],
+        "acquisitions": [{"key": key, "start": min(inst), "end": max(inst)} for key, inst in ACQUISITIONS],
+        "granule_ids": granules,
+        "morton": [str(int(w)) for w in cells],
+        "bands": {name: data.tolist() for name, data in bands.items()},
+    }

@@ -38,15 +38,6 @@ from zarr.storage import MemoryStore, StorePath
 
 from .. import ids
 from ..dataplane.assemble import read_schema
-from ..format.coverage import (
-    ROOT_MOC_NAME,
-    aoi_mask,
-    box_words,
-    decode_bitmap,
-    parse_root_moc,
-    stamp_coverage,
-)
-from ..format.declaration import pyramid_declaration, pyramid_levels
 from ..errors import (
     ArrayContractError,
     CoverageError,
@@ -59,12 +50,17 @@ from ..errors import (
     VersionPointerError,
     WindowError,
 )
-from ._findings import Finding, VerifyReport
-from ..ids import ALL_TOKEN
+from ..format.coverage import (
+    ROOT_MOC_NAME,
+    aoi_mask,
+    box_words,
+    decode_bitmap,
+    parse_root_moc,
+    stamp_coverage,
+)
+from ..format.declaration import pyramid_declaration, pyramid_levels
 from ..format.manifest import MANIFEST_NAME, check_window, parse_manifest
-from ..openers.pyramid import open_level_in
 from ..format.roster import is_product_name, read_roster
-from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
 from ..format.stamps import (
     LeafRef,
     leaf_data_prefix,
@@ -73,6 +69,10 @@ from ..format.stamps import (
     version_of,
     walk_leaves,
 )
+from ..ids import ALL_TOKEN
+from ..openers.pyramid import open_level_in
+from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
+from ._findings import VerifyReport
 
 #: leaves whose objects one deep batch holds in memory at once
 DEEP_BATCH = 64
@@ -145,18 +145,32 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
     names = storage.list_dir("")
     if not manifests:
         if any(ids.DECIMAL_RE.match(n) and ids.decimal_order(n) == 0 for n in names):
-            report.add("manifest-missing", "error", MANIFEST_NAME, "a digit tree without morton_hive.json: no reader can open it")
+            report.add(
+                "manifest-missing",
+                "error",
+                MANIFEST_NAME,
+                "a digit tree without morton_hive.json: no reader can open it",
+            )
         elif not report.findings:
             report.add("not-a-store", "error", "", "neither a morton-hive manifest nor any product with one")
         return []
     others = [n for n in names if not is_product_name(n) and not ids.DECIMAL_RE.match(n)]
     for name, payload in zip(others, storage.get_many([f"{n}/{MANIFEST_NAME}" for n in others])):
         if payload is not None:
-            report.add("product-name-invalid", "warning", name + "/",
-                       "a store whose name breaks the product grammar [a-z0-9_-]{1,192}: readers never list it")
+            report.add(
+                "product-name-invalid",
+                "warning",
+                name + "/",
+                "a store whose name breaks the product grammar [a-z0-9_-]{1,192}: readers never list it",
+            )
     for name in names:
         if is_product_name(name) and name not in manifests:
-            report.add("not-a-product", "info", name + "/", "a product-shaped child without morton_hive.json; readers ignore it")
+            report.add(
+                "not-a-product",
+                "info",
+                name + "/",
+                "a product-shaped child without morton_hive.json; readers ignore it",
+            )
     return [(f"{n}/", storage.child(n), manifests[n]) for n in sorted(manifests)]
 
 
@@ -164,7 +178,7 @@ def _object_of(message: str, storage: Storage) -> str:
     """The store-relative key a reader message starts with (``{location}/{key}: ...``), else ``""``."""
     head = message.split(": ", 1)[0]
     base = storage.location.rstrip("/") + "/"
-    return head[len(base):] if head.startswith(base) else ""
+    return head[len(base) :] if head.startswith(base) else ""
 
 
 @dataclass
@@ -235,8 +249,12 @@ class _ProductCheck:
             self.add("root-moc-malformed", "error", ROOT_MOC_NAME, str(exc))
             return None, False
         if shards is None:
-            self.add("root-moc-unusable", "warning", ROOT_MOC_NAME,
-                     f"not a morton-moc/1 ranges envelope at shard order {self.m.shard_order}: readers ignore it and walk")
+            self.add(
+                "root-moc-unusable",
+                "warning",
+                ROOT_MOC_NAME,
+                f"not a morton-moc/1 ranges envelope at shard order {self.m.shard_order}: readers ignore it and walk",
+            )
             return None, False
         return shards, True
 
@@ -251,12 +269,16 @@ class _ProductCheck:
         keep = []
         for ref in refs:
             if self.m.windowed != (ref.window is not None):
-                self.add("leaf-window-mismatch", "warning", ref.path,
-                         f"a {'windowed' if ref.window else 'bare'} leaf in a {self.m.spec} store: readers never open it")
+                self.add(
+                    "leaf-window-mismatch",
+                    "warning",
+                    ref.path,
+                    f"a {'windowed' if ref.window else 'bare'} leaf in a {self.m.spec} store: readers never open it",
+                )
                 continue
             if ref.window is not None:
                 try:
-                    check_window(self.m, ref.window, lambda: [])
+                    check_window(self.m, ref.window, list)
                 except WindowError as exc:
                     self.add("window-invalid", "warning", ref.path, f"readers refuse this leaf's window: {exc}")
                     continue
@@ -276,12 +298,21 @@ class _ProductCheck:
                 continue
             if stamp is None:
                 self.count("debris")
-                self.add("debris", "warning", ref.path, "unstamped .zarr prefix (a torn or failed write): readers skip it; safe to delete")
+                self.add(
+                    "debris",
+                    "warning",
+                    ref.path,
+                    "unstamped .zarr prefix (a torn or failed write): readers skip it; safe to delete",
+                )
                 continue
             self.stamped.append(ref)
             if "window" in stamp and stamp["window"] != ref.window:
-                self.add("stamp-window-mismatch", "warning", ref.path,
-                         f"the stamp says window {stamp['window']!r}, the leaf's name {ref.window!r}: readers go by the name")
+                self.add(
+                    "stamp-window-mismatch",
+                    "warning",
+                    ref.path,
+                    f"the stamp says window {stamp['window']!r}, the leaf's name {ref.window!r}: readers go by the name",
+                )
             try:
                 prefix = leaf_data_prefix(ref.path, stamp, where=self.storage.describe(ref.path))
             except VersionPointerError as exc:
@@ -305,16 +336,28 @@ class _ProductCheck:
             for name in names:
                 if name.startswith("run-") and name != current:
                     self.count("superseded")
-                    self.add("superseded-version", "info", f"{lf.ref.path}/{name}",
-                             f"not the current version ({current}): never read; reclaimable")
+                    self.add(
+                        "superseded-version",
+                        "info",
+                        f"{lf.ref.path}/{name}",
+                        f"not the current version ({current}): never read; reclaimable",
+                    )
                 elif name == self.group or name == "coverage.moc":
-                    self.add("legacy-arrays", "info", f"{lf.ref.path}/{name}",
-                             "legacy arrays beside a version pointer (a converted leaf): never read; reclaimable")
+                    self.add(
+                        "legacy-arrays",
+                        "info",
+                        f"{lf.ref.path}/{name}",
+                        "legacy arrays beside a version pointer (a converted leaf): never read; reclaimable",
+                    )
             if current not in names:
                 lf.live = False
-                self.add("version-missing", "error", lf.ref.path,
-                         f"the stamp points at {current}, which is missing: committed data removed out of band; "
-                         "readers skip the leaf with a warning, no arrays")
+                self.add(
+                    "version-missing",
+                    "error",
+                    lf.ref.path,
+                    f"the stamp points at {current}, which is missing: committed data removed out of band; "
+                    "readers skip the leaf with a warning, no arrays",
+                )
                 continue
             try:
                 vstamp = stamp_of(parse_json(payload, self.storage.describe(f"{lf.prefix}/zarr.json")))
@@ -323,20 +366,34 @@ class _ProductCheck:
                 self.add("stamp-unparsable", "error", f"{lf.prefix}/zarr.json", str(exc))
             if vstamp is None:
                 lf.live = False
-                served = "its arrays are intact, so open_hive still serves it" if group is not None else "it holds no arrays"
-                self.add("version-unstamped", "error", lf.prefix,
-                         f"the version the pointer names has no stamp of its own ({served}); debris by the verifier's rule")
+                served = (
+                    "its arrays are intact, so open_hive still serves it" if group is not None else "it holds no arrays"
+                )
+                self.add(
+                    "version-unstamped",
+                    "error",
+                    lf.prefix,
+                    f"the version the pointer names has no stamp of its own ({served}); debris by the verifier's rule",
+                )
                 continue
             if group is None:
                 lf.live = False
-                self.add("data-group-missing", "error", f"{lf.prefix}/{self.group}",
-                         "a stamped version without its data group: opening the store raises (malformed leaf)")
+                self.add(
+                    "data-group-missing",
+                    "error",
+                    f"{lf.prefix}/{self.group}",
+                    "a stamped version without its data group: opening the store raises (malformed leaf)",
+                )
                 continue
             mirror = {k: v for k, v in lf.stamp.items() if k != "current"}
             if vstamp != mirror:
                 differ = sorted(k for k in set(mirror) | set(vstamp) if mirror.get(k) != vstamp.get(k))
-                self.add("version-stamp-differs", "warning", lf.prefix,
-                         f"the root stamp is not the version's stamp plus 'current' (differ: {', '.join(differ)}); readers use the root's")
+                self.add(
+                    "version-stamp-differs",
+                    "warning",
+                    lf.prefix,
+                    f"the root stamp is not the version's stamp plus 'current' (differ: {', '.join(differ)}); readers use the root's",
+                )
 
     # -- coverage ------------------------------------------------------------------------------------
     def _moc_agreement(self, shards, usable: bool) -> None:
@@ -349,16 +406,24 @@ class _ProductCheck:
         for ref, w in zip(stamped, words):
             held.add(int(w))
             if int(w) not in named:
-                self.add("root-moc-stale", "warning", ref.path,
-                         "a stamped leaf the root coverage.moc does not name: readers never see it; rebuild the MOC")
+                self.add(
+                    "root-moc-stale",
+                    "warning",
+                    ref.path,
+                    "a stamped leaf the root coverage.moc does not name: readers never see it; rebuild the MOC",
+                )
         if self.window is not None:
             return  # a shard may hold leaves in other windows only
         pg = self.m.path_grouping
         for w in sorted(named - held):
             d = ids.to_decimal(w)
             where = ids.leaf_path(d, None, pg) if not self.m.windowed else ids.hive_node(d, pg)
-            self.add("moc-shard-without-leaf", "warning", where,
-                     "the root coverage.moc names this shard but it holds no stamped leaf: every open pays a stamp miss")
+            self.add(
+                "moc-shard-without-leaf",
+                "warning",
+                where,
+                "the root coverage.moc names this shard but it holds no stamped leaf: every open pays a stamp miss",
+            )
 
     def _boxes(self, leaves: list[_Leaf]) -> None:
         """Box members inside the shard; a ``full`` leaf's box covering the whole shard (no read needed)."""
@@ -371,18 +436,28 @@ class _ProductCheck:
             shard = ids.to_words(lf.ref.decimal)
             outside = ~aoi_mask(box, shard)
             if outside.any():
-                self.add("box-outside-shard", "error", lf.ref.path,
-                         f"box members {ids.to_decimals(box[outside])} lie outside shard {lf.ref.decimal}")
+                self.add(
+                    "box-outside-shard",
+                    "error",
+                    lf.ref.path,
+                    f"box members {ids.to_decimals(box[outside])} lie outside shard {lf.ref.decimal}",
+                )
             if cov.get("encoding") == "full":
-                cells = np.asarray(mortie.generate_morton_children(shard[0], self.m.cell_order), dtype=np.uint64).ravel()
+                cells = np.asarray(
+                    mortie.generate_morton_children(shard[0], self.m.cell_order), dtype=np.uint64
+                ).ravel()
                 self._box_covers(lf, box, cells, "the full subtree")
 
     def _box_covers(self, lf: _Leaf, box: np.ndarray, cells: np.ndarray, what: str) -> None:
         missed = ~aoi_mask(cells, box)
         if missed.any():
-            self.add("box-misses-cells", "error", lf.ref.path,
-                     f"the tier-0 box does not contain {int(missed.sum())} cells of {what} "
-                     f"(e.g. {ids.to_decimal(cells[missed][0])}): AOI opens there drop real data")
+            self.add(
+                "box-misses-cells",
+                "error",
+                lf.ref.path,
+                f"the tier-0 box does not contain {int(missed.sum())} cells of {what} "
+                f"(e.g. {ids.to_decimal(cells[missed][0])}): AOI opens there drop real data",
+            )
 
     def _schema(self, leaves: list[_Leaf]) -> None:
         """The schema an open takes from its first leaf, through the reader's array contract."""
@@ -407,12 +482,20 @@ class _ProductCheck:
         for level in levels:
             name = f"o{level.cell_order} ({level.artifact} at node order {level.node_order})"
             if not moc_usable:
-                self.add("level-unenumerable", "warning", MANIFEST_NAME,
-                         f"declared level {name} cannot be enumerated without a usable root coverage.moc; readers omit it")
+                self.add(
+                    "level-unenumerable",
+                    "warning",
+                    MANIFEST_NAME,
+                    f"declared level {name} cannot be enumerated without a usable root coverage.moc; readers omit it",
+                )
                 continue
             if level.artifact == "overview" and self.m.path_grouping > 1:
-                self.add("level-unenumerable", "warning", MANIFEST_NAME,
-                         f"declared level {name}: path_grouping {self.m.path_grouping} > 1 leaves overview nodes unnamed")
+                self.add(
+                    "level-unenumerable",
+                    "warning",
+                    MANIFEST_NAME,
+                    f"declared level {name}: path_grouping {self.m.path_grouping} > 1 leaves overview nodes unnamed",
+                )
                 continue
             scopes = [(w, False) for w in windows]
             if level.artifact == "overview" and self.m.windowed and decl["all_time"] and self.window is None:
@@ -425,13 +508,21 @@ class _ProductCheck:
                     try:
                         ds = open_level_in(self.storage, self.m, level.cell_order, w, None, all_time)
                     except PyramidError as exc:
-                        self.add(f"{level.artifact}-refused", "error", _object_of(str(exc), self.storage) or MANIFEST_NAME,
-                                 f"{exc} (readers refuse the whole level)")
+                        self.add(
+                            f"{level.artifact}-refused",
+                            "error",
+                            _object_of(str(exc), self.storage) or MANIFEST_NAME,
+                            f"{exc} (readers refuse the whole level)",
+                        )
                         found += 1  # objects exist, they are wrong
                         ds = None
                     except MoczarrError as exc:  # an unparsable stamp, a broken array contract: the open raises
-                        self.add(f"{level.artifact}-unreadable", "error", _object_of(str(exc), self.storage) or MANIFEST_NAME,
-                                 f"{exc} (opening the level raises)")
+                        self.add(
+                            f"{level.artifact}-unreadable",
+                            "error",
+                            _object_of(str(exc), self.storage) or MANIFEST_NAME,
+                            f"{exc} (opening the level raises)",
+                        )
                         found += 1
                         ds = None
                 # the opener's other warnings (level omitted, walk fallback) are what level-unswept reports
@@ -452,8 +543,12 @@ class _ProductCheck:
                     self.count("overviews" if level.artifact == "overview" else "columns")
                     derived.append(path)
             if not found:
-                self.add("level-unswept", "warning", MANIFEST_NAME,
-                         f"declared level {name} has no stamped object in any window: never swept (or deleted); readers omit it")
+                self.add(
+                    "level-unswept",
+                    "warning",
+                    MANIFEST_NAME,
+                    f"declared level {name} has no stamped object in any window: never swept (or deleted); readers omit it",
+                )
         return sorted(set(derived))
 
     # -- deep ----------------------------------------------------------------------------------------
@@ -472,8 +567,12 @@ class _ProductCheck:
                 if lf is not None:
                     stamp = lf.stamp
                     if f"{self.group}/zarr.json" not in objs:
-                        self.add("data-group-missing", "error", f"{data}/{self.group}",
-                                 "a stamped leaf without its data group: reads of it raise (malformed leaf)")
+                        self.add(
+                            "data-group-missing",
+                            "error",
+                            f"{data}/{self.group}",
+                            "a stamped leaf without its data group: reads of it raise (malformed leaf)",
+                        )
                         continue
                 else:  # a derived object's stamp is its root zarr.json, just read with the rest
                     try:
@@ -491,8 +590,12 @@ class _ProductCheck:
                     unrecorded += 1
             self.tick(len(batch), 0)
         if unrecorded:
-            self.add("content-unrecorded", "info", "",
-                     f"{unrecorded} objects record no content_hashes: their bytes cannot be verified (not tampered)")
+            self.add(
+                "content-unrecorded",
+                "info",
+                "",
+                f"{unrecorded} objects record no content_hashes: their bytes cannot be verified (not tampered)",
+            )
 
     def _hash_object(
         self, data: str, objs: dict[str, bytes], decoded: dict, stamp: dict | None, recorded: dict | None
@@ -507,8 +610,12 @@ class _ProductCheck:
         for name in names:
             result = decoded[name]
             if isinstance(result, Exception):
-                self.add("chunk-unreadable", "error", f"{data}/{name}",
-                         f"array does not decode: {type(result).__name__}: {result}")
+                self.add(
+                    "chunk-unreadable",
+                    "error",
+                    f"{data}/{name}",
+                    f"array does not decode: {type(result).__name__}: {result}",
+                )
                 continue
             values[name] = result
             digests[name] = content_digest(result)
@@ -517,20 +624,37 @@ class _ProductCheck:
             return values, digests
         combined = stamp["content_hashes"].get("combined")
         if isinstance(combined, str) and combined != combined_digest(list(recorded.values())):
-            self.add("content-combined-mismatch", "error", f"{data}/zarr.json",
-                     "the recorded combined hash is not the hash of the recorded per-array digests "
-                     "(a serialization disagreement: the record cannot be trusted)")
+            self.add(
+                "content-combined-mismatch",
+                "error",
+                f"{data}/zarr.json",
+                "the recorded combined hash is not the hash of the recorded per-array digests "
+                "(a serialization disagreement: the record cannot be trusted)",
+            )
         for name in sorted(set(recorded) - set(names)):
-            self.add("content-array-missing", "error", f"{data}/{name}",
-                     "the stamp records a content hash for this array but it is not on disk")
+            self.add(
+                "content-array-missing",
+                "error",
+                f"{data}/{name}",
+                "the stamp records a content hash for this array but it is not on disk",
+            )
         for name in sorted(set(digests) - set(recorded)):
-            self.add("content-array-unrecorded", "warning", f"{data}/{name}", "an array the stamp's content_hashes do not list")
+            self.add(
+                "content-array-unrecorded",
+                "warning",
+                f"{data}/{name}",
+                "an array the stamp's content_hashes do not list",
+            )
         for name in sorted(set(digests) & set(recorded)):
             if digests[name] != recorded[name]:
                 chunks = _chunk_presence(name, objs)
-                self.add("content-mismatch", "error", f"{data}/{name}",
-                         f"decoded content hashes to {digests[name][:12]}…, the stamp records {recorded[name][:12]}… "
-                         f"({chunks}): a replaced, truncated or missing chunk reads as fill under zarr")
+                self.add(
+                    "content-mismatch",
+                    "error",
+                    f"{data}/{name}",
+                    f"decoded content hashes to {digests[name][:12]}…, the stamp records {recorded[name][:12]}… "
+                    f"({chunks}): a replaced, truncated or missing chunk reads as fill under zarr",
+                )
         return values, digests
 
     # -- D20 sidecars (FORMAT.md §4.5, §8.1, §8.2) ---------------------------------------------------
@@ -556,7 +680,9 @@ class _ProductCheck:
             self.add("sidecar-unreadable", "warning", key, f"{exc}; it is left out (a sidecar is fail-open)")
             return None
         if not isinstance(doc, dict):
-            self.add("sidecar-unreadable", "warning", key, f"a sidecar is a JSON object, this is a {type(doc).__name__}")
+            self.add(
+                "sidecar-unreadable", "warning", key, f"a sidecar is a JSON object, this is a {type(doc).__name__}"
+            )
             return None
         return doc
 
@@ -575,27 +701,43 @@ class _ProductCheck:
         listing = self._sidecar_document(granules_key, payloads[1])
         verified = False
         if record is not None and record.get("schema_version") != 1:
-            self.add("sidecar-unsupported", "warning", stats_key,
-                     f"a D20 record of schema_version {record.get('schema_version')!r}; this verifier reads version 1")
+            self.add(
+                "sidecar-unsupported",
+                "warning",
+                stats_key,
+                f"a D20 record of schema_version {record.get('schema_version')!r}; this verifier reads version 1",
+            )
             record = None
         if record is not None:
             word = int(ids.to_words(lf.ref.decimal)[0])
             if record.get("shard_key") != word or record.get("window") != lf.ref.window:
-                self.add("sidecar-foreign", "warning", stats_key,
-                         f"the D20 record is of shard_key {record.get('shard_key')!r}, window {record.get('window')!r}, "
-                         f"not of this leaf ({word}, {lf.ref.window!r}); it is left out")
+                self.add(
+                    "sidecar-foreign",
+                    "warning",
+                    stats_key,
+                    f"the D20 record is of shard_key {record.get('shard_key')!r}, window {record.get('window')!r}, "
+                    f"not of this leaf ({word}, {lf.ref.window!r}); it is left out",
+                )
                 record = None
         hashes = _recorded_hashes(record)
         if hashes is not None and stamped is not None and hashes != stamped:
-            self.add("sidecar-stale", "warning", stats_key,
-                     "the D20 record's content hashes differ from the stamp's: a record of another run "
-                     "(the stamp is authoritative)")
+            self.add(
+                "sidecar-stale",
+                "warning",
+                stats_key,
+                "the D20 record's content hashes differ from the stamp's: a record of another run "
+                "(the stamp is authoritative)",
+            )
         elif hashes is not None and stamped is None:
             bad = sorted(name for name, hexdigest in hashes.items() if digests.get(name) != hexdigest)
             if bad:
-                self.add("sidecar-content-mismatch", "warning", stats_key,
-                         f"{len(bad)} arrays (e.g. {bad[0]}) do not hash as the D20 record says and the stamp records "
-                         "no hashes to decide: altered content, or a record left by an earlier run")
+                self.add(
+                    "sidecar-content-mismatch",
+                    "warning",
+                    stats_key,
+                    f"{len(bad)} arrays (e.g. {bad[0]}) do not hash as the D20 record says and the stamp records "
+                    "no hashes to decide: altered content, or a record left by an earlier run",
+                )
             else:
                 verified = True
                 self.count("arrays_verified_by_record", len(hashes))
@@ -607,21 +749,35 @@ class _ProductCheck:
         """A granule-id list is trusted only when it hashes to its ``granules_sha256`` and that is the D20 record's."""
         names, claimed = listing.get("granule_ids"), listing.get("granules_sha256")
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            self.add("sidecar-unreadable", "warning", key, "'granule_ids' is not a list of strings; the list is left out")
+            self.add(
+                "sidecar-unreadable", "warning", key, "'granule_ids' is not a list of strings; the list is left out"
+            )
             return
         own = hashlib.sha256("\n".join(sorted(names)).encode("utf-8")).hexdigest()
         if claimed != own:
-            self.add("granules-hash-mismatch", "warning", key,
-                     f"the {len(names)} ids do not hash to the list's own granules_sha256: the list is untrusted")
+            self.add(
+                "granules-hash-mismatch",
+                "warning",
+                key,
+                f"the {len(names)} ids do not hash to the list's own granules_sha256: the list is untrusted",
+            )
             return
         if record is not None and record.get("granules_sha256") not in (None, claimed):
-            self.add("granules-unmatched", "warning", key,
-                     "granules_sha256 differs from the D20 record's: the list is of another run and untrusted (FORMAT.md §8.2)")
+            self.add(
+                "granules-unmatched",
+                "warning",
+                key,
+                "granules_sha256 differs from the D20 record's: the list is of another run and untrusted (FORMAT.md §8.2)",
+            )
             return
         count = lf.stamp.get("granule_count")
         if isinstance(count, int) and not isinstance(count, bool) and count != len(names):
-            self.add("granule-count-mismatch", "warning", lf.ref.path,
-                     f"the stamp says granule_count {count}, its trusted granule-id list holds {len(names)}")
+            self.add(
+                "granule-count-mismatch",
+                "warning",
+                lf.ref.path,
+                f"the stamp says granule_count {count}, its trusted granule-id list holds {len(names)}",
+            )
 
     def _occupancy(self, lf: _Leaf, objs: dict[str, bytes], arrays: dict[str, np.ndarray]) -> None:
         """Box ⊇ bitmap, bitmap == ``count > 0``, ``cells_with_data`` == populated cells (deep only)."""
@@ -635,8 +791,12 @@ class _ProductCheck:
             sidecar = cov.get("sidecar") or "coverage.moc"
             payload = objs.get(sidecar)
             if payload is None:
-                self.add("bitmap-missing", "warning", f"{lf.prefix}/{sidecar}",
-                         "the stamp declares a bitmap sidecar that is not on disk: exact occupancy degrades to the box")
+                self.add(
+                    "bitmap-missing",
+                    "warning",
+                    f"{lf.prefix}/{sidecar}",
+                    "the stamp declares a bitmap sidecar that is not on disk: exact occupancy degrades to the box",
+                )
             else:
                 try:
                     bitmap = decode_bitmap(payload, depth, self.storage.describe(f"{lf.prefix}/{sidecar}"))
@@ -648,9 +808,13 @@ class _ProductCheck:
             cells = ids.words_from_ranks(lo[0] + bitmap.astype(np.uint64), self.m.cell_order)
             missed = ~aoi_mask(cells, box)
             if missed.any():
-                self.add("box-misses-bitmap", "error", lf.ref.path,
-                         f"the tier-0 box does not contain {int(missed.sum())} occupied cells of the bitmap "
-                         f"(e.g. {ids.to_decimal(cells[missed][0])}): AOI opens there drop real data")
+                self.add(
+                    "box-misses-bitmap",
+                    "error",
+                    lf.ref.path,
+                    f"the tier-0 box does not contain {int(missed.sum())} occupied cells of the bitmap "
+                    f"(e.g. {ids.to_decimal(cells[missed][0])}): AOI opens there drop real data",
+                )
         count = arrays.get(f"{self.group}/count")
         if count is None or count.ndim < 1 or count.shape[0] != 4**depth:
             return
@@ -658,12 +822,20 @@ class _ProductCheck:
         if bitmap is not None and not np.array_equal(np.sort(bitmap), occupied):
             only_bits = np.setdiff1d(bitmap, occupied).size
             only_count = np.setdiff1d(occupied, bitmap).size
-            self.add("bitmap-count-mismatch", "error", lf.ref.path,
-                     f"bitmap and count > 0 disagree: {only_bits} cells set only in the bitmap, {only_count} only in count")
+            self.add(
+                "bitmap-count-mismatch",
+                "error",
+                lf.ref.path,
+                f"bitmap and count > 0 disagree: {only_bits} cells set only in the bitmap, {only_count} only in count",
+            )
         cwd = lf.stamp.get("cells_with_data")
         if isinstance(cwd, int) and not isinstance(cwd, bool) and cwd != occupied.size:
-            self.add("cells-with-data-mismatch", "warning", lf.ref.path,
-                     f"the stamp says cells_with_data {cwd}, count > 0 in {occupied.size} cells")
+            self.add(
+                "cells-with-data-mismatch",
+                "warning",
+                lf.ref.path,
+                f"the stamp says cells_with_data {cwd}, count > 0 in {occupied.size} cells",
+            )
 
 
 # -- O11 content hashes (FORMAT.md §8.6) ---------------------------------------------------------------
@@ -707,7 +879,11 @@ def _recorded_hashes(stamp: dict | None) -> dict[str, str] | None:
     block = (stamp or {}).get("content_hashes")
     if not isinstance(block, dict):
         return None
-    arrays = block.get("arrays") if isinstance(block.get("arrays"), dict) else {k: v for k, v in block.items() if k != "combined"}
+    arrays = (
+        block.get("arrays")
+        if isinstance(block.get("arrays"), dict)
+        else {k: v for k, v in block.items() if k != "combined"}
+    )
     return {k: v for k, v in arrays.items() if isinstance(v, str)} or None
 
 
@@ -773,7 +949,7 @@ def _read_objects(storage: Storage, targets: list[str], skip_root_doc: list[bool
     async def listing(data: str, sem: asyncio.Semaphore) -> list[str]:
         async with sem:
             base = storage.key(data) + "/"
-            return [k[len(base):] async for k in storage.store.list_prefix(base)]
+            return [k[len(base) :] async for k in storage.store.list_prefix(base)]
 
     async def list_all():
         sem = asyncio.Semaphore(storage.concurrency)

@@ -6,7 +6,6 @@ PNGs), :mod:`.geoparquet` (the Items as stac-geoparquet, for a STAC API
 server), :mod:`.open` (open an Item or Collection with the reader it names).
 """
 
-from .validate import MissingSchemaError
 from moczarr.metadata import geometry_bbox, window_interval
 
 from .build import (
@@ -30,7 +29,7 @@ from .build import (
 from .geoparquet import API_COLLECTIONS, write_api_collections, write_geoparquet
 from .open import open_hint, open_stac
 from .thumbnails import draw_level_thumbnail, draw_moraine_thumbnail, draw_thumbnail
-from .validate import schema_dir, validate_document, validate_offline
+from .validate import MissingSchemaError, schema_dir, validate_document, validate_offline
 
 __all__ = [
     "API_COLLECTIONS",

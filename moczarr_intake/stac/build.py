@@ -75,7 +75,7 @@ XARRAY = "https://stac-extensions.github.io/xarray-assets/v1.0.0/schema.json"
 #: the xarray engine the ``xarray:open_kwargs`` hints name (``moczarr.backend``)
 ENGINE = "moczarr"
 #: ``datetime`` of an Item whose store records no observation time (stated in the Item)
-PLACEHOLDER_TIME = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+PLACEHOLDER_TIME = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: storage options safe to publish (no credential is ever written)
 PUBLIC_STORAGE_OPTIONS = ("anon", "endpoint_url", "requester_pays", "region_name")
 
@@ -257,16 +257,17 @@ def _set_time(props: dict, p: ProductSummary, generated_at, span, window, all_ti
         props["start_datetime"], props["end_datetime"] = iso(span[0]), iso(span[1])
         props["moczarr:datetime_source"] = "window"
         props["description"] = (
-            ("the cross-window (all-time) folds; " if all_time else f"window {window}: ")
-            + "end_datetime is the exclusive end of the half-open [start, end) window interval"
-        )
+            "the cross-window (all-time) folds; " if all_time else f"window {window}: "
+        ) + "end_datetime is the exclusive end of the half-open [start, end) window interval"
         return
     recorded = [parse_time(t) for t in (p.time_range or [])]
     if len(recorded) == 2 and all(recorded) and not window:
         props["datetime"] = None
         props["start_datetime"], props["end_datetime"] = iso(recorded[0]), iso(recorded[1])
         props["moczarr:datetime_source"] = "time_range"
-        props["description"] = "start/end_datetime: the observation time range the store records (root coverage.moc or manifest temporal section)"
+        props["description"] = (
+            "start/end_datetime: the observation time range the store records (root coverage.moc or manifest temporal section)"
+        )
         return
     props["datetime"] = iso(PLACEHOLDER_TIME)
     props["moczarr:datetime_source"] = "placeholder"
@@ -303,8 +304,11 @@ def _add_assets(owner, prod: _Product, hint: dict, open_kwargs: dict | None = No
     assets = {
         "data": pystac.Asset(
             href=root,
-            title=f"store root of {prod.title}" + ("" if open_kwargs is None else f", opened at cell order {open_kwargs['cell_order']}"),
-            description=None if open_kwargs is None else "xr.open_dataset(href, **xarray:open_kwargs) opens exactly this level (engine moczarr)",
+            title=f"store root of {prod.title}"
+            + ("" if open_kwargs is None else f", opened at cell order {open_kwargs['cell_order']}"),
+            description=None
+            if open_kwargs is None
+            else "xr.open_dataset(href, **xarray:open_kwargs) opens exactly this level (engine moczarr)",
             media_type=MEDIA_TYPE,
             roles=["data"],
             extra_fields=extra,
@@ -437,7 +441,11 @@ def _providers(p: ProductSummary) -> list[pystac.Provider] | None:
             out.append(pystac.Provider(name=entry))
         elif isinstance(entry, dict) and isinstance(entry.get("name"), str):
             roles = [r for r in entry.get("roles") or [] if r in ("licensor", "producer", "processor", "host")]
-            out.append(pystac.Provider(name=entry["name"], description=entry.get("description"), roles=roles or None, url=entry.get("url")))
+            out.append(
+                pystac.Provider(
+                    name=entry["name"], description=entry.get("description"), roles=roles or None, url=entry.get("url")
+                )
+            )
     return out or None
 
 
@@ -457,18 +465,29 @@ def _license(p: ProductSummary, default: str | None, default_url: str | None) ->
 def _item_assets(windowed: bool) -> dict[str, pystac.ItemAssetDefinition]:
     defs = {
         "data": {"title": "the store root, opened at this Item's level", "type": MEDIA_TYPE, "roles": ["data"]},
-        "morton-hive": {"title": "the store root as intake's MortonHive datatype", "type": HIVE_MEDIA_TYPE, "roles": ["data"]},
+        "morton-hive": {
+            "title": "the store root as intake's MortonHive datatype",
+            "type": HIVE_MEDIA_TYPE,
+            "roles": ["data"],
+        },
         "manifest": {"title": "morton-hive manifest", "type": JSON_TYPE, "roles": ["metadata"]},
         "coverage": {"title": "root coverage MOC", "type": JSON_TYPE, "roles": ["metadata"]},
-        "thumbnail": {"title": "quicklook of the level's first dense variable", "type": PNG_TYPE, "roles": ["thumbnail"]},
+        "thumbnail": {
+            "title": "quicklook of the level's first dense variable",
+            "type": PNG_TYPE,
+            "roles": ["thumbnail"],
+        },
     }
-    return {k: pystac.ItemAssetDefinition.create(title=v["title"], description=None, media_type=v["type"], roles=v["roles"]) for k, v in defs.items()}
+    return {
+        k: pystac.ItemAssetDefinition.create(title=v["title"], description=None, media_type=v["type"], roles=v["roles"])
+        for k, v in defs.items()
+    }
 
 
 def _collection(prod: _Product, *, license: str | None = None, license_url: str | None = None) -> pystac.Collection:
     p = prod.summary
     manifest = p.manifest
-    items = _level_items(prod, dt.datetime.now(dt.timezone.utc))
+    items = _level_items(prod, dt.datetime.now(dt.UTC))
     intervals = [window_interval(w, p.schedule, manifest.temporal) for w in p.windows]
     known = sorted(iv for iv in intervals if iv)
     if known:
@@ -565,7 +584,11 @@ def _sizes(p: ProductSummary) -> dict[str, int | None]:
     """Asset name -> bytes of the root objects the summary read (a summary made by hand records none)."""
     if not p.object_sizes:
         return {"manifest": None, **({"coverage": None} if p.coverage_usable else {})}
-    return {key: p.object_sizes[name] for key, name in (("manifest", MANIFEST_NAME), ("coverage", ROOT_MOC_NAME)) if name in p.object_sizes}
+    return {
+        key: p.object_sizes[name]
+        for key, name in (("manifest", MANIFEST_NAME), ("coverage", ROOT_MOC_NAME))
+        if name in p.object_sizes
+    }
 
 
 def _plural(n: int, word: str) -> str:
@@ -642,7 +665,9 @@ def build_stac(
         bar.total = len(names)
         bar.refresh()
     n_products = len(entries.products)
-    parts = [_plural(len(stores), "morton-hive store")] + ([_plural(len(moraine), "moraine pyramid")] if moraine else [])
+    parts = [_plural(len(stores), "morton-hive store")] + (
+        [_plural(len(moraine), "moraine pyramid")] if moraine else []
+    )
     top = pystac.Catalog(
         id=catalog_id,
         title=title or "moczarr catalog: " + " and ".join(parts),
@@ -659,8 +684,14 @@ def build_stac(
             p = e.product
             product_title = _product_title(p, labels[i] if names.count(p.name) > 1 else None)
             prod = _product(
-                p, e.collection_id, store.root, [p.name] if multi else None, _sizes(p), storage_options,
-                title=product_title, store_label=labels[i],
+                p,
+                e.collection_id,
+                store.root,
+                [p.name] if multi else None,
+                _sizes(p),
+                storage_options,
+                title=product_title,
+                store_label=labels[i],
             )
             collections.append(_collection(prod, license=license, license_url=license_url))
             built.append((prod, collections[-1]))
@@ -698,7 +729,9 @@ def build_stac(
             policy = HrefPolicy(Path(relative_to) if relative_to is not None else None)
         dest = Path(dest_dir) if dest_dir is not None else out_dir
         if any(child.id == API_COLLECTIONS for child in top.get_children()):
-            raise ArgumentError(f"a store or product named {API_COLLECTIONS!r} would share the folder of the API Collections")
+            raise ArgumentError(
+                f"a store or product named {API_COLLECTIONS!r} would share the folder of the API Collections"
+            )
         top.normalize_hrefs(catalog_url.rstrip("/") if catalog_url else os.fspath(out_dir))
         if thumbnails:
             _write_thumbnails(built, moraine_items, _local_dirs(out_dir, dest, catalog_url), storage_options)
@@ -716,7 +749,7 @@ def _local_dirs(out_dir: Path, dest: Path, catalog_url: str | None) -> Callable[
 
     def folder(obj: pystac.STACObject) -> Path:
         href = obj.get_self_href()
-        rel = href[len(base):].lstrip("/") if catalog_url else os.path.relpath(href, base)
+        rel = href[len(base) :].lstrip("/") if catalog_url else os.path.relpath(href, base)
         return (Path(dest) / rel).parent
 
     return folder
@@ -733,27 +766,56 @@ def _write_thumbnails(built, moraine_items, local_dir, storage_options) -> None:
             item_dir = local_dir(item)
             item_dir.mkdir(parents=True, exist_ok=True)
             what = draw_level_thumbnail(
-                prod.product_root, hint["cell_order"], item_dir / "thumbnail.png",
-                window=hint.get("window"), all_time=bool(hint.get("all_time")), storage_options=storage_options,
+                prod.product_root,
+                hint["cell_order"],
+                item_dir / "thumbnail.png",
+                window=hint.get("window"),
+                all_time=bool(hint.get("all_time")),
+                storage_options=storage_options,
             )
             if what:
-                item.add_asset("thumbnail", pystac.Asset(href="./thumbnail.png", title=f"quicklook: {what}", media_type=PNG_TYPE, roles=["thumbnail"]))
+                item.add_asset(
+                    "thumbnail",
+                    pystac.Asset(
+                        href="./thumbnail.png", title=f"quicklook: {what}", media_type=PNG_TYPE, roles=["thumbnail"]
+                    ),
+                )
                 drew_any = True
         target = next((i for i in collection.get_items() if "thumbnail" in i.assets), None)
         if drew_any and target is not None:
             rel = os.path.relpath(local_dir(target) / "thumbnail.png", folder).replace(os.sep, "/")
-            collection.add_asset("thumbnail", pystac.Asset(href=rel, title=target.assets["thumbnail"].title, media_type=PNG_TYPE, roles=["thumbnail"]))
+            collection.add_asset(
+                "thumbnail",
+                pystac.Asset(
+                    href=rel, title=target.assets["thumbnail"].title, media_type=PNG_TYPE, roles=["thumbnail"]
+                ),
+            )
         elif draw_thumbnail(prod.summary, folder / "thumbnail.png", geometry=prod.geometry):
-            collection.add_asset("thumbnail", pystac.Asset(href="./thumbnail.png", title="coverage quicklook (no level could be drawn)", media_type=PNG_TYPE, roles=["thumbnail"]))
+            collection.add_asset(
+                "thumbnail",
+                pystac.Asset(
+                    href="./thumbnail.png",
+                    title="coverage quicklook (no level could be drawn)",
+                    media_type=PNG_TYPE,
+                    roles=["thumbnail"],
+                ),
+            )
     for m, item in moraine_items:
         folder = local_dir(item)
         folder.mkdir(parents=True, exist_ok=True)
         what = draw_moraine_thumbnail(m.info, folder / "thumbnail.png", storage_options=storage_options)
         if what:
-            item.add_asset("thumbnail", pystac.Asset(href="./thumbnail.png", title=f"quicklook: {what}", media_type=PNG_TYPE, roles=["thumbnail"]))
+            item.add_asset(
+                "thumbnail",
+                pystac.Asset(
+                    href="./thumbnail.png", title=f"quicklook: {what}", media_type=PNG_TYPE, roles=["thumbnail"]
+                ),
+            )
 
 
-def apply_href_policy(catalog: pystac.Catalog, policy: HrefPolicy, local_dir: Callable[[pystac.STACObject], Path] | None = None) -> None:
+def apply_href_policy(
+    catalog: pystac.Catalog, policy: HrefPolicy, local_dir: Callable[[pystac.STACObject], Path] | None = None
+) -> None:
     """Spell every store address of a normalized catalog by ``policy``: asset hrefs, open hints, ``moczarr:store_root``.
 
     ``local_dir(obj)``: the folder each document is written to (default: its self href's folder).

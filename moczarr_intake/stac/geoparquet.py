@@ -85,7 +85,9 @@ def write_api_collections(catalog: pystac.Catalog, folder: str | os.PathLike) ->
     collections = list(catalog.get_all_collections())
     ids = [c.id for c in collections]
     if len(set(ids)) < len(ids):
-        raise ArgumentError(f"write_api_collections: Collection ids are not unique: {sorted({i for i in ids if ids.count(i) > 1})}")
+        raise ArgumentError(
+            f"write_api_collections: Collection ids are not unique: {sorted({i for i in ids if ids.count(i) > 1})}"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.json"):
         old.unlink()
@@ -112,11 +114,15 @@ def location_free(item: pystac.Item | pystac.Collection | dict) -> dict:
         if not isinstance(href, str) or is_remote(href) or os.path.isabs(href):
             return href
         if base is None:
-            raise ArgumentError(f"Item {doc.get('id')!r}: relative href {href!r} and no self href to resolve it against")
+            raise ArgumentError(
+                f"Item {doc.get('id')!r}: relative href {href!r} and no self href to resolve it against"
+            )
         return join_location(base, "..", href)
 
     doc["links"] = [
-        {**link, "href": absolute(link["href"])} for link in doc.get("links", []) if link.get("rel") not in STRUCTURAL_RELS
+        {**link, "href": absolute(link["href"])}
+        for link in doc.get("links", [])
+        if link.get("rel") not in STRUCTURAL_RELS
     ]
     fields = doc.get("properties", {}) if doc.get("type") == "Feature" else doc  # a Collection's own fields
     if "moczarr:store_root" in fields:

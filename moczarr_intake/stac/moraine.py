@@ -35,7 +35,7 @@ MERCATOR_LIMIT = math.pi * MERCATOR_RADIUS
 #: Coordinates larger than this (in absolute value) are taken for projected metres, not grid indexes.
 PROJECTED_THRESHOLD = 1e4
 #: ``datetime`` used when neither a value nor the modification time of ``0.zarr`` is available.
-EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 # --------------------------------------------------------------------------- georeference
@@ -97,8 +97,17 @@ def _raster_data_type(dtype: str) -> str:
     if dt.kind == "c":
         return {8: "cfloat32", 16: "cfloat64"}.get(dt.itemsize, "other")
     if dt.kind in "iuf" and dt.name in {
-        "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-        "float16", "float32", "float64",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float16",
+        "float32",
+        "float64",
     }:
         return dt.name
     return "other"
@@ -209,7 +218,7 @@ def _recorded_time(info: MorainePyramid) -> tuple[_dt.datetime | None, str | Non
                 when = _dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
             except ValueError:
                 continue
-            return (when if when.tzinfo else when.replace(tzinfo=_dt.timezone.utc)), key
+            return (when if when.tzinfo else when.replace(tzinfo=_dt.UTC)), key
     return None, None
 
 
@@ -269,12 +278,14 @@ def moraine_stac_item(
         if info.kind != POINT_CLOUD:
             raise ArgumentError(f"{info.path}: a raster pyramid has no coordinates, so it cannot be in {crs}")
         if info.resolution is None or max(abs(v) for v in _grid_edges(info, 0)) > MERCATOR_LIMIT:
-            raise ArgumentError(f"{info.path}: bounds {list(info.bounds)} do not fit in {crs} (|x|, |y| <= {MERCATOR_LIMIT})")
+            raise ArgumentError(
+                f"{info.path}: bounds {list(info.bounds)} do not fit in {crs} (|x|, |y| <= {MERCATOR_LIMIT})"
+            )
     name = pyramid_name(info)
     base = (href_base if href_base is not None else info.path).rstrip("/")
 
     if datetime is not None:
-        when = datetime if datetime.tzinfo else datetime.replace(tzinfo=_dt.timezone.utc)
+        when = datetime if datetime.tzinfo else datetime.replace(tzinfo=_dt.UTC)
         when_source = "given"
     else:
         when, key = _recorded_time(info)
@@ -361,11 +372,16 @@ def moraine_stac_item(
                 media_type=_media_type(info),
                 title=f"the {info.n_points} points (pc.zarr); the statistics describe all the points",
                 roles=["data"],
-                extra_fields={**points_extra, "moczarr:open": {"function": OPEN_MORAINE_POINTS, "kwargs": {"path": base}}},
+                extra_fields={
+                    **points_extra,
+                    "moczarr:open": {"function": OPEN_MORAINE_POINTS, "kwargs": {"path": base}},
+                },
             ),
         )
         for axis in ("x", "y"):
-            item.add_asset(axis, _zarr_asset(info, f"{base}/{axis}.zarr", f"{axis} coordinates of the points ({unit})", "data"))
+            item.add_asset(
+                axis, _zarr_asset(info, f"{base}/{axis}.zarr", f"{axis} coordinates of the points ({unit})", "data")
+            )
     if info.kind == POINT_CLOUD:
         for level in info.levels:
             title = f"level {level}: index of the point shown in each cell (-1: empty)"
@@ -373,9 +389,14 @@ def moraine_stac_item(
             asset.extra_fields["moraine:level"] = level
             item.add_asset(f"idx_{level_name(level)}", asset)
         if info.has_rtree:
-            item.add_asset("rtree", _zarr_asset(info, f"{base}/rtree.zarr", "bounding-box tree of the points (rtree.zarr)", "metadata"))
+            item.add_asset(
+                "rtree",
+                _zarr_asset(info, f"{base}/rtree.zarr", "bounding-box tree of the points (rtree.zarr)", "metadata"),
+            )
     if info.channel_stats is not None:
-        item.add_asset("stats", _zarr_asset(info, f"{base}/stats.zarr", "per-channel statistics (stats.zarr)", "metadata"))
+        item.add_asset(
+            "stats", _zarr_asset(info, f"{base}/stats.zarr", "per-channel statistics (stats.zarr)", "metadata")
+        )
     return item
 
 

@@ -33,14 +33,22 @@ def open_hint(obj, asset: str | None = None, level: int | None = None) -> dict:
     named ``asset``, or the level asset of ``level`` (default 0). Raises
     :class:`ValueError` when there is none.
     """
-    if asset is None and level is None and _valid(getattr(obj.assets.get("data"), "extra_fields", {}).get("moczarr:open")):
+    if (
+        asset is None
+        and level is None
+        and _valid(getattr(obj.assets.get("data"), "extra_fields", {}).get("moczarr:open"))
+    ):
         return obj.assets["data"].extra_fields["moczarr:open"]
     if asset is not None:
         chosen = obj.assets.get(asset)
     else:
         wanted = 0 if level is None else int(level)
         chosen = next(
-            (a for a in obj.assets.values() if a.extra_fields.get("moraine:level") == wanted and _valid(a.extra_fields.get("moczarr:open"))),
+            (
+                a
+                for a in obj.assets.values()
+                if a.extra_fields.get("moraine:level") == wanted and _valid(a.extra_fields.get("moczarr:open"))
+            ),
             None,
         )
     hint = chosen.extra_fields.get("moczarr:open") if chosen is not None else None

@@ -97,7 +97,9 @@ def draw_level_thumbnail(
             return None
     if ds is None or ds.sizes.get("cells", 0) == 0 or ds.sizes["cells"] > MAX_CELLS:
         return None
-    dense = [n for n, v in ds.data_vars.items() if v.dims == ("cells",) and v.dtype.kind in "iuf" and "ragged" not in v.attrs]
+    dense = [
+        n for n, v in ds.data_vars.items() if v.dims == ("cells",) and v.dtype.kind in "iuf" and "ragged" not in v.attrs
+    ]
     name = next((n for n in dense if ds[n].dtype.kind == "f"), dense[0] if dense else None)  # measured values first
     if name is None:
         return None
@@ -139,7 +141,9 @@ def draw_moraine_thumbnail(info, path, *, storage_options=None, size: int = 256)
     return f"level {level} ({' x '.join(map(str, values.shape))})"
 
 
-def draw_thumbnail(product: ProductSummary, path: str | os.PathLike, *, size: int = 256, geometry: dict | None = None) -> bool:
+def draw_thumbnail(
+    product: ProductSummary, path: str | os.PathLike, *, size: int = 256, geometry: dict | None = None
+) -> bool:
     """Draw the shard footprint polygons of a product into a small PNG; False when there is no coverage."""
     if not product.shards:
         return False

@@ -126,7 +126,7 @@ def _walk_file(path: Path, seen: set[Path]) -> Iterable[tuple[str, dict]]:
             href = link["href"]
             if is_remote(href) and not href.startswith("file://"):
                 raise MissingSchemaError(f"{path}: link {href} is not a local document; validate it where it lives")
-            target = Path(href[len("file://"):] if href.startswith("file://") else href)
+            target = Path(href[len("file://") :] if href.startswith("file://") else href)
             yield from _walk_file(target if target.is_absolute() else path.parent / target, seen)
 
 

@@ -27,8 +27,13 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 #: Every source file whose change must regenerate the tree.
-SOURCES = (HERE / "zagg_stores.py", HERE / "moraine_stores.py", HERE / "spec_stores.py", HERE / "cache.py",
-           *(REPO / "moczarr" / "testing" / name for name in ("moraine.py", "hive.py", "raster.py")))
+SOURCES = (
+    HERE / "zagg_stores.py",
+    HERE / "moraine_stores.py",
+    HERE / "spec_stores.py",
+    HERE / "cache.py",
+    *(REPO / "moczarr" / "testing" / name for name in ("moraine.py", "hive.py", "raster.py")),
+)
 COMPLETE = "COMPLETE"
 
 
@@ -90,8 +95,9 @@ def prune(folder: Path, keep: Path) -> None:
 
 def fingerprint(root: Path) -> tuple:
     """Every file's path, size and modification time: what a test writing into the tree would change."""
-    return tuple(sorted((str(p.relative_to(root)), st.st_size, st.st_mtime_ns)
-                        for p in root.rglob("*") for st in [p.lstat()]))
+    return tuple(
+        sorted((str(p.relative_to(root)), st.st_size, st.st_mtime_ns) for p in root.rglob("*") for st in [p.lstat()])
+    )
 
 
 def discard(root: Path) -> None:

@@ -55,8 +55,12 @@ ATLAS_EPOCH = datetime(2018, 1, 1, tzinfo=UTC)
 FLOAT_VARS = ("h_min", "h_max", "h_mean", "h_sigma", "h_variance", "h_q25", "h_q50", "h_q75")
 QUANTILES = {"h_q25": 0.25, "h_q50": 0.50, "h_q75": 0.75}
 #: The composability class (D24) zagg gives each field of the default atl06 aggregation.
-FIELD_CLASSES = {"count": "exact", "h_min": "exact", "h_max": "exact",
-                 **{v: "none" for v in ("h_mean", "h_sigma", "h_variance", "h_q25", "h_q50", "h_q75")}}
+FIELD_CLASSES = {
+    "count": "exact",
+    "h_min": "exact",
+    "h_max": "exact",
+    **dict.fromkeys(("h_mean", "h_sigma", "h_variance", "h_q25", "h_q50", "h_q75"), "none"),
+}
 FLOAT_RTOL = 1e-5  # zagg reduces float32 inputs; the goldens reduce in float64
 
 #: Shard rosters (order 6). ``ONES`` sits in base cell 1; ``SERC`` is the
@@ -103,9 +107,14 @@ COMPOSITION = {
     "dtype": "uint64",
     "fill_value": 0,
     "params": {**{f"conf_{s}": f"signal_conf_{s}" for s in SURFACES}, "threshold": SIGNAL_THRESHOLD},
-    "attrs": {"composition": {"spec": "zagg-composition/1",
-                              "lanes": [*SURFACES, "low", "med", "high"],
-                              "of": "h_tdigest_signal", "threshold": SIGNAL_THRESHOLD}},
+    "attrs": {
+        "composition": {
+            "spec": "zagg-composition/1",
+            "lanes": [*SURFACES, "low", "med", "high"],
+            "of": "h_tdigest_signal",
+            "threshold": SIGNAL_THRESHOLD,
+        }
+    },
 }
 
 #: The flux digest: zagg's waveform reducer over per-point sample counts of one photoelectron each on no noise,
@@ -168,13 +177,24 @@ YEARS = ("2019", "2020", "2021")
 #: the pre-#376 exact-from-leaves overview fold (what the shared overview_hive was swept with)
 LEAVES_FOLD = {"fold_source": "leaves"}
 #: 4331421's five cells sit in {43314212, 43314214}: an AOI on 43314211 misses its box
-SERC_CELLS = {("4331421", None): ("433142121", "433142124", "433142132", "433142141", "433142143"),
-              ("4331422", None): ("433142224",)}
+SERC_CELLS = {
+    ("4331421", None): ("433142121", "433142124", "433142132", "433142141", "433142143"),
+    ("4331422", None): ("433142224",),
+}
 #: One leaf 11213 (shard order 4, cell order 6) in chunks of order 5 with four occupied cells, an unlocated
 #: digest, a /2 column at order 5, no root MOC: the shape of zagg's conformance stores spec/minimal, spec/versioned.
-SPEC_LIKE = {"shard_order": 4, "cell_order": 6, "chunk_inner": 5, "ragged": True, "located": False,
-             "short_name": "SPEC_FIXTURE", "pyramid": {"overviews": [5]}, "root_moc": False, "seed": 51,
-             "cells": {("11213", None): ("1121311", "1121313", "1121322", "1121344")}}
+SPEC_LIKE = {
+    "shard_order": 4,
+    "cell_order": 6,
+    "chunk_inner": 5,
+    "ragged": True,
+    "located": False,
+    "short_name": "SPEC_FIXTURE",
+    "pyramid": {"overviews": [5]},
+    "root_moc": False,
+    "seed": 51,
+    "cells": {("11213", None): ("1121311", "1121313", "1121322", "1121344")},
+}
 #: The twins of zagg's other one-feature conformance stores: ``spec/column`` swept families-only (its leaf
 #: column and no overview), ``spec/temporal`` with located, per-centroid timed digests, per-cell toc envelopes
 #: and a root MOC, ``spec/flux`` with a ``weights: "flux"`` digest, ``spec/pyramid`` the manifest of a ``/1``
@@ -189,8 +209,9 @@ STORES: dict[str, dict[str, Product]] = {
     "zagg/pyramid_windows": {"": Product(ONES, windows=YEARS, schedule="explicit", pyramid=_v1([4, 2], True), seed=5)},
     "zagg/column": {"": Product(ONES[:6], pyramid={"overviews": [7]}, chunk_inner=7, seed=6)},
     "zagg/single_ragged": {"": Product(ONES, ragged=True, debris=("1111113",), seed=7)},
-    "zagg/pyramid_temporal": {"": Product(ONES[:6], windows=YEARS, pyramid=_v1([4, 2], True), ragged=True,
-                                          temporal=True, seed=8)},
+    "zagg/pyramid_temporal": {
+        "": Product(ONES[:6], windows=YEARS, pyramid=_v1([4, 2], True), ragged=True, temporal=True, seed=8)
+    },
     "zagg/multi": {
         "atl06": Product(ONES[:6], seed=11),
         "atl06_windows": Product(ONES[:6], windows=YEARS, seed=12),
@@ -201,30 +222,55 @@ STORES: dict[str, dict[str, Product]] = {
     "spec/minimal": {"": Product(("11213",), **SPEC_LIKE)},
     "spec/versioned": {"": Product(("11213",), leaf_versions=True, **{**SPEC_LIKE, "seed": 52})},
     "spec/column": {"": Product(("11213",), sweep=True, **{**SPEC_LIKE, "seed": 53})},
-    "spec/temporal": {"": Product(("11213",), temporal=True, **{**SPEC_LIKE, "located": True, "root_moc": True,
-                                                                 "seed": 54})},
+    "spec/temporal": {
+        "": Product(("11213",), temporal=True, **{**SPEC_LIKE, "located": True, "root_moc": True, "seed": 54})
+    },
     "spec/flux": {"": Product(("11213",), flux=True, **{**SPEC_LIKE, "ragged_name": "rx_flux", "seed": 55})},
     "spec/kitchen_sink": {"": Product(("11213",), strata=True, **{**SPEC_LIKE, "ragged": False, "seed": 57})},
-    "spec/pyramid": {"": Product(("1121",), shard_order=3, cell_order=6, chunk_inner=5, ragged=True,
-                                 located=False, short_name="SPEC_FIXTURE", pyramid=_v1([1, 0]),
-                                 redeclare={"overviews": [5, 4], "fold_source": "cascade", "exact_levels": 1},
-                                 manifest_only=True, seed=56)},
+    "spec/pyramid": {
+        "": Product(
+            ("1121",),
+            shard_order=3,
+            cell_order=6,
+            chunk_inner=5,
+            ragged=True,
+            located=False,
+            short_name="SPEC_FIXTURE",
+            pyramid=_v1([1, 0]),
+            redeclare={"overviews": [5, 4], "fold_source": "cascade", "exact_levels": 1},
+            manifest_only=True,
+            seed=56,
+        )
+    },
     "serc_hive": {"": Product(SERC, debris=(SERC_DEBRIS,), cells=SERC_CELLS, seed=21)},
-    "serc_hive_pg3": {"": Product(("433142241", "433142242", "-433412214"), shard_order=8, cell_order=10,
-                                  path_grouping=3, seed=22)},
+    "serc_hive_pg3": {
+        "": Product(("433142241", "433142242", "-433412214"), shard_order=8, cell_order=10, path_grouping=3, seed=22)
+    },
     "multiproduct_hive": {
         "atl06": Product(("4111", "4112"), shard_order=3, cell_order=5, seed=31),
         "atl06_pg3": Product(("411121",), shard_order=5, cell_order=6, path_grouping=3, seed=32),
-        "atl06_ragged": Product(("4111",), shard_order=3, cell_order=5, ragged=True, ragged_name="h_li_tdigest",
-                                seed=33),
-        "atl06_windows": Product(("-5111", "-5112"), windows=YEARS[:2], shard_order=3, cell_order=5,
-                                 absent=frozenset({("-5112", "2020")}), seed=34),
+        "atl06_ragged": Product(
+            ("4111",), shard_order=3, cell_order=5, ragged=True, ragged_name="h_li_tdigest", seed=33
+        ),
+        "atl06_windows": Product(
+            ("-5111", "-5112"),
+            windows=YEARS[:2],
+            shard_order=3,
+            cell_order=5,
+            absent=frozenset({("-5112", "2020")}),
+            seed=34,
+        ),
     },
     "overview_hive": {
         "atl06": Product((*SERC, SERC_DEBRIS), pyramid={**_v1([4, 2]), **LEAVES_FOLD}, seed=41),
-        "atl06_windows": Product((*SERC, SERC_DEBRIS), windows=YEARS[:2], schedule="explicit",
-                                 pyramid={**_v1([4], True), **LEAVES_FOLD},
-                                 absent=frozenset({(SERC_DEBRIS, "2020")}), seed=42),
+        "atl06_windows": Product(
+            (*SERC, SERC_DEBRIS),
+            windows=YEARS[:2],
+            schedule="explicit",
+            pyramid={**_v1([4], True), **LEAVES_FOLD},
+            absent=frozenset({(SERC_DEBRIS, "2020")}),
+            seed=42,
+        ),
     },
 }
 
@@ -248,7 +294,7 @@ class MemoryGranule:
         for d in datasets:
             path, slab = (d, None) if isinstance(d, str) else (d["dataset"], d.get("hyperslice"))
             arr = self.datasets[path]
-            out[path] = arr[slab[0][0]:slab[0][1]] if slab else arr
+            out[path] = arr[slab[0][0] : slab[0][1]] if slab else arr
         return out
 
     def close(self):
@@ -315,8 +361,7 @@ def synthetic_points(p: Product) -> pd.DataFrame:
                 continue
             fixed = p.cells.get((shard, label))
             occ = np.sort(words(fixed)) if fixed else _occupied(rng, cells, i + w)
-            frames.append(_frame(rng, p, occ, rng.integers(1, 6, occ.size), shard=shard, window=w, run=1,
-                                 block=i // 4))
+            frames.append(_frame(rng, p, occ, rng.integers(1, 6, occ.size), shard=shard, window=w, run=1, block=i // 4))
     if p.append:  # run 2: new points in half the cells of every third shard
         for i, shard in enumerate(p.shards[::3]):
             cells = children(shard, p.cell_order)
@@ -330,8 +375,9 @@ def synthetic_points(p: Product) -> pd.DataFrame:
     bad[pts["first"].to_numpy()] = False  # every occupied cell keeps a good point
     pts["quality"] = bad.astype(np.int8)
     pts["beam"] = rng.integers(0, len(BEAMS), n)
-    starts = np.array([_granule_start(lab, b, r).timestamp() for lab, b, r in
-                       zip(pts["label"], pts["block"], pts["run"])])
+    starts = np.array(
+        [_granule_start(lab, b, r).timestamp() for lab, b, r in zip(pts["label"], pts["block"], pts["run"])]
+    )
     pts["delta_time"] = starts - ATLAS_EPOCH.timestamp() + rng.uniform(0, 2900, n)
     pts["granule"] = [_granule_name(lab, b, r) for lab, b, r in zip(pts["label"], pts["block"], pts["run"])]
     if p.flux:  # one photoelectron per sample, on no noise
@@ -350,8 +396,18 @@ def _frame(rng, p: Product, occ, per_cell, *, shard, window, run, block) -> pd.D
     first = np.zeros(rep.size, dtype=bool)
     first[np.concatenate([[0], np.cumsum(per_cell)[:-1]])] = True
     labels = p.windows or (None,)
-    return pd.DataFrame({"lat": lat, "lon": lon, "cell": rep, "shard": shard, "label": labels[window],
-                         "run": run, "block": block, "first": first})
+    return pd.DataFrame(
+        {
+            "lat": lat,
+            "lon": lon,
+            "cell": rep,
+            "shard": shard,
+            "label": labels[window],
+            "run": run,
+            "block": block,
+            "first": first,
+        }
+    )
 
 
 def _granule_start(label, block: int, run: int) -> datetime:
@@ -369,10 +425,14 @@ def register(pts: pd.DataFrame) -> None:
         data = {}
         for b, beam in enumerate(BEAMS):
             sel = g[g["beam"] == b]
-            for var, col, dtype in (("latitude", "lat", np.float64), ("longitude", "lon", np.float64),
-                                    ("h_li", "h_li", np.float32), ("h_li_sigma", "h_li_sigma", np.float32),
-                                    ("atl06_quality_summary", "quality", np.int8),
-                                    ("delta_time", "delta_time", np.float64)):
+            for var, col, dtype in (
+                ("latitude", "lat", np.float64),
+                ("longitude", "lon", np.float64),
+                ("h_li", "h_li", np.float32),
+                ("h_li_sigma", "h_li_sigma", np.float32),
+                ("atl06_quality_summary", "quality", np.int8),
+                ("delta_time", "delta_time", np.float64),
+            ):
                 data[SEGMENT.format(group=beam, name=var)] = sel[col].to_numpy(dtype)
             for col in (c for c in sel.columns if c.startswith(("signal_conf_", "wf_"))):
                 data[SEGMENT.format(group=beam, name=col)] = sel[col].to_numpy()
@@ -390,37 +450,50 @@ def zagg_config(p: Product, product_path: str):
     if p.ragged:
         digest = {k: v for k, v in TDIGEST.items() if p.located or k != "location"}
         if p.flux:
-            digest.update(function="zagg.stats.waveform.build_waveform_digest", weights="flux",
-                          params={**TDIGEST["params"], **FLUX_COLUMNS, "gain": FLUX_GAIN},
-                          attrs={"gain": FLUX_GAIN_ATTRS})
+            digest.update(
+                function="zagg.stats.waveform.build_waveform_digest",
+                weights="flux",
+                params={**TDIGEST["params"], **FLUX_COLUMNS, "gain": FLUX_GAIN},
+                attrs={"gain": FLUX_GAIN_ATTRS},
+            )
             source["variables"].update({col: SEGMENT.replace("{name}", col) for col in FLUX_COLUMNS.values()})
         agg["variables"][p.ragged_name] = {**digest, **({"temporal": "per-centroid"} if p.temporal else {})}
     if p.temporal:
         agg["variables"]["observed"] = dict(OBSERVED)
     if p.strata:
-        source["variables"].update({f"signal_conf_{s}": SEGMENT.replace("{name}", f"signal_conf_{s}")
-                                    for s in SURFACES})
+        source["variables"].update(
+            {f"signal_conf_{s}": SEGMENT.replace("{name}", f"signal_conf_{s}") for s in SURFACES}
+        )
         for name, stratum in STRATA.items():
             agg["variables"][name] = {
                 **{k: v for k, v in TDIGEST.items() if k != "params"},
                 "function": "zagg.stats.tdigest.build_tdigest_where",
                 "params": {**TDIGEST["params"], "where": stratum["where"]},
-                "attrs": {"stratum": stratum["stratum"], "signal_threshold": SIGNAL_THRESHOLD}}
+                "attrs": {"stratum": stratum["stratum"], "signal_threshold": SIGNAL_THRESHOLD},
+            }
         agg["variables"]["composition"] = json.loads(json.dumps(COMPOSITION))
     column = isinstance(p.pyramid, dict) and "overviews" in p.pyramid
     grid = {**cfg.output["grid"], "parent_order": p.shard_order, "child_order": p.cell_order}
     if p.chunk_inner is not None:
         grid["chunk_inner"] = p.chunk_inner
-    out = {**cfg.output, "store_layout": "hive", "grid": grid, "icechunk": False, "leaf_versions": p.leaf_versions,
-           "sweep": ("stages" if column else True) if p.sweep is None else p.sweep, "pyramid": p.pyramid}
+    out = {
+        **cfg.output,
+        "store_layout": "hive",
+        "grid": grid,
+        "icechunk": False,
+        "leaf_versions": p.leaf_versions,
+        "sweep": ("stages" if column else True) if p.sweep is None else p.sweep,
+        "pyramid": p.pyramid,
+    }
     if product_path:
         out["product_name"] = product_path
     clock = {"time_field": "delta_time", "epoch": "2018-01-01T00:00:00Z", "scale": "gps", "units": "seconds"}
     if p.windows:
         out["windowing"] = {"schedule": p.schedule, **clock}
         if p.schedule == "explicit":
-            out["windowing"]["windows"] = [{"label": y, "start": f"{y}-01-01T00:00:00Z",
-                                            "end": f"{int(y) + 1}-01-01T00:00:00Z"} for y in p.windows]
+            out["windowing"]["windows"] = [
+                {"label": y, "start": f"{y}-01-01T00:00:00Z", "end": f"{int(y) + 1}-01-01T00:00:00Z"} for y in p.windows
+            ]
     elif p.temporal:
         out["time_source"] = {"field": "delta_time", **{k: v for k, v in clock.items() if k != "time_field"}}
     return replace(cfg, data_source=source, aggregation=agg, output=out)
@@ -438,19 +511,29 @@ def _catalog(pts: pd.DataFrame, p: Product, grid, path: Path, run: int) -> Path:
             g = pts[pts["granule"] == nm]
             t0 = datetime.fromtimestamp(ATLAS_EPOCH.timestamp() + float(g["delta_time"].min()) - 10, UTC)
             t1 = datetime.fromtimestamp(ATLAS_EPOCH.timestamp() + float(g["delta_time"].max()) + 10, UTC)
-            recs.append({"id": nm, "s3": f"s3://synthetic-atl06/{nm}", "https": f"https://synthetic.invalid/{nm}",
-                         "time_start": iso_utc(t0), "time_end": iso_utc(t1)})
+            recs.append(
+                {
+                    "id": nm,
+                    "s3": f"s3://synthetic-atl06/{nm}",
+                    "https": f"https://synthetic.invalid/{nm}",
+                    "time_start": iso_utc(t0),
+                    "time_end": iso_utc(t1),
+                }
+            )
         keys.append(int(words([shard])[0]))
         lists.append(recs)
-    doc = {"grid_signature": grid.spatial_signature(), "shard_keys": keys, "granules": lists,
-           "metadata": {"short_name": p.short_name, "version": "006"}}
+    doc = {
+        "grid_signature": grid.spatial_signature(),
+        "shard_keys": keys,
+        "granules": lists,
+        "metadata": {"short_name": p.short_name, "version": "006"},
+    }
     path.write_text(json.dumps(doc))
     return path
 
 
 def write_product(p: Product, store: Path, product_path: str, work: Path) -> pd.DataFrame:
     """Write one product with zagg (one run, or two for ``append``) and return its input points."""
-    import zagg
     from zagg.grids import HealpixGrid
     from zagg.hive import shard_leaf_path
     from zagg.store import open_store
@@ -464,7 +547,9 @@ def write_product(p: Product, store: Path, product_path: str, work: Path) -> pd.
     for run in (1, 2) if p.append else (1,):
         cat = _catalog(pts, p, grid, work / f"{tag}.run{run}.catalog.json", run)
         _agg(cfg, cat, store, product_path)
-    if p.redeclare is not None:  # zagg's retrofit keeps the earlier sweep's `materialized`; a rerun walks the new ladder
+    if (
+        p.redeclare is not None
+    ):  # zagg's retrofit keeps the earlier sweep's `materialized`; a rerun walks the new ladder
         from zagg.sweep_overview import declare_pyramid
 
         cfg = replace(cfg, output={**cfg.output, "pyramid": p.redeclare, "sweep": "stages"})
@@ -494,8 +579,8 @@ def _agg(cfg, catalog: Path, store: Path, product_path: str) -> None:
 def grouped_dirs(leaf: str, grouping: int) -> list[str]:
     """The folders of leaf ``leaf`` under ``path_grouping``: ``{sign+base}``, then the digit tail in groups, remainder last."""
     base = leaf[:2] if leaf.startswith("-") else leaf[:1]
-    tail = leaf[len(base):]
-    return [base, *(tail[i:i + grouping] for i in range(0, len(tail), grouping))]
+    tail = leaf[len(base) :]
+    return [base, *(tail[i : i + grouping] for i in range(0, len(tail), grouping))]
 
 
 def regroup(root: Path, grouping: int) -> None:
@@ -531,9 +616,16 @@ def cell_table(good: pd.DataFrame) -> pd.DataFrame:
     g = good.assign(wt=1.0 / good["h_li_sigma"].astype(np.float64) ** 2, h=good["h_li"].astype(np.float64))
     g["hw"] = g["h"] * g["wt"]
     grp = g.groupby("cell", sort=True)
-    t = pd.DataFrame({"count": grp.size(), "h_min": grp["h"].min(), "h_max": grp["h"].max(),
-                      "h_mean": grp["hw"].sum() / grp["wt"].sum(), "h_sigma": 1.0 / np.sqrt(grp["wt"].sum()),
-                      "h_variance": grp["h"].var(ddof=0)})
+    t = pd.DataFrame(
+        {
+            "count": grp.size(),
+            "h_min": grp["h"].min(),
+            "h_max": grp["h"].max(),
+            "h_mean": grp["hw"].sum() / grp["wt"].sum(),
+            "h_sigma": 1.0 / np.sqrt(grp["wt"].sum()),
+            "h_variance": grp["h"].var(ddof=0),
+        }
+    )
     for name, q in QUANTILES.items():
         t[name] = grp["h"].quantile(q, interpolation="linear")
     return t
@@ -556,10 +648,14 @@ def levels(good: pd.DataFrame, cell_order: int) -> dict:
     for k in range(cell_order, -1, -1):
         anc = np.asarray(mortie.clip2order(k, ws), dtype=np.uint64) if k < cell_order else ws
         a = per.groupby(anc).agg(count=("count", "sum"), h_min=("h_min", "min"), h_max=("h_max", "max"))
-        out[str(k)] = {"n_cells": len(a), "count_sum": int(a["count"].sum()),
-                       "h_min_min": float(a["h_min"].min()), "h_max_max": float(a["h_max"].max()),
-                       "h_min_sum": float(a["h_min"].astype(np.float64).sum()),
-                       "h_max_sum": float(a["h_max"].astype(np.float64).sum())}
+        out[str(k)] = {
+            "n_cells": len(a),
+            "count_sum": int(a["count"].sum()),
+            "h_min_min": float(a["h_min"].min()),
+            "h_max_max": float(a["h_max"].max()),
+            "h_min_sum": float(a["h_min"].astype(np.float64).sum()),
+            "h_max_sum": float(a["h_max"].astype(np.float64).sum()),
+        }
     return out
 
 
@@ -569,32 +665,54 @@ def pyramid_golden(p: Product) -> dict:
     if "overviews" in p.pyramid:
         col = sorted((c for c in p.pyramid["overviews"]), reverse=True)
         ladder = [{"node": p.shard_order - d, "cells": [c - d]} for d in range(p.shard_order + 1) for c in col]
-        return {"declared": True, "spec": "zagg-pyramid/2", "ladder": ladder, "column_cell_orders": col,
-                "overview_cell_orders": sorted({e["cells"][0] for e in ladder if e["node"] < p.shard_order},
-                                               reverse=True),
-                "all_time": bool(p.windows), "swept": True}
+        return {
+            "declared": True,
+            "spec": "zagg-pyramid/2",
+            "ladder": ladder,
+            "column_cell_orders": col,
+            "overview_cell_orders": sorted({e["cells"][0] for e in ladder if e["node"] < p.shard_order}, reverse=True),
+            "all_time": bool(p.windows),
+            "swept": True,
+        }
     orders = sorted(p.pyramid["orders"], reverse=True)
-    return {"declared": True, "spec": "zagg-pyramid/1", "overview_orders": orders,
-            "overview_cell_orders": [p.cell_order - (p.shard_order - k) for k in orders],
-            "all_time": bool(p.windows) or bool(p.pyramid.get("all_time")), "swept": True}
+    return {
+        "declared": True,
+        "spec": "zagg-pyramid/1",
+        "overview_orders": orders,
+        "overview_cell_orders": [p.cell_order - (p.shard_order - k) for k in orders],
+        "all_time": bool(p.windows) or bool(p.pyramid.get("all_time")),
+        "swept": True,
+    }
 
 
 def product_golden(p: Product, pts: pd.DataFrame, product_path: str) -> dict:
     """The writer-side golden of one product, in the shape of ``../shared/fixtures/zagg/*/golden.json``."""
     good = pts[pts["quality"] == 0].copy()
-    cells = np.asarray(mortie.geo2mort(good["lat"].to_numpy(), good["lon"].to_numpy(), order=p.cell_order),
-                       dtype=np.uint64)
+    cells = np.asarray(
+        mortie.geo2mort(good["lat"].to_numpy(), good["lon"].to_numpy(), order=p.cell_order), dtype=np.uint64
+    )
     assert (cells == good["cell"].to_numpy(np.uint64)).all(), "a point left its intended cell"
     cpl = 4 ** (p.cell_order - p.shard_order)
-    g = {"path": product_path, "spec": "morton-hive/2" if p.windows else "morton-hive/1",
-         "cell_order": p.cell_order, "shard_order": p.shard_order, "path_grouping": 1, "cells_per_leaf": cpl,
-         "windowed": bool(p.windows), "windows": list(p.windows), "schedule": p.schedule if p.windows else "none",
-         "leaf_versions": p.leaf_versions, "sharded_leaf": p.chunk_inner is not None and p.chunk_inner > p.shard_order,
-         "chunk_inner": p.chunk_inner, "float_rtol": FLOAT_RTOL,
-         "input": {"n_points": len(pts), "n_points_good": len(good), "n_granules": int(pts["granule"].nunique())},
-         "ragged": {"field": p.ragged_name, "locations": f"{p.ragged_name}_locations"} if p.ragged else None,
-         "temporal": {"per_centroid": "h_tdigest_times", "per_cell": "observed"} if p.temporal else None,
-         "debris_leaves": list(p.debris), "pyramid": pyramid_golden(p)}
+    g = {
+        "path": product_path,
+        "spec": "morton-hive/2" if p.windows else "morton-hive/1",
+        "cell_order": p.cell_order,
+        "shard_order": p.shard_order,
+        "path_grouping": 1,
+        "cells_per_leaf": cpl,
+        "windowed": bool(p.windows),
+        "windows": list(p.windows),
+        "schedule": p.schedule if p.windows else "none",
+        "leaf_versions": p.leaf_versions,
+        "sharded_leaf": p.chunk_inner is not None and p.chunk_inner > p.shard_order,
+        "chunk_inner": p.chunk_inner,
+        "float_rtol": FLOAT_RTOL,
+        "input": {"n_points": len(pts), "n_points_good": len(good), "n_granules": int(pts["granule"].nunique())},
+        "ragged": {"field": p.ragged_name, "locations": f"{p.ragged_name}_locations"} if p.ragged else None,
+        "temporal": {"per_centroid": "h_tdigest_times", "per_cell": "observed"} if p.temporal else None,
+        "debris_leaves": list(p.debris),
+        "pyramid": pyramid_golden(p),
+    }
     appended = sorted(set(pts.loc[pts["run"] == 2, "shard"]))
     leaves, by_window = {}, {}
     for label in p.windows or (None,):
@@ -605,12 +723,22 @@ def product_golden(p: Product, pts: pd.DataFrame, product_path: str) -> dict:
         shards = sorted(set(shard_of), key=lambda d: int(words([d])[0]))
         for shard, sub in tl.groupby("shard"):
             key = shard + (f"_{label}" if label else "")
-            leaves[key] = {"shard": shard, "window": label, "occupied": len(sub), "count": int(sub["count"].sum()),
-                           "full": len(sub) == cpl}
+            leaves[key] = {
+                "shard": shard,
+                "window": label,
+                "occupied": len(sub),
+                "count": int(sub["count"].sum()),
+                "full": len(sub) == cpl,
+            }
             if p.append:
                 leaves[key]["expected_versions"] = 2 if shard in appended else 1
-        by_window[label or "all"] = {"n_leaves": len(shards), "n_rows": len(shards) * cpl, "shards": shards,
-                                     "totals": totals(t), "levels": levels(gw, p.cell_order)}
+        by_window[label or "all"] = {
+            "n_leaves": len(shards),
+            "n_rows": len(shards) * cpl,
+            "shards": shards,
+            "totals": totals(t),
+            "levels": levels(gw, p.cell_order),
+        }
     g["leaves"] = leaves
     if not p.windows:
         g["_cells"] = t
@@ -662,12 +790,23 @@ def spec_expected(p: Product, golden: dict, pts: pd.DataFrame, root: Path) -> di
             cell.update(strata_expected(good[good["cell"] == w], delta))
         cells.append(cell)
     per_chunk = 4 ** (p.cell_order - p.chunk_inner)
-    doc = {"shard": shard, "group": str(p.cell_order), "shard_order": p.shard_order, "chunk_order": p.chunk_inner,
-           "cell_order": p.cell_order, "cells_per_chunk": per_chunk, "chunks_per_shard": rows.size // per_chunk,
-           "delta": delta, "cells": cells}
+    doc = {
+        "shard": shard,
+        "group": str(p.cell_order),
+        "shard_order": p.shard_order,
+        "chunk_order": p.chunk_inner,
+        "cell_order": p.cell_order,
+        "cells_per_chunk": per_chunk,
+        "chunks_per_shard": rows.size // per_chunk,
+        "delta": delta,
+        "cells": cells,
+    }
     if p.ragged:
-        doc["digest"] = {"field": p.ragged_name, "weights": "flux" if p.flux else "counts",
-                         **({"gain": FLUX_GAIN_ATTRS} if p.flux else {})}
+        doc["digest"] = {
+            "field": p.ragged_name,
+            "weights": "flux" if p.flux else "counts",
+            **({"gain": FLUX_GAIN_ATTRS} if p.flux else {}),
+        }
     if isinstance(p.pyramid, dict) and "overviews" in p.pyramid:
         doc["column"] = column_expected(p, good, root.joinpath(*grouped_dirs(shard, 1)) / "all.pyramid.zarr")
     return doc
@@ -690,9 +829,12 @@ def strata_expected(points: pd.DataFrame, delta: int) -> dict:
     for i, c in enumerate(counts):
         lane = 0 if c == 0 else max(1, int(np.rint(255 * c / n)))
         word |= lane << (8 * i)
-    return {"h_tdigest_signal": lossless_digest(heights[signal], delta),
-            "h_tdigest_noise": lossless_digest(heights[~signal], delta),
-            "composition": str(word), "n_signal": n}
+    return {
+        "h_tdigest_signal": lossless_digest(heights[signal], delta),
+        "h_tdigest_noise": lossless_digest(heights[~signal], delta),
+        "composition": str(word),
+        "n_signal": n,
+    }
 
 
 def column_expected(p: Product, good: pd.DataFrame, column: Path) -> dict:
@@ -705,8 +847,7 @@ def column_expected(p: Product, good: pd.DataFrame, column: Path) -> dict:
     for r in sorted({*p.pyramid["overviews"], p.shard_order}, reverse=True):
         cells = children(shard, r)
         anc = np.asarray(mortie.clip2order(r, good["cell"].to_numpy(np.uint64)), dtype=np.uint64)
-        group = {"morton": [str(int(w)) for w in cells],
-                 "count": [int((anc == w).sum()) for w in cells]}
+        group = {"morton": [str(int(w)) for w in cells], "count": [int((anc == w).sum()) for w in cells]}
         if p.ragged and max(group["count"]) <= delta:  # a coarser group may hold lossy digests: no golden
             weight = FLUX_GAIN if p.flux else 1.0
             group[p.ragged_name] = [lossless_digest(good["h_li"].to_numpy()[anc == w], delta, weight) for w in cells]
@@ -721,14 +862,24 @@ def pyramid_expected(p: Product) -> dict:
     cols = sorted(p.redeclare["overviews"], reverse=True)
     ladder = [{"node": p.shard_order, "cells": cols}]
     ladder += [{"node": n, "cells": [cols[-1] - (p.shard_order - n)]} for n in range(p.shard_order - 1, -1, -1)]
-    return {"shard_order": p.shard_order, "chunk_order": p.chunk_inner, "cell_order": p.cell_order,
-            "declared": {"overviews": cols}, "overviews": ladder,
-            "slabs": [[4 ** (c - e["node"]) for c in e["cells"]] for e in ladder],
-            "fold_source": p.redeclare["fold_source"], "exact_levels": p.redeclare["exact_levels"],
-            "materialized": {"orders": sorted(p.pyramid["orders"]),
-                             "fold_sources": {str(max(p.pyramid["orders"])): "leaves",
-                                              **{str(o): "cascade" for o in sorted(p.pyramid["orders"])[:-1]}}},
-            "fields": FIELD_CLASSES | ({p.ragged_name: "approximate"} if p.ragged else {})}
+    return {
+        "shard_order": p.shard_order,
+        "chunk_order": p.chunk_inner,
+        "cell_order": p.cell_order,
+        "declared": {"overviews": cols},
+        "overviews": ladder,
+        "slabs": [[4 ** (c - e["node"]) for c in e["cells"]] for e in ladder],
+        "fold_source": p.redeclare["fold_source"],
+        "exact_levels": p.redeclare["exact_levels"],
+        "materialized": {
+            "orders": sorted(p.pyramid["orders"]),
+            "fold_sources": {
+                str(max(p.pyramid["orders"])): "leaves",
+                **{str(o): "cascade" for o in sorted(p.pyramid["orders"])[:-1]},
+            },
+        },
+        "fields": FIELD_CLASSES | ({p.ragged_name: "approximate"} if p.ragged else {}),
+    }
 
 
 def cell_ids_golden(p: Product, golden: dict) -> np.ndarray:
@@ -757,27 +908,40 @@ def overview_golden(store: Path, products: dict[str, Product], goldens: dict[str
             entry["windows"] = list(p.windows)
         views = dict(g["by_window"]) if p.windows else {"all": g}
         entry["source"] = {
-            key: {"cell_order": p.cell_order, "n_cells": v["n_rows"], "variables": variables,
-                  "count_total": v["totals"]["count_sum"],
-                  "objects": [{"node": s, "window": None if key == "all" else key, "role": "source"}
-                              for s in v["shards"]]}
-            for key, v in views.items()}
+            key: {
+                "cell_order": p.cell_order,
+                "n_cells": v["n_rows"],
+                "variables": variables,
+                "count_total": v["totals"]["count_sum"],
+                "objects": [
+                    {"node": s, "window": None if key == "all" else key, "role": "source"} for s in v["shards"]
+                ],
+            }
+            for key, v in views.items()
+        }
         if p.windows:
-            views["all"] = {"shards": sorted({s for v in views.values() for s in v["shards"]},
-                                             key=lambda d: int(words([d])[0])),
-                            "levels": g["all_time"]["levels"]}
+            views["all"] = {
+                "shards": sorted({s for v in views.values() for s in v["shards"]}, key=lambda d: int(words([d])[0])),
+                "levels": g["all_time"]["levels"],
+            }
         entry["overviews"] = {}
         for order in orders:
             r = p.cell_order - (p.shard_order - order)
             per = {}
             for key, v in views.items():
-                nodes = sorted({s[: order + 1 if not s.startswith("-") else order + 2] for s in v["shards"]},
-                               key=lambda d: int(words([d])[0]))
+                nodes = sorted(
+                    {s[: order + 1 if not s.startswith("-") else order + 2] for s in v["shards"]},
+                    key=lambda d: int(words([d])[0]),
+                )
                 lv = v["levels"][str(r)]
-                per[key] = {"cell_order": r, "n_cells": len(nodes) * 4 ** (r - order),
-                            "variables": ["count", "h_max", "h_min"], "count_total": lv["count_sum"],
-                            "h_min_min": lv["h_min_min"],
-                            "objects": [_overview_object(store / path, n, key, bool(p.windows)) for n in nodes]}
+                per[key] = {
+                    "cell_order": r,
+                    "n_cells": len(nodes) * 4 ** (r - order),
+                    "variables": ["count", "h_max", "h_min"],
+                    "count_total": lv["count_sum"],
+                    "h_min_min": lv["h_min_min"],
+                    "objects": [_overview_object(store / path, n, key, bool(p.windows)) for n in nodes],
+                }
             entry["overviews"][str(r)] = per
         out[path] = entry
     return {"products": out}
@@ -786,8 +950,12 @@ def overview_golden(store: Path, products: dict[str, Product], goldens: dict[str
 def _overview_object(product_root: Path, node: str, window: str, windowed: bool) -> dict:
     digits = [node[:2], *node[2:]] if node.startswith("-") else list(node)
     doc = json.loads((product_root.joinpath(*digits) / f"{window}.zarr" / "zarr.json").read_text())["attributes"]
-    return {"node": node, "window": window if windowed else None, "role": "overview",
-            "zagg_overview": doc["zagg_overview"]}
+    return {
+        "node": node,
+        "window": window if windowed else None,
+        "role": "overview",
+        "zagg_overview": doc["zagg_overview"],
+    }
 
 
 # -- the whole tree --------------------------------------------------------------------------------------
@@ -804,8 +972,11 @@ def write_store(name: str, out: Path) -> None:
         pts = write_product(p, store, path, work)
         goldens[path] = product_golden(p, pts, path)
     if zagg_kind:
-        doc = {"generator": "tests/stores/zagg_stores.py", "layout": "bare" if "" in products else "multi-product",
-               "products": {(path or "."): _public(g) for path, g in goldens.items()}}
+        doc = {
+            "generator": "tests/stores/zagg_stores.py",
+            "layout": "bare" if "" in products else "multi-product",
+            "products": {(path or "."): _public(g) for path, g in goldens.items()},
+        }
         (out / name / "golden.json").write_text(json.dumps(doc, indent=1) + "\n")
     if name.startswith("spec/"):
         p = products[""]
