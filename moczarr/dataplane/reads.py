@@ -41,7 +41,7 @@ class ChunkDecoder:
     """
 
     def __init__(self, metadata: dict, where: str, *, shortcuts: bool = True):
-        from zarr.core.metadata.v3 import ArrayV3Metadata, RegularChunkGridMetadata
+        from .._zarr import ArrayV3Metadata, RegularChunkGridMetadata
 
         try:
             meta = ArrayV3Metadata.from_dict(dict(metadata))
@@ -72,9 +72,7 @@ class ChunkDecoder:
         return raw, names[-1] == "zstd"
 
     def _zarr_chain(self) -> None:
-        from zarr.core.array_spec import ArrayConfig, ArraySpec
-        from zarr.core.buffer import default_buffer_prototype
-        from zarr.core.chunk_utils import ChunkTransform
+        from .._zarr import ArrayConfig, ArraySpec, ChunkTransform, default_buffer_prototype
 
         try:
             self._transform = ChunkTransform(codecs=tuple(self.meta.codecs))
@@ -128,7 +126,7 @@ class ChunkDecoder:
                 )
             values = np.frombuffer(payload, dtype=self._raw_dtype).reshape(self.chunk_shape)
             return values if values.dtype == self.dtype else values.astype(self.dtype)
-        from zarr.core.buffer import default_buffer_prototype
+        from .._zarr import default_buffer_prototype
 
         try:
             out = self._transform.decode_chunk(default_buffer_prototype().buffer.from_bytes(payload), self._spec)
@@ -141,12 +139,12 @@ class ChunkDecoder:
 
 class _AsyncChain:
     def __init__(self, codecs):
-        from zarr.core.codec_pipeline import AsyncChunkTransform
+        from .._zarr import AsyncChunkTransform
 
         self._chain = AsyncChunkTransform(codecs=codecs)
 
     def decode_chunk(self, payload, spec):
-        from zarr.core.sync import sync
+        from .._zarr import sync
 
         return sync(self._chain.decode_chunk(payload, spec))
 

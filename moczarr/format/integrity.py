@@ -55,7 +55,7 @@ def parse_array_metadata(meta: Any, where: str) -> None:
     ):
         raise SchemaError(f"{where}: dimension_names {names!r} do not name the {len(shape)} axes")
     try:
-        from zarr.core.metadata.v3 import ArrayV3Metadata
+        from .._zarr import ArrayV3Metadata
 
         ArrayV3Metadata.from_dict(copy.deepcopy(meta))
     except Exception as exc:  # zarr raises TypeError/ValueError/KeyError/NotImplementedError here

@@ -32,10 +32,9 @@ from typing import Any
 
 import zarr
 from zarr.abc.store import ByteRequest, Store
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
 from zarr.storage import FsspecStore, LocalStore, ObjectStore, StorePath, WrapperStore
 
+from .._zarr import default_buffer_prototype, sync
 from ..errors import (
     ArgumentError,
     ChecksumMismatchError,
@@ -140,8 +139,12 @@ class CountingStore(WrapperStore):
         super().__init__(store)
         self.policy = policy or RetryPolicy.local()
 
-    def _with_store(self, store: Store) -> CountingStore:
-        return type(self)(store, self.policy)  # zarr's clones (with_read_only) keep the policy
+    def with_read_only(self, read_only: bool = False) -> CountingStore:
+        """This wrapper over the inner store's read-only (or writable) clone, with the same retry policy."""
+        return type(self)(self._store.with_read_only(read_only), self.policy)
+
+    def __enter__(self) -> CountingStore:
+        return type(self)(self._store.__enter__(), self.policy)
 
     def address(self, key: str) -> str:
         """The user-facing address of a store key (``s3://bucket/...`` or a local path)."""
@@ -594,7 +597,7 @@ class Storage:
 
     def array(self, rel: str, metadata: dict) -> zarr.Array:
         """A zarr array at ``rel`` built from already-read metadata: no request is made."""
-        from zarr.core.array import AsyncArray
+        from .._zarr import AsyncArray
 
         return zarr.Array(AsyncArray(metadata=metadata, store_path=StorePath(self.store, self.key(rel))))
 

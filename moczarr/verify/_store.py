@@ -31,12 +31,10 @@ from dataclasses import dataclass
 
 import mortie
 import numpy as np
-from zarr.core.array import AsyncArray
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
 from zarr.storage import MemoryStore, StorePath
 
 from .. import ids
+from .._zarr import AsyncArray, default_buffer_prototype, sync
 from ..dataplane.assemble import read_schema
 from ..errors import (
     ArrayContractError,
