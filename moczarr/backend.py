@@ -25,7 +25,7 @@ from pathlib import Path
 
 from xarray.backends import BackendEntrypoint
 
-from .errors import ArgumentTypeError, LevelOmittedError
+from .errors import ArgumentTypeError
 
 #: the words accepted for the cell order, besides ``cell_order`` itself
 CELL_ORDER_ALIASES = ("order", "zoom", "level")
@@ -93,18 +93,14 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
     ):
         """:func:`moczarr.open_level` of the store at ``filename_or_obj`` (native order by default).
 
-        Raises :class:`~moczarr.errors.LevelOmittedError` (a ``LookupError``) when the level has no materialized object
-        (``open_level`` returned None with a ``LevelOmittedWarning``).
+        Raises :class:`~moczarr.errors.LevelOmittedError` (a ``LookupError``, from ``open_level``) when the level has
+        no materialized object.
         """
         from .openers.pyramid import open_level
 
         root = _location(filename_or_obj)
         r = resolve_cell_order(cell_order, order=order, zoom=zoom, level=level)
         ds = open_level(root, r, window or None, aoi, bool(all_time), storage_options=storage_options)
-        if ds is None:
-            raise LevelOmittedError(
-                f"{root}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects"
-            )
         if drop_variables:
             ds = ds.drop_vars(
                 [drop_variables] if isinstance(drop_variables, str) else list(drop_variables), errors="ignore"

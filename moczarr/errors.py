@@ -175,7 +175,10 @@ class UncommittedError(NotFoundError):
 
 
 class LevelOmittedError(NotFoundError):
-    """A level asked for by name has no materialized object to open (see :class:`LevelOmittedWarning`)."""
+    """A declared level asked for by itself (``open_level``) has no materialized object to open.
+
+    The tree openers leave such a level out with a :class:`LevelOmittedWarning` instead.
+    """
 
 
 class SelectionError(NotFoundError, KeyError):
@@ -218,7 +221,7 @@ class ObjectDroppedWarning(MoczarrWarning):
 
 
 class LevelOmittedWarning(MoczarrWarning):
-    """A declared pyramid level could not be opened and was left out of the tree."""
+    """A declared pyramid level had nothing materialized and was left out of ``open_pyramid`` / ``open_store``."""
 
 
 #: Modules whose frames a warning walks out of: this package, its catalog, and xarray.

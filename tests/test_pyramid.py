@@ -5,6 +5,8 @@ validation severities and demotions, against the writer fixtures and damaged cop
 from __future__ import annotations
 
 import os
+import re
+import warnings
 
 import mortie
 import numpy as np
@@ -15,6 +17,7 @@ import moczarr
 from moczarr import ids, read_manifest
 from moczarr.errors import (
     EmptySelectionWarning,
+    LevelOmittedError,
     LevelOmittedWarning,
     ObjectDroppedWarning,
     PyramidError,
@@ -647,8 +650,12 @@ def test_all_time_without_stamped_folds_is_omitted(copy_fixture):
     root = copy_fixture(ATL06_W)
     for node in ("4/3/3/1/2", "4/3/3/1/4", "4/3/3/2/1", "4/3/3/2/3"):
         set_attrs(root / node / "all.zarr/zarr.json", lambda a: a.pop("morton_hive_commit"))
-    with pytest.warns(LevelOmittedWarning, match="no stamped overview"):
-        assert open_level(root, 6, all_time=True) is None
+    with pytest.raises(
+        LevelOmittedError, match=rf"^{re.escape(str(root))}: no stamped overview object at cell order 6"
+    ):
+        open_level(root, 6, all_time=True)
+    with pytest.raises(LevelOmittedError, match="no stamped overview object at cell order 6"):
+        open_overview_order(root, 6, all_time=True)
     with pytest.warns(LevelOmittedWarning):
         tree = open_pyramid(root, all_time=True)
     assert list(tree.children) == []
@@ -785,8 +792,10 @@ def test_no_usable_root_moc_omits_derived_levels_source_stands(copy_fixture):
     assert list(tree.children) == ["o8"]
     assert sum(issubclass(w.category, LevelOmittedWarning) for w in record) == 2
     assert tree["o8"].ds.sizes["cells"] == 112  # the walk skips the all.zarr overview basenames
-    with pytest.warns(LevelOmittedWarning):
-        assert open_level(root, 6) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LevelOmittedWarning)  # the named level raises instead of warning
+        with pytest.raises(LevelOmittedError, match=rf"^{re.escape(str(root))}: no usable root coverage.moc, .* o6"):
+            open_level(root, 6)
 
 
 def test_declared_order_without_stamped_object_is_omitted(copy_fixture):
@@ -810,6 +819,8 @@ def test_path_grouping_above_one_omits_overview_levels(copy_fixture):
         tree = open_pyramid(root)
     assert list(tree.children) == ["o6"]
     assert tree["o6"].ds.sizes["cells"] == 4
+    with pytest.raises(LevelOmittedError, match=r"path_grouping 3 > 1 .* level o4 omitted"):
+        open_level(root, 4)
 
 
 def test_unknown_pyramid_spec_raises_on_every_opener(copy_fixture):

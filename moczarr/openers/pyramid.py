@@ -6,7 +6,9 @@ the objects of a derived level are named arithmetically from the root
 coverage MOC's source shards and admitted by their stamps. Derived objects
 are caches: an uninterpretable one is dropped with a warning, one that
 positively declares the wrong cell order raises, and a level with nothing to
-show is omitted with a warning while the source level stands.
+show raises :class:`~moczarr.errors.LevelOmittedError` when it is asked for
+(``open_level``) and is left out with a warning by the trees, whose source
+level stands.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..errors import (
     ArrayContractError,
     EmptySelectionWarning,
     KeyContainmentError,
+    LevelOmittedError,
     LevelOmittedWarning,
     ObjectDroppedWarning,
     PyramidError,
@@ -47,10 +50,6 @@ from .hive import candidate_leaves, list_windows, open_source, root_shards
 from .times import TimeRange, check_time_store, over_windows, window_or_time
 
 
-def _window_labels(storage: Storage, manifest: Manifest) -> list[str]:
-    return list_windows(storage)
-
-
 # -- one level --------------------------------------------------------------------------------------
 def open_level(
     store_root,
@@ -63,7 +62,7 @@ def open_level(
     index_kind: str = "moc",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
-) -> xr.Dataset | None:
+) -> xr.Dataset:
     """One resolution of a store as a Dataset, whichever artifact kind materializes it.
 
     ``cell_order`` picks the level (default: the store's native cell order). The same shape for every kind: a ``cells`` dimension in ascending word
@@ -71,9 +70,11 @@ def open_level(
     NESTED ``cell_ids``, dense and ragged (vlen-bytes) variables, and attrs
     ``morton_hive``, ``zagg_objects`` and ``zagg_level``.
 
-    Returns None, with a :class:`LevelOmittedWarning`, for a derived level that
-    cannot be opened (no usable root MOC, no stamped object, or overview levels
-    of a ``path_grouping > 1`` store). Raises :class:`PyramidError` for an
+    Raises :class:`LevelOmittedError` (a ``LookupError``), naming the store and
+    the level, for a declared derived level with nothing materialized to open
+    (no usable root MOC, no stamped or readable object, or overview levels of a
+    ``path_grouping > 1`` store); the tree openers leave such a level out with a
+    :class:`LevelOmittedWarning` instead. Raises :class:`PyramidError` for an
     undeclared order or an object declaring another cell order, and
     :class:`WindowError` for window misuse (``all_time`` is exclusive with
     ``window`` and needs a windowed store; the all-time view has no source or
@@ -100,10 +101,11 @@ def open_overview_order(
     *,
     index_kind: str = "moc",
     storage_options: dict | None = None,
-) -> xr.Dataset | None:
+) -> xr.Dataset:
     """The overview level storing cells at ``cell_order`` (see :func:`open_level`).
 
-    Raises :class:`PyramidError` when that order is not an overview level.
+    Raises :class:`PyramidError` when that order is not an overview level and
+    :class:`LevelOmittedError` when it has nothing materialized.
     """
     cell_order = check_order(cell_order, "cell_order")
     aoi = as_place(aoi)
@@ -176,28 +178,19 @@ def open_level_in(
     *,
     index_kind: str = "moc",
     named: bool = True,
-) -> xr.Dataset | None:
+) -> xr.Dataset:
     """:func:`open_level` on an open storage and manifest (shared by the tree openers).
 
     ``named=False`` says the level was not named by the caller but taken from
     the declaration (the tree openers): under a ``/1`` declaration a
     ``zagg-overview/2`` object at another cell order is then dropped with a
     warning instead of raising (FORMAT.md §7.8: the derivation is wrong, not
-    the store).
+    the store). Raises :class:`LevelOmittedError` for a level with nothing
+    materialized (see :func:`open_level_or_omit` for the tree openers' path).
     """
     if isinstance(window, TimeRange):
-        check_all_time(manifest, window, all_time)
-        check_time_store(manifest, window)
-        _level(manifest, cell_order)
-        present = manifest.declared_windows or _window_labels(storage, manifest)
-        return over_windows(
-            manifest,
-            present,
-            window,
-            present=present,
-            open_one=lambda label, empty=False: open_level_in(
-                storage, manifest, cell_order, label, [] if empty else aoi, index_kind=index_kind, named=named
-            ),
+        return _level_over_time(
+            storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind, named=named
         )
     level = _level(manifest, cell_order)
     check_all_time(manifest, window, all_time)
@@ -214,40 +207,98 @@ def open_level_in(
             f"{level.artifact} level with no all-time artifact"
         )
     if level.artifact == "source":
-        ds = open_source(storage, manifest, aoi, window, index_kind=index_kind)
-        hive = ds.attrs["morton_hive"]
-        objects = [{"node": leaf, "window": window, "role": "source"} for leaf in hive["leaves"]]
-        ds.attrs.update(zagg_objects=objects, zagg_level=level_attrs)
-        return ds
+        return _source_level(storage, manifest, aoi, window, level_attrs, index_kind)
+    lenient = not named and decl is not None and decl.spec == "zagg-pyramid/1"
+    return _derived_level(storage, manifest, level, window, aoi, all_time, level_attrs, index_kind, lenient=lenient)
+
+
+def open_level_or_omit(
+    storage: Storage,
+    manifest: Manifest,
+    cell_order: int,
+    window: str | None = None,
+    aoi=None,
+    all_time: bool = False,
+    *,
+    index_kind: str = "moc",
+    named: bool = True,
+) -> xr.Dataset | None:
+    """:func:`open_level_in` for callers that leave an unmaterialized level out (the trees, verify).
+
+    Returns None, with a :class:`LevelOmittedWarning` carrying the
+    :class:`LevelOmittedError`'s message, where :func:`open_level_in` raises
+    that error; every other error propagates.
+    """
+    try:
+        return open_level_in(storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind, named=named)
+    except LevelOmittedError as exc:
+        warn(str(exc), LevelOmittedWarning)
+        return None
+
+
+def _level_over_time(
+    storage: Storage, manifest: Manifest, cell_order: int, span: TimeRange, aoi, all_time: bool, *, index_kind, named
+) -> xr.Dataset:
+    """The level in every window overlapping ``span``, stacked on a ``window`` dimension."""
+    check_all_time(manifest, span, all_time)
+    check_time_store(manifest, span)
+    _level(manifest, cell_order)
+    present = manifest.declared_windows or list_windows(storage)
+    return over_windows(
+        manifest,
+        present,
+        span,
+        present=present,
+        open_one=lambda label, empty=False: open_level_in(
+            storage, manifest, cell_order, label, [] if empty else aoi, index_kind=index_kind, named=named
+        ),
+    )
+
+
+def _source_level(storage: Storage, manifest: Manifest, aoi, window, level_attrs: dict, index_kind: str) -> xr.Dataset:
+    """The source level: :func:`~moczarr.openers.hive.open_source`'s Dataset plus the level attrs."""
+    ds = open_source(storage, manifest, aoi, window, index_kind=index_kind)
+    hive = ds.attrs["morton_hive"]
+    objects = [{"node": leaf, "window": window, "role": "source"} for leaf in hive["leaves"]]
+    ds.attrs.update(zagg_objects=objects, zagg_level=level_attrs)
+    return ds
+
+
+def _derived_level(
+    storage: Storage,
+    manifest: Manifest,
+    level: Level,
+    window: str | None,
+    aoi,
+    all_time: bool,
+    level_attrs: dict,
+    index_kind: str,
+    *,
+    lenient: bool,
+) -> xr.Dataset:
+    """An overview or column level, from the stamped objects the root MOC's shards name.
+
+    Raises :class:`LevelOmittedError` when they cannot be enumerated or none
+    is stamped and readable.
+    """
+    cell_order = level.cell_order
     shards = root_shards(storage, manifest)
     if not all_time:
         window = check_window(manifest, window, lambda: manifest.declared_windows)
     stem = ALL_TOKEN if (all_time or window is None) else window
     if shards is None:
-        return _omit(
+        raise LevelOmittedError(
             f"{manifest.location}: no usable root coverage.moc, so {level.artifact} level o{cell_order} cannot be enumerated"
         )
     if level.artifact == "overview" and manifest.path_grouping > 1:
-        return _omit(
+        raise LevelOmittedError(
             f"{manifest.location}: path_grouping {manifest.path_grouping} > 1 leaves no settled path for "
             f"overview nodes; level o{cell_order} omitted"
         )
     cover = aoi_cover(aoi, cell_order)
-    if level.artifact == "overview":
-        lenient = not named and decl.spec == "zagg-pyramid/1"
-        objects = overview_objects(storage, manifest, level, shards, stem, lenient=lenient)
-        schema_objects = objects
-    else:
-        refs = candidate_leaves(storage, manifest, shards, None, cover)
-        objects = _column_objects(storage, manifest, level, [r.decimal for r in refs], stem, window)
-        schema_objects = objects
-        if not objects and cover is not None:
-            # the AOI cut every column candidate: the level is still on disk, so open it empty
-            # with the schema of any column (the roster stays query-scoped: empty)
-            every = candidate_leaves(storage, manifest, shards, None, None)
-            schema_objects = _column_objects(storage, manifest, level, [r.decimal for r in every], stem, window)
+    objects, schema_objects = _level_objects(storage, manifest, level, shards, stem, window, cover, lenient=lenient)
     if not schema_objects:
-        return _omit(
+        raise LevelOmittedError(
             f"{manifest.location}: no stamped {level.artifact} object at cell order {cell_order}; level omitted"
         )
     attrs = {
@@ -262,7 +313,7 @@ def open_level_in(
     }
     ds = readable_level(storage, level, objects, schema_objects, cover, index_kind, attrs)
     if ds is None:
-        return _omit(
+        raise LevelOmittedError(
             f"{manifest.location}: no {level.artifact} object at cell order {cell_order} is readable; level omitted"
         )
     if cover is not None and ds.sizes["cells"] == 0:
@@ -274,9 +325,29 @@ def open_level_in(
     return ds
 
 
-def _omit(message: str) -> None:
-    warn(message, LevelOmittedWarning)
-    return None
+def _level_objects(
+    storage: Storage,
+    manifest: Manifest,
+    level: Level,
+    shards: np.ndarray,
+    stem: str,
+    window: str | None,
+    cover,
+    *,
+    lenient: bool,
+) -> tuple[list[DerivedObject], list[DerivedObject]]:
+    """``(objects, schema objects)`` of a derived level: those the AOI keeps, and those that can give the schema."""
+    if level.artifact == "overview":
+        objects = overview_objects(storage, manifest, level, shards, stem, lenient=lenient)
+        return objects, objects
+    refs = candidate_leaves(storage, manifest, shards, None, cover)
+    objects = _column_objects(storage, manifest, level, [r.decimal for r in refs], stem, window)
+    if objects or cover is None:
+        return objects, objects
+    # the AOI cut every column candidate: the level is still on disk, so open it empty
+    # with the schema of any column (the roster stays query-scoped: empty)
+    every = candidate_leaves(storage, manifest, shards, None, None)
+    return objects, _column_objects(storage, manifest, level, [r.decimal for r in every], stem, window)
 
 
 @dataclass(frozen=True)
@@ -522,7 +593,7 @@ def pyramid_tree(
         root_attrs["multiscales"] = manifest.multiscales
     children = {}
     for lv in table:
-        ds = open_level_in(
+        ds = open_level_or_omit(
             storage, manifest, lv.cell_order, window, aoi, all_time, index_kind=index_kind, named=levels is not None
         )
         if ds is not None:

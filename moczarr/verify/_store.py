@@ -68,7 +68,7 @@ from ..format.stamps import (
     walk_leaves,
 )
 from ..ids import ALL_TOKEN
-from ..openers.pyramid import open_level_in
+from ..openers.pyramid import open_level_or_omit
 from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
 from ._findings import VerifyReport
 
@@ -504,7 +504,7 @@ class _ProductCheck:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     try:
-                        ds = open_level_in(self.storage, self.m, level.cell_order, w, None, all_time)
+                        ds = open_level_or_omit(self.storage, self.m, level.cell_order, w, None, all_time)
                     except PyramidError as exc:
                         self.add(
                             f"{level.artifact}-refused",
