@@ -221,7 +221,7 @@ def test_v1_normalized_record_overview_hive():
     manifest = manifest_of(ATL06)
     overview = manifest.raw["pyramid"]["overview"]
     decl = pyramid_declaration(manifest)
-    assert decl == {
+    assert decl.as_dict() == {
         "spec": "zagg-pyramid/1",
         "orders": [4, 2],
         "cell_orders": {4: [6], 2: [4]},
@@ -250,9 +250,9 @@ def test_v1_orders_given_ascending_are_normalized_descending():
         },
     }
     decl = pyramid_declaration(manifest_with(block))
-    assert decl["orders"] == [4, 2]
-    assert decl["cell_orders"] == {4: [6], 2: [4]}
-    assert decl["fold_source"] == "cascade" and decl["exact_levels"] == 1 and decl["all_time"] is True
+    assert decl.orders == [4, 2]
+    assert decl.cell_orders == {4: [6], 2: [4]}
+    assert decl.fold_source == "cascade" and decl.exact_levels == 1 and decl.all_time is True
 
 
 def test_v2_normalized_record_spec_pyramid():
@@ -261,18 +261,18 @@ def test_v2_normalized_record_spec_pyramid():
     expected = load_json(fixture_path("spec/pyramid.expected.json"))
     block = manifest.raw["pyramid"]
     decl = pyramid_declaration(manifest)
-    assert decl["spec"] == "zagg-pyramid/2"
-    assert decl["overviews"] == block["overviews"]  # verbatim, actuals included
-    assert [{"node": e["node"], "cells": e["cells"]} for e in decl["overviews"]] == expected["overviews"]
-    assert decl["leaf_cells"] == expected["declared"]["overviews"] == [5, 4]
-    assert decl["cell_orders"] == {2: [3], 1: [2], 0: [1]}
-    assert decl["orders"] == [2, 1, 0]
-    assert decl["spacing"] is None
-    assert decl["fold_source"] == expected["fold_source"]
-    assert decl["exact_levels"] == expected["exact_levels"]
-    assert decl["materialized"] == block["overview"]["materialized"]
-    assert {k: v["class"] for k, v in decl["fields"].items()} == expected["fields"]
-    assert decl["all_time"] is False
+    assert decl.spec == "zagg-pyramid/2"
+    assert decl.overviews == block["overviews"]  # verbatim, actuals included
+    assert [{"node": e["node"], "cells": e["cells"]} for e in decl.overviews] == expected["overviews"]
+    assert decl.leaf_cells == expected["declared"]["overviews"] == [5, 4]
+    assert decl.cell_orders == {2: [3], 1: [2], 0: [1]}
+    assert decl.orders == [2, 1, 0]
+    assert decl.spacing is None
+    assert decl.fold_source == expected["fold_source"]
+    assert decl.exact_levels == expected["exact_levels"]
+    assert decl.materialized == block["overview"]["materialized"]
+    assert {k: v["class"] for k, v in decl.fields.items()} == expected["fields"]
+    assert decl.all_time is False
     table = pyramid_levels(manifest)
     assert level_table(manifest) == [
         (6, 3, "source"),
@@ -895,9 +895,8 @@ def test_level_demotions_flattens_stamped_records(copy_fixture):
 
 # -- arithmetic naming ---------------------------------------------------------------------------------------
 def test_overview_candidates_are_word_ordered_across_signs():
-    manifest = manifest_with(..., shard_order=4, cell_order=6)
     shards = ids.to_words(["-51112", "-51113", "41112", "41211", "11111"])
-    cands = overview_candidates(manifest, shards, 2, "2019")
+    cands = overview_candidates(shards, 2, "2019")
     assert [n for n, _ in cands] == ["111", "411", "412", "-511"]
     assert cands[-1][1] == "-5/1/1/2019.zarr"
     assert cands[0][1] == "1/1/1/2019.zarr"

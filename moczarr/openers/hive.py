@@ -193,9 +193,7 @@ def open_source(
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
     attrs.update(extra_attrs or {})
     if not leaves:
-        schema_leaf = find_schema_leaf(
-            storage, manifest, candidates, corrupted, scoped=aoi is not None or window is not None
-        )
+        schema_leaf = find_schema_leaf(storage, manifest, corrupted, scoped=aoi is not None or window is not None)
         if aoi is None and window is not None:
             present = _labels(storage, manifest, shards)
             if window not in present:
@@ -312,9 +310,7 @@ def drop_missing_versions(storage: Storage, manifest: Manifest, leaves: list[Lea
     return [lf for lf in leaves if lf.ref.path not in corrupted], corrupted
 
 
-def find_schema_leaf(
-    storage: Storage, manifest: Manifest, candidates: list[LeafRef], corrupted: set[str], *, scoped: bool
-) -> Leaf:
+def find_schema_leaf(storage: Storage, manifest: Manifest, corrupted: set[str], *, scoped: bool) -> Leaf:
     """A committed leaf to take the schema from when a selection is empty (FORMAT.md §12).
 
     Raises :class:`NoCoverageError` when the store has no stamped leaf at all,
@@ -361,11 +357,11 @@ def leaves_dataset(
         storage.describe(f"{schema_leaf.prefix}/{group}"),
     )
     words = ids.to_words([lf.ref.decimal for lf in leaves]) if leaves else np.empty(0, np.uint64)
-    domain = domain_of(words, manifest.shard_order, manifest.cell_order, cover)
+    domain = domain_of(words, manifest.cell_order, cover)
     first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
     n_cells = manifest.cells_per_leaf
     sels = rows_in(domain, first, n_cells)
-    parts = [Part(f"{lf.prefix}/{group}", int(f), n_cells, s) for lf, f, s in zip(leaves, first, sels)]
+    parts = [Part(f"{lf.prefix}/{group}", n_cells, s) for lf, s in zip(leaves, sels)]
     return build_dataset(
         storage,
         schema,

@@ -360,7 +360,7 @@ class DerivedObject:
     array_names: tuple[str, ...] | None
 
 
-def overview_candidates(manifest: Manifest, shards: np.ndarray, node_order: int, stem: str) -> list[tuple[str, str]]:
+def overview_candidates(shards: np.ndarray, node_order: int, stem: str) -> list[tuple[str, str]]:
     """``(node decimal, path)`` of every covered ancestor at ``node_order``, ascending by word (§7.7)."""
     decimals = ids.to_decimals(shards)
     nodes = sorted({d[: (2 if d.startswith("-") else 1) + node_order] for d in decimals})
@@ -372,7 +372,7 @@ def overview_candidates(manifest: Manifest, shards: np.ndarray, node_order: int,
 def overview_objects(
     storage: Storage, manifest: Manifest, level: Level, shards: np.ndarray, stem: str, *, lenient: bool = False
 ) -> list[DerivedObject]:
-    cands = overview_candidates(manifest, shards, level.node_order, stem)
+    cands = overview_candidates(shards, level.node_order, stem)
     docs = read_cache_roots(storage, [p for _, p in cands])
     out = []
     window = None if stem == ALL_TOKEN and not manifest.windowed else stem
@@ -504,11 +504,11 @@ def _objects_dataset(
     r, k = level.cell_order, level.node_order
     group = str(r)
     words = ids.to_words([o.decimal for o in objects]) if objects else np.empty(0, np.uint64)
-    domain = domain_of(words, k, r, cover)
+    domain = domain_of(words, r, cover)
     first, _ = ids.subtree_rank_bounds(words, k, r)
     n_cells = 4 ** (r - k)
     sels = rows_in(domain, first, n_cells) if objects else []
-    parts = [Part(f"{o.path}/{group}", int(f), n_cells, s) for o, f, s in zip(objects, first, sels)]
+    parts = [Part(f"{o.path}/{group}", n_cells, s) for o, s in zip(objects, sels)]
     schema_group = f"{schema_object.path}/{group}"
     names = list(schema_object.array_names) if schema_object.array_names else None
     schema = read_schema(storage, schema_group, names)

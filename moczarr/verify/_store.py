@@ -496,7 +496,7 @@ class _ProductCheck:
                 )
                 continue
             scopes = [(w, False) for w in windows]
-            if level.artifact == "overview" and self.m.windowed and decl["all_time"] and self.window is None:
+            if level.artifact == "overview" and self.m.windowed and decl.all_time and self.window is None:
                 scopes.append((None, True))
             found = 0
             for w, all_time in scopes:
