@@ -35,7 +35,8 @@ def resolve_cell_order(cell_order=None, **aliases):
     """The one cell order among ``cell_order`` and its aliases (``order``, ``zoom``, ``level``), or None.
 
     Values may be ints or decimal strings (what templated catalogs render).
-    Raises :class:`TypeError` for an unknown keyword or two different values.
+    Raises :class:`~moczarr.errors.ArgumentTypeError` (a ``TypeError``) for an unknown keyword, a value
+    that is no integer, or two different values.
     """
     unknown = set(aliases) - set(CELL_ORDER_ALIASES)
     if unknown:
@@ -43,7 +44,10 @@ def resolve_cell_order(cell_order=None, **aliases):
             f"unknown keyword(s) {sorted(unknown)}; the cell order is cell_order= (or {', '.join(CELL_ORDER_ALIASES)})"
         )
     given = {k: v for k, v in {"cell_order": cell_order, **aliases}.items() if v is not None and v != ""}
-    values = {int(v) for v in given.values()}
+    try:
+        values = {int(v) for v in given.values()}
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"cell orders {given} must be integers or decimal strings") from None
     if len(values) > 1:
         raise ArgumentTypeError(
             f"conflicting cell orders {given}: give one of cell_order, {', '.join(CELL_ORDER_ALIASES)}"

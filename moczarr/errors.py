@@ -69,6 +69,14 @@ class WindowError(ArgumentError):
     """A ``window=`` argument that the store cannot take (missing, refused, unknown, or ``all``)."""
 
 
+class LevelError(ArgumentError):
+    """A ``cell_order=`` or ``levels=`` argument naming no level the call can open.
+
+    Not an integer cell order in 0..29, not a declared level of the store, or
+    a level of another kind than the call opens (``open_overview_order``).
+    """
+
+
 class ProductError(ArgumentError):
     """A ``products=`` argument the store root cannot take (a bare store, or a name it does not hold)."""
 
@@ -261,6 +269,7 @@ __all__ = [
     "EmptySelectionWarning",
     "IndexDegradedWarning",
     "KeyContainmentError",
+    "LevelError",
     "LevelOmittedError",
     "LevelOmittedWarning",
     "ManifestError",

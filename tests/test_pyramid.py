@@ -17,6 +17,7 @@ import moczarr
 from moczarr import ids, read_manifest
 from moczarr.errors import (
     EmptySelectionWarning,
+    LevelError,
     LevelOmittedError,
     LevelOmittedWarning,
     ObjectDroppedWarning,
@@ -407,7 +408,7 @@ def test_overview_objects_are_named_by_window(copy_fixture):
 
 
 def test_open_overview_order_refuses_other_kinds():
-    with pytest.raises(PyramidError, match="source level"):
+    with pytest.raises(LevelError, match="source level"):
         open_overview_order(fixture_path(ATL06), 8)
     with _Quiet():
         ds = open_overview_order(fixture_path(ATL06), 4)
@@ -415,13 +416,13 @@ def test_open_overview_order_refuses_other_kinds():
 
 
 def test_open_level_undeclared_order_raises_listing_levels():
-    with pytest.raises(PyramidError) as info:
+    with pytest.raises(LevelError) as info:
         open_level(fixture_path(ATL06), 7)
     message = str(info.value)
     assert "7" in message
     for r in ("8", "6", "4"):
         assert r in message
-    with pytest.raises(PyramidError, match="5"):
+    with pytest.raises(LevelError, match="5"):
         open_level(fixture_path("zagg/column/store"), 0)
 
 
@@ -545,7 +546,7 @@ def test_open_pyramid_levels_subset_and_unknown():
     with _Quiet():
         tree = open_pyramid(root, levels=[4, 8])
     assert list(tree.children) == ["o8", "o4"]
-    with pytest.raises(PyramidError, match="not levels"):
+    with pytest.raises(LevelError, match="not levels"):
         open_pyramid(root, levels=[5])
 
 

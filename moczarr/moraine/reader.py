@@ -632,7 +632,7 @@ def _level_da(loc: _Location, info: MorainePyramid, level: int, arr) -> xr.DataA
 
 def _require_point_cloud(info: MorainePyramid, what: str) -> None:
     if not info.is_point_cloud:
-        raise PyramidError(f"{info.path} is a raster pyramid; only point-cloud pyramids have {what}")
+        raise ArgumentError(f"{info.path} is a raster pyramid; only point-cloud pyramids have {what}")
 
 
 def _index_da(loc: _Location, info: MorainePyramid, level: int) -> xr.DataArray:
@@ -686,7 +686,8 @@ def open_moraine_pyramid(path, storage_options: dict | None = None) -> xr.DataTr
 
 def open_moraine_points(path, storage_options: dict | None = None) -> xr.Dataset:
     """The points of a point-cloud pyramid: data variables ``x``, ``y`` (dim ``point``) and
-    ``pc`` (``point`` plus channel dims), lazy. Raises :class:`PyramidError` for rasters."""
+    ``pc`` (``point`` plus channel dims), lazy. Raises :class:`~moczarr.errors.ArgumentError` for
+    a raster pyramid and :class:`PyramidError` for point arrays that disagree."""
     loc = _Location(path, storage_options)
     info, _ = _info(loc)
     _require_point_cloud(info, "points")
@@ -713,7 +714,8 @@ def open_moraine_points(path, storage_options: dict | None = None) -> xr.Dataset
 
 def open_moraine_index(path, level: int, storage_options: dict | None = None) -> xr.DataArray:
     """``idx_<level>.zarr`` of a point-cloud pyramid: per cell the index (into the points) of the
-    point shown, ``-1`` for empty cells; dims ``("y", "x")`` with the level's cell-centre coords."""
+    point shown, ``-1`` for empty cells; dims ``("y", "x")`` with the level's cell-centre coords.
+    Raises :class:`~moczarr.errors.ArgumentError` for a raster pyramid."""
     loc = _Location(path, storage_options)
     info, _ = _info(loc)
     _require_point_cloud(info, "point indexes")

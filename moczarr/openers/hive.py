@@ -20,7 +20,6 @@ from .. import ids
 from ..dataplane.assemble import Part, build_dataset, domain_of, gc_paused, read_schema, rows_in
 from ..errors import (
     ArgumentError,
-    CoverageError,
     CoverageFallbackWarning,
     DebrisWarning,
     EmptySelectionWarning,
@@ -121,6 +120,8 @@ def open_hive(
         No manifest, or a malformed one.
     AOIError
         An ``aoi=`` that is no place (checked before any read).
+    ArgumentError
+        A ``batch_bytes`` that is not a positive integer (checked before any read).
     WindowError
         A window missing, refused, malformed, undeclared, or ``"all"``; a bad ``time=``.
     NoCoverageError
@@ -137,6 +138,10 @@ def open_hive(
     """
     aoi = as_place(aoi)
     window = window_or_time(window, time)
+    if batch_bytes is not None and (
+        isinstance(batch_bytes, bool) or not isinstance(batch_bytes, (int, np.integer)) or batch_bytes <= 0
+    ):
+        raise ArgumentError(f"batch_bytes={batch_bytes!r} must be a positive number of bytes (or None: 4 MiB)")
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
     return open_source(
@@ -431,8 +436,10 @@ def open_leaf(
 
     ``leaf`` is the shard's decimal id, ``{id}_{window}``, or the stable leaf
     path. The root stamp is read (one GET) unless ``stamp=`` is given; a
-    ``current`` pointer is followed. Raises :class:`UncommittedError` for a
-    missing or unstamped leaf and :class:`VersionPointerError` for a bad pointer.
+    ``current`` pointer is followed. Raises :class:`ArgumentError` for a
+    ``leaf`` that names no leaf of the store's shard order,
+    :class:`UncommittedError` for a missing or unstamped leaf and
+    :class:`VersionPointerError` for a bad pointer.
     """
     storage = Storage.open(store_root, storage_options)
     manifest = read_manifest(storage)
@@ -504,10 +511,10 @@ def resolve_leaf(leaf: str, manifest: Manifest) -> tuple[str, str | None, str]:
     name = os.path.basename(leaf.rstrip("/"))
     parsed = ids.parse_leaf_name(name if name.endswith(".zarr") else f"{name}.zarr")
     if parsed is None:
-        raise CoverageError(f"{leaf!r} does not name a leaf (an id, id_window, or a leaf path)")
+        raise ArgumentError(f"leaf={leaf!r} does not name a leaf (an id, id_window, or a leaf path)")
     decimal, window = parsed
     if ids.decimal_order(decimal) != manifest.shard_order:
-        raise CoverageError(f"{leaf!r} is not at the store's shard order {manifest.shard_order}")
+        raise ArgumentError(f"leaf={leaf!r} is not at the store's shard order {manifest.shard_order}")
     return decimal, window, ids.leaf_path(decimal, window, manifest.path_grouping)
 
 

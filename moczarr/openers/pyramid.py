@@ -24,6 +24,7 @@ from ..errors import (
     ArrayContractError,
     EmptySelectionWarning,
     KeyContainmentError,
+    LevelError,
     LevelOmittedError,
     LevelOmittedWarning,
     ObjectDroppedWarning,
@@ -74,14 +75,15 @@ def open_level(
     the level, for a declared derived level with nothing materialized to open
     (no usable root MOC, no stamped or readable object, or overview levels of a
     ``path_grouping > 1`` store); the tree openers leave such a level out with a
-    :class:`LevelOmittedWarning` instead. Raises :class:`PyramidError` for an
-    undeclared order or an object declaring another cell order, and
+    :class:`LevelOmittedWarning` instead. Raises :class:`LevelError` for a
+    ``cell_order`` that is not an integer order or not a level of the store,
+    :class:`PyramidError` for an object declaring another cell order, and
     :class:`WindowError` for window misuse (``all_time`` is exclusive with
     ``window`` and needs a windowed store; the all-time view has no source or
     column level). ``aoi=`` takes any place (:mod:`moczarr.places`), met at
     this level's cell order; ``time=(start, end)`` stacks the overlapping
     windows (:mod:`moczarr.openers.times`). Raises :class:`AOIError` for what is no
-    place and :class:`PyramidError` for a ``cell_order`` that is not an integer.
+    place.
     """
     cell_order = None if cell_order is None else check_order(cell_order, "cell_order")
     aoi = as_place(aoi)
@@ -104,7 +106,7 @@ def open_overview_order(
 ) -> xr.Dataset:
     """The overview level storing cells at ``cell_order`` (see :func:`open_level`).
 
-    Raises :class:`PyramidError` when that order is not an overview level and
+    Raises :class:`LevelError` when that order is not an overview level and
     :class:`LevelOmittedError` when it has nothing materialized.
     """
     cell_order = check_order(cell_order, "cell_order")
@@ -113,32 +115,32 @@ def open_overview_order(
     manifest = read_manifest(storage)
     level = _level(manifest, cell_order)
     if level.artifact != "overview":
-        raise PyramidError(f"{manifest.location}: cell order {cell_order} is a {level.artifact} level, not an overview")
+        raise LevelError(f"{manifest.location}: cell order {cell_order} is a {level.artifact} level, not an overview")
     return open_level_in(storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind)
 
 
 def check_order(value, argument: str) -> int:
-    """A cell order argument as an int in 0..29; raises :class:`PyramidError` naming ``argument``."""
+    """A cell order argument as an int in 0..29; raises :class:`LevelError` naming ``argument``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise PyramidError(
+        raise LevelError(
             f"{argument}={value!r} must be an integer cell order (e.g. {argument}=8), not a {type(value).__name__}"
         )
     if not 0 <= int(value) <= 29:
-        raise PyramidError(f"{argument}={int(value)} is outside the HEALPix orders 0..29")
+        raise LevelError(f"{argument}={int(value)} is outside the HEALPix orders 0..29")
     return int(value)
 
 
 def check_levels(levels, argument: str = "levels") -> set[int] | None:
-    """``levels=`` as a set of cell orders: None, one order, or a non-empty list of them."""
+    """``levels=`` as a set of cell orders: None, one order, or a non-empty list of them (else :class:`LevelError`)."""
     if levels is None:
         return None
     if isinstance(levels, (str, bytes, float, bool, dict)) or not (
         isinstance(levels, (int, np.integer)) or hasattr(levels, "__iter__")
     ):
-        raise PyramidError(f"{argument}={levels!r} must be a cell order or a list of cell orders")
+        raise LevelError(f"{argument}={levels!r} must be a cell order or a list of cell orders")
     items = [levels] if isinstance(levels, (int, np.integer)) else list(levels)
     if not items:
-        raise PyramidError(f"{argument}=[] names no level (pass None for every level)")
+        raise LevelError(f"{argument}=[] names no level (pass None for every level)")
     return {
         check_order(x, f"{argument}[{i}]" if len(items) > 1 or not isinstance(levels, (int, np.integer)) else argument)
         for i, x in enumerate(items)
@@ -148,7 +150,7 @@ def check_levels(levels, argument: str = "levels") -> set[int] | None:
 def _level(manifest: Manifest, cell_order: int) -> Level:
     table = {lv.cell_order: lv for lv in pyramid_levels(manifest)}
     if isinstance(cell_order, bool) or not isinstance(cell_order, int) or cell_order not in table:
-        raise PyramidError(
+        raise LevelError(
             f"{manifest.location}: cell order {cell_order} is not a level of this store; levels: "
             + ", ".join(f"{lv.cell_order} ({lv.artifact})" for lv in table.values())
         )
@@ -557,7 +559,7 @@ def open_pyramid(
     opens the cross-window folds (overview levels only); it is refused when the
     declaration never carried all-time folds. ``aoi=`` takes any place, met at
     each level's own cell order; ``time=(start, end)`` stacks the overlapping
-    windows in every level. Raises :class:`PyramidError` for a bad ``levels``.
+    windows in every level. Raises :class:`LevelError` for a bad ``levels``.
     """
     levels = check_levels(levels)
     aoi = as_place(aoi)
@@ -580,7 +582,7 @@ def pyramid_tree(
         wanted = check_levels(levels)
         unknown = wanted - {lv.cell_order for lv in table}
         if unknown:
-            raise PyramidError(
+            raise LevelError(
                 f"{manifest.location}: cell orders {sorted(unknown)} are not levels; levels: {[lv.cell_order for lv in table]}"
             )
         table = [lv for lv in table if lv.cell_order in wanted]
