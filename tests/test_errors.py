@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import shutil
 
 import pytest
 
@@ -103,3 +104,12 @@ def test_a_cell_order_alias_that_is_no_integer_is_an_argument_type_error():
     with pytest.raises(errors.ArgumentTypeError, match="must be integers or decimal strings"):
         resolve_cell_order(zoom="six")
     assert resolve_cell_order(zoom="6") == 6
+
+
+def test_read_ragged_on_an_omitted_level_raises_level_omitted(tmp_path):
+    """read_ragged rides open_level: a level with nothing materialized is a LevelOmittedError, not a missing field."""
+    root = tmp_path / "elevation"
+    shutil.copytree(ELEVATION, root)
+    (root / "coverage.moc").unlink()  # the overview levels cannot be enumerated
+    with pytest.raises(errors.LevelOmittedError, match="overview level o6 cannot be enumerated"):
+        moczarr.read_ragged(root, "h_tdigest", ["433142"], cell_order=6)
