@@ -25,7 +25,7 @@ from pathlib import Path
 
 from xarray.backends import BackendEntrypoint
 
-from .errors import ArgumentTypeError, LevelOmittedError
+from .errors import ArgumentTypeError
 
 #: the words accepted for the cell order, besides ``cell_order`` itself
 CELL_ORDER_ALIASES = ("order", "zoom", "level")
@@ -35,7 +35,8 @@ def resolve_cell_order(cell_order=None, **aliases):
     """The one cell order among ``cell_order`` and its aliases (``order``, ``zoom``, ``level``), or None.
 
     Values may be ints or decimal strings (what templated catalogs render).
-    Raises :class:`TypeError` for an unknown keyword or two different values.
+    Raises :class:`~moczarr.errors.ArgumentTypeError` (a ``TypeError``) for an unknown keyword, a value
+    that is no integer, or two different values.
     """
     unknown = set(aliases) - set(CELL_ORDER_ALIASES)
     if unknown:
@@ -43,7 +44,10 @@ def resolve_cell_order(cell_order=None, **aliases):
             f"unknown keyword(s) {sorted(unknown)}; the cell order is cell_order= (or {', '.join(CELL_ORDER_ALIASES)})"
         )
     given = {k: v for k, v in {"cell_order": cell_order, **aliases}.items() if v is not None and v != ""}
-    values = {int(v) for v in given.values()}
+    try:
+        values = {int(v) for v in given.values()}
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"cell orders {given} must be integers or decimal strings") from None
     if len(values) > 1:
         raise ArgumentTypeError(
             f"conflicting cell orders {given}: give one of cell_order, {', '.join(CELL_ORDER_ALIASES)}"
@@ -93,18 +97,14 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
     ):
         """:func:`moczarr.open_level` of the store at ``filename_or_obj`` (native order by default).
 
-        Raises :class:`~moczarr.errors.LevelOmittedError` (a ``LookupError``) when the level has no materialized object
-        (``open_level`` returned None with a ``LevelOmittedWarning``).
+        Raises :class:`~moczarr.errors.LevelOmittedError` (a ``LookupError``, from ``open_level``) when the level has
+        no materialized object.
         """
         from .openers.pyramid import open_level
 
         root = _location(filename_or_obj)
         r = resolve_cell_order(cell_order, order=order, zoom=zoom, level=level)
         ds = open_level(root, r, window or None, aoi, bool(all_time), storage_options=storage_options)
-        if ds is None:
-            raise LevelOmittedError(
-                f"{root}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects"
-            )
         if drop_variables:
             ds = ds.drop_vars(
                 [drop_variables] if isinstance(drop_variables, str) else list(drop_variables), errors="ignore"

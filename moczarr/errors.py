@@ -69,6 +69,14 @@ class WindowError(ArgumentError):
     """A ``window=`` argument that the store cannot take (missing, refused, unknown, or ``all``)."""
 
 
+class LevelError(ArgumentError):
+    """A ``cell_order=`` or ``levels=`` argument naming no level the call can open.
+
+    Not an integer cell order in 0..29, not a declared level of the store, or
+    a level of another kind than the call opens (``open_overview_order``).
+    """
+
+
 class ProductError(ArgumentError):
     """A ``products=`` argument the store root cannot take (a bare store, or a name it does not hold)."""
 
@@ -175,7 +183,10 @@ class UncommittedError(NotFoundError):
 
 
 class LevelOmittedError(NotFoundError):
-    """A level asked for by name has no materialized object to open (see :class:`LevelOmittedWarning`)."""
+    """A declared level asked for by itself (``open_level``) has no materialized object to open.
+
+    The tree openers leave such a level out with a :class:`LevelOmittedWarning` instead.
+    """
 
 
 class SelectionError(NotFoundError, KeyError):
@@ -218,7 +229,7 @@ class ObjectDroppedWarning(MoczarrWarning):
 
 
 class LevelOmittedWarning(MoczarrWarning):
-    """A declared pyramid level could not be opened and was left out of the tree."""
+    """A declared pyramid level had nothing materialized and was left out of ``open_pyramid`` / ``open_store``."""
 
 
 #: Modules whose frames a warning walks out of: this package, its catalog, and xarray.
@@ -258,6 +269,7 @@ __all__ = [
     "EmptySelectionWarning",
     "IndexDegradedWarning",
     "KeyContainmentError",
+    "LevelError",
     "LevelOmittedError",
     "LevelOmittedWarning",
     "ManifestError",

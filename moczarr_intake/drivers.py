@@ -19,7 +19,6 @@ from intake.source.base import DataSource, Schema
 
 import moczarr
 from moczarr import resolve_cell_order
-from moczarr.errors import LevelOmittedError
 from moczarr.metadata import ProductSummary, summarize_store
 
 from .params import AOI_HELP, none_if_blank, parse_aoi
@@ -96,15 +95,9 @@ class MortonLevelSource(LazyXarraySource):
         super().__init__(storage_options=storage_options, metadata=metadata)
 
     def _open_object(self):
-        ds = moczarr.open_level(
+        return moczarr.open_level(
             self.store_root, self.order, self.window, self.aoi, self.all_time, storage_options=self.storage_options
         )
-        if ds is None:
-            level = "the native level" if self.order is None else f"level o{self.order}"
-            raise LevelOmittedError(
-                f"{self.store_root}: {level} has no materialized objects (see the LevelOmittedWarning)"
-            )
-        return ds
 
 
 class MortonStoreSource(LazyXarraySource):

@@ -85,14 +85,9 @@ class MortonLevelReader(BaseReader):
         r = hints.get("cell_order") if r is None else r
         window = window or hints.get("window")
         all_time = bool(all_time or hints.get("all_time"))
-        ds = moczarr.open_level(
+        return moczarr.open_level(
             data.url, r, window, parse_aoi(aoi), all_time, storage_options=_storage_options(data), **kw
         )
-        if ds is None:
-            raise moczarr.errors.LevelOmittedError(
-                f"{data.url}: {'the native level' if r is None else f'cell order {r}'} has no materialized objects"
-            )
-        return ds
 
 
 class MortonStoreReader(BaseReader):

@@ -230,7 +230,7 @@ def test_batches_end_at_object_boundaries():
     assert batch_row_chunks([16, 16, 16, 16], row_bytes=4, batch_bytes=128) == (32, 32)
     assert batch_row_chunks([16, 0, 40, 16], row_bytes=4, batch_bytes=128) == (16, 40, 16)
     assert batch_row_chunks([5, 5, 5], row_bytes=1, batch_bytes=10**6) == (15,)
-    with pytest.raises(ValueError, match="batch_bytes"):
+    with pytest.raises(moczarr.errors.ArgumentError, match="batch_bytes"):
         batch_row_chunks([1], 1, 0)
 
 

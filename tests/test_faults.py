@@ -27,6 +27,7 @@ import xarray as xr
 import moczarr
 import moczarr.moraine
 from moczarr.errors import (
+    ArgumentError,
     StorageError,
     StoragePermissionError,
     StorageThrottledError,
@@ -137,8 +138,9 @@ def test_caller_options_win():
 
 @pytest.mark.parametrize("bad", [{"attempts": 0}, {"deadline": -1}, {"tries": 3}, "fast"])
 def test_bad_retry_options_raise_typed(bad):
-    with pytest.raises(StorageError, match="moczarr_retry"):
+    with pytest.raises(ArgumentError, match="moczarr_retry") as info:  # a bad option, not a storage failure
         fsspec_options("s3", {"moczarr_retry": bad})
+    assert not isinstance(info.value, StorageError)
 
 
 def test_obstore_options_bound_every_request():

@@ -35,6 +35,12 @@ def test_import_loads_no_heavy_library(statement, allowed):
     assert loaded <= set(allowed), f"{statement!r} imported {sorted(loaded - set(allowed))}"
 
 
+def test_errors_import_nothing_heavy():
+    """Catching a moczarr error must not cost an xarray import (nor zarr, dask, numpy, mortie)."""
+    loaded = modules_after("import moczarr.errors") & {*HEAVY, "numpy"}
+    assert not loaded, f"'import moczarr.errors' imported {sorted(loaded)}"
+
+
 def test_first_use_imports_the_name():
     assert "open_hive" in dir(moczarr)
     assert modules_after("import moczarr; moczarr.open_hive") >= {"zarr", "dask", "mortie"}

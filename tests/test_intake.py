@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shutil
 import warnings
 from pathlib import Path
 
@@ -85,6 +87,22 @@ def test_open_functions_and_readers():
     data = MortonHive(url=str(SAMPLE / "elevation"))
     _same(MortonLevelReader(data).read(cell_order=4), moczarr.open_level(SAMPLE / "elevation", 4))
     assert isinstance(MortonStoreReader(data).read(), xr.DataTree)
+
+
+def test_an_omitted_level_raises_through_every_caller(tmp_path):
+    """open_level's LevelOmittedError reaches the Intake source, the Intake reader and the xarray engine as is."""
+    root = tmp_path / "elevation"
+    shutil.copytree(SAMPLE / "elevation", root)
+    (root / "coverage.moc").unlink()  # without a root MOC the overview levels cannot be enumerated
+    message = rf"^{re.escape(str(root))}: no usable root coverage.moc, so overview level o6 cannot be enumerated"
+    with pytest.raises(moczarr.errors.LevelOmittedError, match=message):
+        moczarr.open_level(root, 6)
+    with pytest.raises(moczarr.errors.LevelOmittedError, match=message):
+        intake.open_morton_level(str(root), order=6).read()
+    with pytest.raises(moczarr.errors.LevelOmittedError, match=message):
+        MortonLevelReader(MortonHive(url=str(root))).read(cell_order=6)
+    with pytest.raises(moczarr.errors.LevelOmittedError, match=message):
+        xr.open_dataset(str(root), engine="moczarr", cell_order=6)
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import moczarr
 from moczarr import BBox, Circle
-from moczarr.errors import AOIError, PyramidError
+from moczarr.errors import AOIError, LevelError
 from moczarr.places import aoi_cover, as_place, canonical_words
 
 from .conftest import fixture_path, quiet
@@ -305,8 +305,8 @@ def test_bad_places_raise_at_construction(make, message):
         ({"cell_order": True}, "must be an integer"),
     ],
 )
-def test_bad_cell_order_raises_pyramid_error(kwargs, message, capfd):
-    with pytest.raises(PyramidError, match=message):
+def test_bad_cell_order_raises_level_error(kwargs, message, capfd):
+    with pytest.raises(LevelError, match=message):
         moczarr.open_level(SAMPLE, **kwargs)
     assert capfd.readouterr().err == ""
 
@@ -315,8 +315,8 @@ def test_bad_cell_order_raises_pyramid_error(kwargs, message, capfd):
     "levels,message",
     [([], "names no level"), ("8", "cell order"), ([8.5], "integer"), ([[8]], "integer"), (8.0, "cell order")],
 )
-def test_bad_levels_raise_pyramid_error(levels, message):
-    with pytest.raises(PyramidError, match=message):
+def test_bad_levels_raise_level_error(levels, message):
+    with pytest.raises(LevelError, match=message):
         moczarr.open_pyramid(SAMPLE, levels=levels)
 
 
@@ -413,24 +413,24 @@ any_value = st.one_of(
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(cell_order=any_value)
-def test_any_cell_order_opens_or_raises_pyramid_error(cell_order, capfd):
+def test_any_cell_order_opens_or_raises_level_error(cell_order, capfd):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         try:
             moczarr.open_level(SAMPLE, cell_order)
-        except PyramidError as exc:
+        except LevelError as exc:
             assert "cell_order" in str(exc) or "not a level" in str(exc)
     assert capfd.readouterr().err == ""
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(levels=any_value)
-def test_any_levels_opens_or_raises_pyramid_error(levels, capfd):
+def test_any_levels_opens_or_raises_level_error(levels, capfd):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
         try:
             moczarr.open_pyramid(SAMPLE, levels=levels)
-        except PyramidError as exc:
+        except LevelError as exc:
             assert "levels" in str(exc) or "not levels" in str(exc)
     assert capfd.readouterr().err == ""
 

@@ -5,6 +5,8 @@ validation severities and demotions, against the writer fixtures and damaged cop
 from __future__ import annotations
 
 import os
+import re
+import warnings
 
 import mortie
 import numpy as np
@@ -15,6 +17,8 @@ import moczarr
 from moczarr import ids, read_manifest
 from moczarr.errors import (
     EmptySelectionWarning,
+    LevelError,
+    LevelOmittedError,
     LevelOmittedWarning,
     ObjectDroppedWarning,
     PyramidError,
@@ -218,7 +222,7 @@ def test_v1_normalized_record_overview_hive():
     manifest = manifest_of(ATL06)
     overview = manifest.raw["pyramid"]["overview"]
     decl = pyramid_declaration(manifest)
-    assert decl == {
+    assert decl.as_dict() == {
         "spec": "zagg-pyramid/1",
         "orders": [4, 2],
         "cell_orders": {4: [6], 2: [4]},
@@ -247,9 +251,9 @@ def test_v1_orders_given_ascending_are_normalized_descending():
         },
     }
     decl = pyramid_declaration(manifest_with(block))
-    assert decl["orders"] == [4, 2]
-    assert decl["cell_orders"] == {4: [6], 2: [4]}
-    assert decl["fold_source"] == "cascade" and decl["exact_levels"] == 1 and decl["all_time"] is True
+    assert decl.orders == [4, 2]
+    assert decl.cell_orders == {4: [6], 2: [4]}
+    assert decl.fold_source == "cascade" and decl.exact_levels == 1 and decl.all_time is True
 
 
 def test_v2_normalized_record_spec_pyramid():
@@ -258,18 +262,18 @@ def test_v2_normalized_record_spec_pyramid():
     expected = load_json(fixture_path("spec/pyramid.expected.json"))
     block = manifest.raw["pyramid"]
     decl = pyramid_declaration(manifest)
-    assert decl["spec"] == "zagg-pyramid/2"
-    assert decl["overviews"] == block["overviews"]  # verbatim, actuals included
-    assert [{"node": e["node"], "cells": e["cells"]} for e in decl["overviews"]] == expected["overviews"]
-    assert decl["leaf_cells"] == expected["declared"]["overviews"] == [5, 4]
-    assert decl["cell_orders"] == {2: [3], 1: [2], 0: [1]}
-    assert decl["orders"] == [2, 1, 0]
-    assert decl["spacing"] is None
-    assert decl["fold_source"] == expected["fold_source"]
-    assert decl["exact_levels"] == expected["exact_levels"]
-    assert decl["materialized"] == block["overview"]["materialized"]
-    assert {k: v["class"] for k, v in decl["fields"].items()} == expected["fields"]
-    assert decl["all_time"] is False
+    assert decl.spec == "zagg-pyramid/2"
+    assert decl.overviews == block["overviews"]  # verbatim, actuals included
+    assert [{"node": e["node"], "cells": e["cells"]} for e in decl.overviews] == expected["overviews"]
+    assert decl.leaf_cells == expected["declared"]["overviews"] == [5, 4]
+    assert decl.cell_orders == {2: [3], 1: [2], 0: [1]}
+    assert decl.orders == [2, 1, 0]
+    assert decl.spacing is None
+    assert decl.fold_source == expected["fold_source"]
+    assert decl.exact_levels == expected["exact_levels"]
+    assert decl.materialized == block["overview"]["materialized"]
+    assert {k: v["class"] for k, v in decl.fields.items()} == expected["fields"]
+    assert decl.all_time is False
     table = pyramid_levels(manifest)
     assert level_table(manifest) == [
         (6, 3, "source"),
@@ -404,7 +408,7 @@ def test_overview_objects_are_named_by_window(copy_fixture):
 
 
 def test_open_overview_order_refuses_other_kinds():
-    with pytest.raises(PyramidError, match="source level"):
+    with pytest.raises(LevelError, match="source level"):
         open_overview_order(fixture_path(ATL06), 8)
     with _Quiet():
         ds = open_overview_order(fixture_path(ATL06), 4)
@@ -412,13 +416,13 @@ def test_open_overview_order_refuses_other_kinds():
 
 
 def test_open_level_undeclared_order_raises_listing_levels():
-    with pytest.raises(PyramidError) as info:
+    with pytest.raises(LevelError) as info:
         open_level(fixture_path(ATL06), 7)
     message = str(info.value)
     assert "7" in message
     for r in ("8", "6", "4"):
         assert r in message
-    with pytest.raises(PyramidError, match="5"):
+    with pytest.raises(LevelError, match="5"):
         open_level(fixture_path("zagg/column/store"), 0)
 
 
@@ -542,7 +546,7 @@ def test_open_pyramid_levels_subset_and_unknown():
     with _Quiet():
         tree = open_pyramid(root, levels=[4, 8])
     assert list(tree.children) == ["o8", "o4"]
-    with pytest.raises(PyramidError, match="not levels"):
+    with pytest.raises(LevelError, match="not levels"):
         open_pyramid(root, levels=[5])
 
 
@@ -647,8 +651,12 @@ def test_all_time_without_stamped_folds_is_omitted(copy_fixture):
     root = copy_fixture(ATL06_W)
     for node in ("4/3/3/1/2", "4/3/3/1/4", "4/3/3/2/1", "4/3/3/2/3"):
         set_attrs(root / node / "all.zarr/zarr.json", lambda a: a.pop("morton_hive_commit"))
-    with pytest.warns(LevelOmittedWarning, match="no stamped overview"):
-        assert open_level(root, 6, all_time=True) is None
+    with pytest.raises(
+        LevelOmittedError, match=rf"^{re.escape(str(root))}: no stamped overview object at cell order 6"
+    ):
+        open_level(root, 6, all_time=True)
+    with pytest.raises(LevelOmittedError, match="no stamped overview object at cell order 6"):
+        open_overview_order(root, 6, all_time=True)
     with pytest.warns(LevelOmittedWarning):
         tree = open_pyramid(root, all_time=True)
     assert list(tree.children) == []
@@ -785,8 +793,10 @@ def test_no_usable_root_moc_omits_derived_levels_source_stands(copy_fixture):
     assert list(tree.children) == ["o8"]
     assert sum(issubclass(w.category, LevelOmittedWarning) for w in record) == 2
     assert tree["o8"].ds.sizes["cells"] == 112  # the walk skips the all.zarr overview basenames
-    with pytest.warns(LevelOmittedWarning):
-        assert open_level(root, 6) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LevelOmittedWarning)  # the named level raises instead of warning
+        with pytest.raises(LevelOmittedError, match=rf"^{re.escape(str(root))}: no usable root coverage.moc, .* o6"):
+            open_level(root, 6)
 
 
 def test_declared_order_without_stamped_object_is_omitted(copy_fixture):
@@ -810,6 +820,8 @@ def test_path_grouping_above_one_omits_overview_levels(copy_fixture):
         tree = open_pyramid(root)
     assert list(tree.children) == ["o6"]
     assert tree["o6"].ds.sizes["cells"] == 4
+    with pytest.raises(LevelOmittedError, match=r"path_grouping 3 > 1 .* level o4 omitted"):
+        open_level(root, 4)
 
 
 def test_unknown_pyramid_spec_raises_on_every_opener(copy_fixture):
@@ -884,9 +896,8 @@ def test_level_demotions_flattens_stamped_records(copy_fixture):
 
 # -- arithmetic naming ---------------------------------------------------------------------------------------
 def test_overview_candidates_are_word_ordered_across_signs():
-    manifest = manifest_with(..., shard_order=4, cell_order=6)
     shards = ids.to_words(["-51112", "-51113", "41112", "41211", "11111"])
-    cands = overview_candidates(manifest, shards, 2, "2019")
+    cands = overview_candidates(shards, 2, "2019")
     assert [n for n, _ in cands] == ["111", "411", "412", "-511"]
     assert cands[-1][1] == "-5/1/1/2019.zarr"
     assert cands[0][1] == "1/1/1/2019.zarr"

@@ -108,8 +108,9 @@ def read_ragged(
     ``cell_order`` picks the level (default: the source order; any level
     :func:`moczarr.openers.pyramid.open_level` can open). Only the leaves or objects
     holding those cells are read. Raises :class:`~moczarr.errors.SelectionError`
-    (a ``KeyError``) for a field the level
-    lacks and for cells outside the level's domain.
+    (a ``KeyError``) for a field the level lacks and for cells outside the
+    level's domain, and :class:`~moczarr.errors.LevelOmittedError` for a level
+    with nothing materialized.
     """
     place = as_place(cells, "cells")
     if cell_order is not None:
@@ -117,7 +118,7 @@ def read_ragged(
     storage = Storage.open(store_root, storage_options)
     order = cell_order if cell_order is not None else read_manifest(storage).cell_order
     ds = open_level(storage, order, window=window, aoi=place, index_kind="pandas")
-    if ds is None or field not in ds:
+    if field not in ds:
         raise SelectionError(f"{store_root}: no ragged field {field!r} at cell order {order}")
     spec = parse_ragged_attrs(ds[field].attrs, field)
     have = ds["morton"].values

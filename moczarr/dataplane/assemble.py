@@ -94,7 +94,6 @@ class Part:
     """One object's contribution: the rows ``sel`` (local cell positions, None = all) of ``group``."""
 
     group: str  # store-relative path of the object's data group, e.g. "4/3/.../4331421.zarr/8"
-    first_rank: int  # rank (at the level's order) of the object's first cell
     n_cells: int  # cells the object holds (4**depth)
     sel: np.ndarray | None = None
 
@@ -451,7 +450,7 @@ def rows_in(domain: MortonRanges, first_ranks: np.ndarray, n_cells: int) -> list
     return out
 
 
-def domain_of(object_words: np.ndarray, object_order: int, cell_order: int, aoi: np.ndarray | None) -> MortonRanges:
+def domain_of(object_words: np.ndarray, cell_order: int, aoi: np.ndarray | None) -> MortonRanges:
     """The row domain: the objects' subtrees at ``cell_order``, intersected with the AOI cover."""
     words = np.asarray(object_words, dtype=np.uint64)
     full = MortonRanges.from_subtrees(words, cell_order) if words.size else MortonRanges.empty(cell_order)

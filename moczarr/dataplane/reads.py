@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ArrayContractError, ChunkError, MoczarrError, StampError
+from ..errors import ArgumentError, ArrayContractError, ChunkError, MoczarrError, StampError
 from ..storage import Storage
 
 DEFAULT_BATCH_BYTES = 4 * 2**20
@@ -165,7 +165,7 @@ def batch_row_chunks(n_rows: Sequence[int], row_bytes: int, batch_bytes: int = D
     a batch of its own. Objects with no rows are skipped.
     """
     if batch_bytes <= 0:
-        raise ValueError(f"batch_bytes must be positive, got {batch_bytes!r}")
+        raise ArgumentError(f"batch_bytes must be positive, got {batch_bytes!r}")
     per_batch = max(1, batch_bytes // max(1, row_bytes))
     out, current = [], 0
     for n in n_rows:

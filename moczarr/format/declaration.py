@@ -32,8 +32,6 @@ class PyramidDeclaration:
     ``cell_orders`` maps each declared ancestor node order to the cell orders
     its artifacts hold (``/1``: one, at constant depth; ``/2``: the ladder);
     ``leaf_cells`` are the ``/2`` column resolutions carried by the leaves.
-    Item access (``decl["spec"]``) is kept for one release for code written
-    against the former dict record.
     """
 
     spec: str
@@ -47,17 +45,6 @@ class PyramidDeclaration:
     exact_levels: Any
     fields: dict
     materialized: Any
-
-    def __getitem__(self, key: str):
-        try:
-            return getattr(self, key)
-        except AttributeError:
-            raise KeyError(key) from None
-
-    def __eq__(self, other) -> bool:
-        if isinstance(other, dict):
-            return self.as_dict() == other
-        return isinstance(other, PyramidDeclaration) and self.as_dict() == other.as_dict()
 
     __hash__ = None  # type: ignore[assignment]
 

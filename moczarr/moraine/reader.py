@@ -436,37 +436,74 @@ def _read_channel_stats(loc: _Location, channels: tuple[int, ...], complex_data:
 
 
 def _info(loc: _Location) -> tuple[MorainePyramid, list]:
+    """The pyramid's description and its level arrays (finest first), from metadata only."""
     a0, marker, version = _recognise(loc)
-    legacy = marker is None
     bounds = _read_bounds(loc)
-    found = POINT_CLOUD if bounds is not None else RASTER
-    if marker is not None:
-        kind = marker.get("kind")
-        if kind not in _METHODS:
-            raise PyramidError(
-                f"{loc.url('0.zarr')}: {MARKER}.kind must be {RASTER!r} or {POINT_CLOUD!r}, got {kind!r}"
-            )
-        if kind != found:
-            why = "bounds.toml is present" if bounds is not None else "there is no bounds.toml"
-            raise PyramidError(
-                f"{loc.path}: the {MARKER} marker says kind {kind!r} but {why}, which makes it a {found} pyramid"
-            )
-        method = marker.get("method")
-        declared = method is not None
-        if method is None:
-            method = _DEFAULT_METHOD[kind]
-        elif method not in _METHODS[kind]:
-            raise PyramidError(
-                f"{loc.url('0.zarr')}: method {method!r} is not a {kind} pyramid method "
-                f"(one of {', '.join(_METHODS[kind])})"
-            )
-        stats = marker.get("stats")
-        if stats is not None and not isinstance(stats, dict):
-            raise PyramidError(f"{loc.url('0.zarr')}: {MARKER}.stats is not an object: {stats!r}")
-        stats = _jsonable(stats) if stats is not None else None
-    else:
-        kind, method, declared, stats = found, _DEFAULT_METHOD[found], False, None
+    kind, method, declared, stats = _kind_and_method(loc, marker, bounds)
+    shape0, arrays = _level_arrays(loc, a0)
+    resolution = n_points = point_dtype = None
+    has_rtree = False
+    if kind == POINT_CLOUD:
+        resolution, n_points, point_dtype, has_rtree = _point_cloud_facts(loc, bounds, shape0)
+    channel_stats = _read_channel_stats(loc, shape0[2:], np.dtype(a0.dtype).kind == "c")
+    info = MorainePyramid(
+        path=loc.path,
+        kind=kind,
+        version=version,
+        legacy=marker is None,
+        method=method,
+        method_declared=declared,
+        stats=stats,
+        n_levels=len(arrays),
+        shapes=[tuple(int(n) for n in a.shape) for a in arrays],
+        dtypes=[str(a.dtype) for a in arrays],
+        dtype=str(a0.dtype),
+        zarr_format=int(a0.metadata.zarr_format),
+        channel_dims=_channel_dims(len(shape0) - 2),
+        bounds=bounds,
+        resolution=resolution,
+        has_rtree=has_rtree,
+        channel_stats=channel_stats,
+        n_points=n_points,
+        point_dtype=point_dtype,
+    )
+    return info, arrays
 
+
+def _kind_and_method(loc: _Location, marker: dict | None, bounds) -> tuple[str, str, bool, dict | None]:
+    """``(kind, method, method declared, stats)``: the marker's, checked against what ``bounds.toml`` says.
+
+    An unmarked (legacy) pyramid is a point cloud exactly when it has a
+    ``bounds.toml``, with that kind's default method.
+    """
+    found = POINT_CLOUD if bounds is not None else RASTER
+    if marker is None:
+        return found, _DEFAULT_METHOD[found], False, None
+    kind = marker.get("kind")
+    if kind not in _METHODS:
+        raise PyramidError(f"{loc.url('0.zarr')}: {MARKER}.kind must be {RASTER!r} or {POINT_CLOUD!r}, got {kind!r}")
+    if kind != found:
+        why = "bounds.toml is present" if bounds is not None else "there is no bounds.toml"
+        raise PyramidError(
+            f"{loc.path}: the {MARKER} marker says kind {kind!r} but {why}, which makes it a {found} pyramid"
+        )
+    method = marker.get("method")
+    declared = method is not None
+    if method is None:
+        method = _DEFAULT_METHOD[kind]
+    elif method not in _METHODS[kind]:
+        raise PyramidError(
+            f"{loc.url('0.zarr')}: method {method!r} is not a {kind} pyramid method "
+            f"(one of {', '.join(_METHODS[kind])})"
+        )
+    stats = marker.get("stats")
+    if stats is not None and not isinstance(stats, dict):
+        raise PyramidError(f"{loc.url('0.zarr')}: {MARKER}.stats is not an object: {stats!r}")
+    return kind, method, declared, (_jsonable(stats) if stats is not None else None)
+
+
+def _level_arrays(loc: _Location, a0) -> tuple[tuple[int, ...], list]:
+    """``(level-0 shape, every level's array)``: each level present with level 0's shape halved, rounded up."""
     shape0 = tuple(int(n) for n in a0.shape)
     if len(shape0) < 2:
         raise PyramidError(f"{loc.url('0.zarr')}: level 0 must have at least 2 dimensions, got {shape0}")
@@ -484,39 +521,17 @@ def _info(loc: _Location) -> tuple[MorainePyramid, list]:
                 f"{_level_shape(shape0, lv)} (level 0 {shape0} / 2**{lv}, rounded up)"
             )
         arrays.append(arr)
+    return shape0, arrays
 
-    resolution = n_points = point_dtype = None
-    has_rtree = False
-    if kind == POINT_CLOUD:
-        resolution = _resolution(loc, bounds, shape0)
-        pc = loc.try_open("pc.zarr")
-        if pc is not None:
-            n_points, point_dtype = int(pc.shape[0]), str(pc.dtype)
-        has_rtree = loc.try_open("rtree.zarr") is not None
 
-    channel_stats = _read_channel_stats(loc, shape0[2:], np.dtype(a0.dtype).kind == "c")
-    info = MorainePyramid(
-        path=loc.path,
-        kind=kind,
-        version=version,
-        legacy=legacy,
-        method=method,
-        method_declared=declared,
-        stats=stats,
-        n_levels=n_levels,
-        shapes=[tuple(int(n) for n in a.shape) for a in arrays],
-        dtypes=[str(a.dtype) for a in arrays],
-        dtype=str(a0.dtype),
-        zarr_format=int(a0.metadata.zarr_format),
-        channel_dims=_channel_dims(len(shape0) - 2),
-        bounds=bounds,
-        resolution=resolution,
-        has_rtree=has_rtree,
-        channel_stats=channel_stats,
-        n_points=n_points,
-        point_dtype=point_dtype,
-    )
-    return info, arrays
+def _point_cloud_facts(loc: _Location, bounds, shape0) -> tuple[float | None, int | None, str | None, bool]:
+    """``(resolution, number of points, point dtype, has an R-tree)`` of a point-cloud pyramid."""
+    resolution = _resolution(loc, bounds, shape0)
+    n_points = point_dtype = None
+    pc = loc.try_open("pc.zarr")
+    if pc is not None:
+        n_points, point_dtype = int(pc.shape[0]), str(pc.dtype)
+    return resolution, n_points, point_dtype, loc.try_open("rtree.zarr") is not None
 
 
 # --------------------------------------------------------------------------- public API
@@ -617,7 +632,7 @@ def _level_da(loc: _Location, info: MorainePyramid, level: int, arr) -> xr.DataA
 
 def _require_point_cloud(info: MorainePyramid, what: str) -> None:
     if not info.is_point_cloud:
-        raise PyramidError(f"{info.path} is a raster pyramid; only point-cloud pyramids have {what}")
+        raise ArgumentError(f"{info.path} is a raster pyramid; only point-cloud pyramids have {what}")
 
 
 def _index_da(loc: _Location, info: MorainePyramid, level: int) -> xr.DataArray:
@@ -671,7 +686,8 @@ def open_moraine_pyramid(path, storage_options: dict | None = None) -> xr.DataTr
 
 def open_moraine_points(path, storage_options: dict | None = None) -> xr.Dataset:
     """The points of a point-cloud pyramid: data variables ``x``, ``y`` (dim ``point``) and
-    ``pc`` (``point`` plus channel dims), lazy. Raises :class:`PyramidError` for rasters."""
+    ``pc`` (``point`` plus channel dims), lazy. Raises :class:`~moczarr.errors.ArgumentError` for
+    a raster pyramid and :class:`PyramidError` for point arrays that disagree."""
     loc = _Location(path, storage_options)
     info, _ = _info(loc)
     _require_point_cloud(info, "points")
@@ -698,7 +714,8 @@ def open_moraine_points(path, storage_options: dict | None = None) -> xr.Dataset
 
 def open_moraine_index(path, level: int, storage_options: dict | None = None) -> xr.DataArray:
     """``idx_<level>.zarr`` of a point-cloud pyramid: per cell the index (into the points) of the
-    point shown, ``-1`` for empty cells; dims ``("y", "x")`` with the level's cell-centre coords."""
+    point shown, ``-1`` for empty cells; dims ``("y", "x")`` with the level's cell-centre coords.
+    Raises :class:`~moczarr.errors.ArgumentError` for a raster pyramid."""
     loc = _Location(path, storage_options)
     info, _ = _info(loc)
     _require_point_cloud(info, "point indexes")

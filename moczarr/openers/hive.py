@@ -20,7 +20,6 @@ from .. import ids
 from ..dataplane.assemble import Part, build_dataset, domain_of, gc_paused, read_schema, rows_in
 from ..errors import (
     ArgumentError,
-    CoverageError,
     CoverageFallbackWarning,
     DebrisWarning,
     EmptySelectionWarning,
@@ -121,6 +120,8 @@ def open_hive(
         No manifest, or a malformed one.
     AOIError
         An ``aoi=`` that is no place (checked before any read).
+    ArgumentError
+        A ``batch_bytes`` that is not a positive integer (checked before any read).
     WindowError
         A window missing, refused, malformed, undeclared, or ``"all"``; a bad ``time=``.
     NoCoverageError
@@ -137,6 +138,10 @@ def open_hive(
     """
     aoi = as_place(aoi)
     window = window_or_time(window, time)
+    if batch_bytes is not None and (
+        isinstance(batch_bytes, bool) or not isinstance(batch_bytes, (int, np.integer)) or batch_bytes <= 0
+    ):
+        raise ArgumentError(f"batch_bytes={batch_bytes!r} must be a positive number of bytes (or None: 4 MiB)")
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
     return open_source(
@@ -193,9 +198,7 @@ def open_source(
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
     attrs.update(extra_attrs or {})
     if not leaves:
-        schema_leaf = find_schema_leaf(
-            storage, manifest, candidates, corrupted, scoped=aoi is not None or window is not None
-        )
+        schema_leaf = find_schema_leaf(storage, manifest, corrupted, scoped=aoi is not None or window is not None)
         if aoi is None and window is not None:
             present = _labels(storage, manifest, shards)
             if window not in present:
@@ -312,9 +315,7 @@ def drop_missing_versions(storage: Storage, manifest: Manifest, leaves: list[Lea
     return [lf for lf in leaves if lf.ref.path not in corrupted], corrupted
 
 
-def find_schema_leaf(
-    storage: Storage, manifest: Manifest, candidates: list[LeafRef], corrupted: set[str], *, scoped: bool
-) -> Leaf:
+def find_schema_leaf(storage: Storage, manifest: Manifest, corrupted: set[str], *, scoped: bool) -> Leaf:
     """A committed leaf to take the schema from when a selection is empty (FORMAT.md §12).
 
     Raises :class:`NoCoverageError` when the store has no stamped leaf at all,
@@ -361,11 +362,11 @@ def leaves_dataset(
         storage.describe(f"{schema_leaf.prefix}/{group}"),
     )
     words = ids.to_words([lf.ref.decimal for lf in leaves]) if leaves else np.empty(0, np.uint64)
-    domain = domain_of(words, manifest.shard_order, manifest.cell_order, cover)
+    domain = domain_of(words, manifest.cell_order, cover)
     first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
     n_cells = manifest.cells_per_leaf
     sels = rows_in(domain, first, n_cells)
-    parts = [Part(f"{lf.prefix}/{group}", int(f), n_cells, s) for lf, f, s in zip(leaves, first, sels)]
+    parts = [Part(f"{lf.prefix}/{group}", n_cells, s) for lf, s in zip(leaves, sels)]
     return build_dataset(
         storage,
         schema,
@@ -435,8 +436,10 @@ def open_leaf(
 
     ``leaf`` is the shard's decimal id, ``{id}_{window}``, or the stable leaf
     path. The root stamp is read (one GET) unless ``stamp=`` is given; a
-    ``current`` pointer is followed. Raises :class:`UncommittedError` for a
-    missing or unstamped leaf and :class:`VersionPointerError` for a bad pointer.
+    ``current`` pointer is followed. Raises :class:`ArgumentError` for a
+    ``leaf`` that names no leaf of the store's shard order,
+    :class:`UncommittedError` for a missing or unstamped leaf and
+    :class:`VersionPointerError` for a bad pointer.
     """
     storage = Storage.open(store_root, storage_options)
     manifest = read_manifest(storage)
@@ -508,10 +511,10 @@ def resolve_leaf(leaf: str, manifest: Manifest) -> tuple[str, str | None, str]:
     name = os.path.basename(leaf.rstrip("/"))
     parsed = ids.parse_leaf_name(name if name.endswith(".zarr") else f"{name}.zarr")
     if parsed is None:
-        raise CoverageError(f"{leaf!r} does not name a leaf (an id, id_window, or a leaf path)")
+        raise ArgumentError(f"leaf={leaf!r} does not name a leaf (an id, id_window, or a leaf path)")
     decimal, window = parsed
     if ids.decimal_order(decimal) != manifest.shard_order:
-        raise CoverageError(f"{leaf!r} is not at the store's shard order {manifest.shard_order}")
+        raise ArgumentError(f"leaf={leaf!r} is not at the store's shard order {manifest.shard_order}")
     return decimal, window, ids.leaf_path(decimal, window, manifest.path_grouping)
 
 

@@ -6,7 +6,9 @@ the objects of a derived level are named arithmetically from the root
 coverage MOC's source shards and admitted by their stamps. Derived objects
 are caches: an uninterpretable one is dropped with a warning, one that
 positively declares the wrong cell order raises, and a level with nothing to
-show is omitted with a warning while the source level stands.
+show raises :class:`~moczarr.errors.LevelOmittedError` when it is asked for
+(``open_level``) and is left out with a warning by the trees, whose source
+level stands.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from ..errors import (
     ArrayContractError,
     EmptySelectionWarning,
     KeyContainmentError,
+    LevelError,
+    LevelOmittedError,
     LevelOmittedWarning,
     ObjectDroppedWarning,
     PyramidError,
@@ -47,10 +51,6 @@ from .hive import candidate_leaves, list_windows, open_source, root_shards
 from .times import TimeRange, check_time_store, over_windows, window_or_time
 
 
-def _window_labels(storage: Storage, manifest: Manifest) -> list[str]:
-    return list_windows(storage)
-
-
 # -- one level --------------------------------------------------------------------------------------
 def open_level(
     store_root,
@@ -63,7 +63,7 @@ def open_level(
     index_kind: str = "moc",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
-) -> xr.Dataset | None:
+) -> xr.Dataset:
     """One resolution of a store as a Dataset, whichever artifact kind materializes it.
 
     ``cell_order`` picks the level (default: the store's native cell order). The same shape for every kind: a ``cells`` dimension in ascending word
@@ -71,16 +71,19 @@ def open_level(
     NESTED ``cell_ids``, dense and ragged (vlen-bytes) variables, and attrs
     ``morton_hive``, ``zagg_objects`` and ``zagg_level``.
 
-    Returns None, with a :class:`LevelOmittedWarning`, for a derived level that
-    cannot be opened (no usable root MOC, no stamped object, or overview levels
-    of a ``path_grouping > 1`` store). Raises :class:`PyramidError` for an
-    undeclared order or an object declaring another cell order, and
+    Raises :class:`LevelOmittedError` (a ``LookupError``), naming the store and
+    the level, for a declared derived level with nothing materialized to open
+    (no usable root MOC, no stamped or readable object, or overview levels of a
+    ``path_grouping > 1`` store); the tree openers leave such a level out with a
+    :class:`LevelOmittedWarning` instead. Raises :class:`LevelError` for a
+    ``cell_order`` that is not an integer order or not a level of the store,
+    :class:`PyramidError` for an object declaring another cell order, and
     :class:`WindowError` for window misuse (``all_time`` is exclusive with
     ``window`` and needs a windowed store; the all-time view has no source or
     column level). ``aoi=`` takes any place (:mod:`moczarr.places`), met at
     this level's cell order; ``time=(start, end)`` stacks the overlapping
     windows (:mod:`moczarr.openers.times`). Raises :class:`AOIError` for what is no
-    place and :class:`PyramidError` for a ``cell_order`` that is not an integer.
+    place.
     """
     cell_order = None if cell_order is None else check_order(cell_order, "cell_order")
     aoi = as_place(aoi)
@@ -100,10 +103,11 @@ def open_overview_order(
     *,
     index_kind: str = "moc",
     storage_options: dict | None = None,
-) -> xr.Dataset | None:
+) -> xr.Dataset:
     """The overview level storing cells at ``cell_order`` (see :func:`open_level`).
 
-    Raises :class:`PyramidError` when that order is not an overview level.
+    Raises :class:`LevelError` when that order is not an overview level and
+    :class:`LevelOmittedError` when it has nothing materialized.
     """
     cell_order = check_order(cell_order, "cell_order")
     aoi = as_place(aoi)
@@ -111,32 +115,32 @@ def open_overview_order(
     manifest = read_manifest(storage)
     level = _level(manifest, cell_order)
     if level.artifact != "overview":
-        raise PyramidError(f"{manifest.location}: cell order {cell_order} is a {level.artifact} level, not an overview")
+        raise LevelError(f"{manifest.location}: cell order {cell_order} is a {level.artifact} level, not an overview")
     return open_level_in(storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind)
 
 
 def check_order(value, argument: str) -> int:
-    """A cell order argument as an int in 0..29; raises :class:`PyramidError` naming ``argument``."""
+    """A cell order argument as an int in 0..29; raises :class:`LevelError` naming ``argument``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise PyramidError(
+        raise LevelError(
             f"{argument}={value!r} must be an integer cell order (e.g. {argument}=8), not a {type(value).__name__}"
         )
     if not 0 <= int(value) <= 29:
-        raise PyramidError(f"{argument}={int(value)} is outside the HEALPix orders 0..29")
+        raise LevelError(f"{argument}={int(value)} is outside the HEALPix orders 0..29")
     return int(value)
 
 
 def check_levels(levels, argument: str = "levels") -> set[int] | None:
-    """``levels=`` as a set of cell orders: None, one order, or a non-empty list of them."""
+    """``levels=`` as a set of cell orders: None, one order, or a non-empty list of them (else :class:`LevelError`)."""
     if levels is None:
         return None
     if isinstance(levels, (str, bytes, float, bool, dict)) or not (
         isinstance(levels, (int, np.integer)) or hasattr(levels, "__iter__")
     ):
-        raise PyramidError(f"{argument}={levels!r} must be a cell order or a list of cell orders")
+        raise LevelError(f"{argument}={levels!r} must be a cell order or a list of cell orders")
     items = [levels] if isinstance(levels, (int, np.integer)) else list(levels)
     if not items:
-        raise PyramidError(f"{argument}=[] names no level (pass None for every level)")
+        raise LevelError(f"{argument}=[] names no level (pass None for every level)")
     return {
         check_order(x, f"{argument}[{i}]" if len(items) > 1 or not isinstance(levels, (int, np.integer)) else argument)
         for i, x in enumerate(items)
@@ -146,7 +150,7 @@ def check_levels(levels, argument: str = "levels") -> set[int] | None:
 def _level(manifest: Manifest, cell_order: int) -> Level:
     table = {lv.cell_order: lv for lv in pyramid_levels(manifest)}
     if isinstance(cell_order, bool) or not isinstance(cell_order, int) or cell_order not in table:
-        raise PyramidError(
+        raise LevelError(
             f"{manifest.location}: cell order {cell_order} is not a level of this store; levels: "
             + ", ".join(f"{lv.cell_order} ({lv.artifact})" for lv in table.values())
         )
@@ -176,28 +180,19 @@ def open_level_in(
     *,
     index_kind: str = "moc",
     named: bool = True,
-) -> xr.Dataset | None:
+) -> xr.Dataset:
     """:func:`open_level` on an open storage and manifest (shared by the tree openers).
 
     ``named=False`` says the level was not named by the caller but taken from
     the declaration (the tree openers): under a ``/1`` declaration a
     ``zagg-overview/2`` object at another cell order is then dropped with a
     warning instead of raising (FORMAT.md §7.8: the derivation is wrong, not
-    the store).
+    the store). Raises :class:`LevelOmittedError` for a level with nothing
+    materialized (see :func:`open_level_or_omit` for the tree openers' path).
     """
     if isinstance(window, TimeRange):
-        check_all_time(manifest, window, all_time)
-        check_time_store(manifest, window)
-        _level(manifest, cell_order)
-        present = manifest.declared_windows or _window_labels(storage, manifest)
-        return over_windows(
-            manifest,
-            present,
-            window,
-            present=present,
-            open_one=lambda label, empty=False: open_level_in(
-                storage, manifest, cell_order, label, [] if empty else aoi, index_kind=index_kind, named=named
-            ),
+        return _level_over_time(
+            storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind, named=named
         )
     level = _level(manifest, cell_order)
     check_all_time(manifest, window, all_time)
@@ -214,40 +209,98 @@ def open_level_in(
             f"{level.artifact} level with no all-time artifact"
         )
     if level.artifact == "source":
-        ds = open_source(storage, manifest, aoi, window, index_kind=index_kind)
-        hive = ds.attrs["morton_hive"]
-        objects = [{"node": leaf, "window": window, "role": "source"} for leaf in hive["leaves"]]
-        ds.attrs.update(zagg_objects=objects, zagg_level=level_attrs)
-        return ds
+        return _source_level(storage, manifest, aoi, window, level_attrs, index_kind)
+    lenient = not named and decl is not None and decl.spec == "zagg-pyramid/1"
+    return _derived_level(storage, manifest, level, window, aoi, all_time, level_attrs, index_kind, lenient=lenient)
+
+
+def open_level_or_omit(
+    storage: Storage,
+    manifest: Manifest,
+    cell_order: int,
+    window: str | None = None,
+    aoi=None,
+    all_time: bool = False,
+    *,
+    index_kind: str = "moc",
+    named: bool = True,
+) -> xr.Dataset | None:
+    """:func:`open_level_in` for callers that leave an unmaterialized level out (the trees, verify).
+
+    Returns None, with a :class:`LevelOmittedWarning` carrying the
+    :class:`LevelOmittedError`'s message, where :func:`open_level_in` raises
+    that error; every other error propagates.
+    """
+    try:
+        return open_level_in(storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind, named=named)
+    except LevelOmittedError as exc:
+        warn(str(exc), LevelOmittedWarning)
+        return None
+
+
+def _level_over_time(
+    storage: Storage, manifest: Manifest, cell_order: int, span: TimeRange, aoi, all_time: bool, *, index_kind, named
+) -> xr.Dataset:
+    """The level in every window overlapping ``span``, stacked on a ``window`` dimension."""
+    check_all_time(manifest, span, all_time)
+    check_time_store(manifest, span)
+    _level(manifest, cell_order)
+    present = manifest.declared_windows or list_windows(storage)
+    return over_windows(
+        manifest,
+        present,
+        span,
+        present=present,
+        open_one=lambda label, empty=False: open_level_in(
+            storage, manifest, cell_order, label, [] if empty else aoi, index_kind=index_kind, named=named
+        ),
+    )
+
+
+def _source_level(storage: Storage, manifest: Manifest, aoi, window, level_attrs: dict, index_kind: str) -> xr.Dataset:
+    """The source level: :func:`~moczarr.openers.hive.open_source`'s Dataset plus the level attrs."""
+    ds = open_source(storage, manifest, aoi, window, index_kind=index_kind)
+    hive = ds.attrs["morton_hive"]
+    objects = [{"node": leaf, "window": window, "role": "source"} for leaf in hive["leaves"]]
+    ds.attrs.update(zagg_objects=objects, zagg_level=level_attrs)
+    return ds
+
+
+def _derived_level(
+    storage: Storage,
+    manifest: Manifest,
+    level: Level,
+    window: str | None,
+    aoi,
+    all_time: bool,
+    level_attrs: dict,
+    index_kind: str,
+    *,
+    lenient: bool,
+) -> xr.Dataset:
+    """An overview or column level, from the stamped objects the root MOC's shards name.
+
+    Raises :class:`LevelOmittedError` when they cannot be enumerated or none
+    is stamped and readable.
+    """
+    cell_order = level.cell_order
     shards = root_shards(storage, manifest)
     if not all_time:
         window = check_window(manifest, window, lambda: manifest.declared_windows)
     stem = ALL_TOKEN if (all_time or window is None) else window
     if shards is None:
-        return _omit(
+        raise LevelOmittedError(
             f"{manifest.location}: no usable root coverage.moc, so {level.artifact} level o{cell_order} cannot be enumerated"
         )
     if level.artifact == "overview" and manifest.path_grouping > 1:
-        return _omit(
+        raise LevelOmittedError(
             f"{manifest.location}: path_grouping {manifest.path_grouping} > 1 leaves no settled path for "
             f"overview nodes; level o{cell_order} omitted"
         )
     cover = aoi_cover(aoi, cell_order)
-    if level.artifact == "overview":
-        lenient = not named and decl.spec == "zagg-pyramid/1"
-        objects = overview_objects(storage, manifest, level, shards, stem, lenient=lenient)
-        schema_objects = objects
-    else:
-        refs = candidate_leaves(storage, manifest, shards, None, cover)
-        objects = _column_objects(storage, manifest, level, [r.decimal for r in refs], stem, window)
-        schema_objects = objects
-        if not objects and cover is not None:
-            # the AOI cut every column candidate: the level is still on disk, so open it empty
-            # with the schema of any column (the roster stays query-scoped: empty)
-            every = candidate_leaves(storage, manifest, shards, None, None)
-            schema_objects = _column_objects(storage, manifest, level, [r.decimal for r in every], stem, window)
+    objects, schema_objects = _level_objects(storage, manifest, level, shards, stem, window, cover, lenient=lenient)
     if not schema_objects:
-        return _omit(
+        raise LevelOmittedError(
             f"{manifest.location}: no stamped {level.artifact} object at cell order {cell_order}; level omitted"
         )
     attrs = {
@@ -262,7 +315,7 @@ def open_level_in(
     }
     ds = readable_level(storage, level, objects, schema_objects, cover, index_kind, attrs)
     if ds is None:
-        return _omit(
+        raise LevelOmittedError(
             f"{manifest.location}: no {level.artifact} object at cell order {cell_order} is readable; level omitted"
         )
     if cover is not None and ds.sizes["cells"] == 0:
@@ -274,9 +327,29 @@ def open_level_in(
     return ds
 
 
-def _omit(message: str) -> None:
-    warn(message, LevelOmittedWarning)
-    return None
+def _level_objects(
+    storage: Storage,
+    manifest: Manifest,
+    level: Level,
+    shards: np.ndarray,
+    stem: str,
+    window: str | None,
+    cover,
+    *,
+    lenient: bool,
+) -> tuple[list[DerivedObject], list[DerivedObject]]:
+    """``(objects, schema objects)`` of a derived level: those the AOI keeps, and those that can give the schema."""
+    if level.artifact == "overview":
+        objects = overview_objects(storage, manifest, level, shards, stem, lenient=lenient)
+        return objects, objects
+    refs = candidate_leaves(storage, manifest, shards, None, cover)
+    objects = _column_objects(storage, manifest, level, [r.decimal for r in refs], stem, window)
+    if objects or cover is None:
+        return objects, objects
+    # the AOI cut every column candidate: the level is still on disk, so open it empty
+    # with the schema of any column (the roster stays query-scoped: empty)
+    every = candidate_leaves(storage, manifest, shards, None, None)
+    return objects, _column_objects(storage, manifest, level, [r.decimal for r in every], stem, window)
 
 
 @dataclass(frozen=True)
@@ -289,7 +362,7 @@ class DerivedObject:
     array_names: tuple[str, ...] | None
 
 
-def overview_candidates(manifest: Manifest, shards: np.ndarray, node_order: int, stem: str) -> list[tuple[str, str]]:
+def overview_candidates(shards: np.ndarray, node_order: int, stem: str) -> list[tuple[str, str]]:
     """``(node decimal, path)`` of every covered ancestor at ``node_order``, ascending by word (§7.7)."""
     decimals = ids.to_decimals(shards)
     nodes = sorted({d[: (2 if d.startswith("-") else 1) + node_order] for d in decimals})
@@ -301,7 +374,7 @@ def overview_candidates(manifest: Manifest, shards: np.ndarray, node_order: int,
 def overview_objects(
     storage: Storage, manifest: Manifest, level: Level, shards: np.ndarray, stem: str, *, lenient: bool = False
 ) -> list[DerivedObject]:
-    cands = overview_candidates(manifest, shards, level.node_order, stem)
+    cands = overview_candidates(shards, level.node_order, stem)
     docs = read_cache_roots(storage, [p for _, p in cands])
     out = []
     window = None if stem == ALL_TOKEN and not manifest.windowed else stem
@@ -433,11 +506,11 @@ def _objects_dataset(
     r, k = level.cell_order, level.node_order
     group = str(r)
     words = ids.to_words([o.decimal for o in objects]) if objects else np.empty(0, np.uint64)
-    domain = domain_of(words, k, r, cover)
+    domain = domain_of(words, r, cover)
     first, _ = ids.subtree_rank_bounds(words, k, r)
     n_cells = 4 ** (r - k)
     sels = rows_in(domain, first, n_cells) if objects else []
-    parts = [Part(f"{o.path}/{group}", int(f), n_cells, s) for o, f, s in zip(objects, first, sels)]
+    parts = [Part(f"{o.path}/{group}", n_cells, s) for o, s in zip(objects, sels)]
     schema_group = f"{schema_object.path}/{group}"
     names = list(schema_object.array_names) if schema_object.array_names else None
     schema = read_schema(storage, schema_group, names)
@@ -486,7 +559,7 @@ def open_pyramid(
     opens the cross-window folds (overview levels only); it is refused when the
     declaration never carried all-time folds. ``aoi=`` takes any place, met at
     each level's own cell order; ``time=(start, end)`` stacks the overlapping
-    windows in every level. Raises :class:`PyramidError` for a bad ``levels``.
+    windows in every level. Raises :class:`LevelError` for a bad ``levels``.
     """
     levels = check_levels(levels)
     aoi = as_place(aoi)
@@ -509,7 +582,7 @@ def pyramid_tree(
         wanted = check_levels(levels)
         unknown = wanted - {lv.cell_order for lv in table}
         if unknown:
-            raise PyramidError(
+            raise LevelError(
                 f"{manifest.location}: cell orders {sorted(unknown)} are not levels; levels: {[lv.cell_order for lv in table]}"
             )
         table = [lv for lv in table if lv.cell_order in wanted]
@@ -522,7 +595,7 @@ def pyramid_tree(
         root_attrs["multiscales"] = manifest.multiscales
     children = {}
     for lv in table:
-        ds = open_level_in(
+        ds = open_level_or_omit(
             storage, manifest, lv.cell_order, window, aoi, all_time, index_kind=index_kind, named=levels is not None
         )
         if ds is not None:

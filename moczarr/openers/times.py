@@ -149,13 +149,13 @@ def check_time_store(manifest, span: TimeRange) -> None:
         )
 
 
-def over_windows(manifest, labels: list[str], span: TimeRange, open_one, *, present: list[str]) -> xr.Dataset | None:
+def over_windows(manifest, labels: list[str], span: TimeRange, open_one, *, present: list[str]) -> xr.Dataset:
     """One Dataset with a ``window`` dimension from ``open_one(label)`` for each label overlapping ``span``.
 
     ``present`` names every window of the store (for the empty case: then the
     first present window is opened with no rows, and an
     :class:`~moczarr.errors.EmptySelectionWarning` names the windows present).
-    Returns None when ``open_one`` does (a level that cannot be opened).
+    What ``open_one`` raises propagates.
     """
     selected = windows_overlapping(manifest, labels, span)
     if not selected:
@@ -169,8 +169,6 @@ def over_windows(manifest, labels: list[str], span: TimeRange, open_one, *, pres
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", EmptySelectionWarning)
             ds = open_one(min(present), empty=True)
-        if ds is None:
-            return None
         ds = ds.expand_dims(window=np.asarray([], dtype=object))
         ds.attrs = {
             **ds.attrs,
@@ -178,8 +176,6 @@ def over_windows(manifest, labels: list[str], span: TimeRange, open_one, *, pres
         }
         return ds
     parts = [open_one(label) for label in selected]
-    if any(p is None for p in parts):
-        return None
     return stack_windows(parts, selected, span)
 
 

@@ -20,7 +20,7 @@ from ..ids import ALL_TOKEN
 from ..places import as_place
 from ..storage import DEFAULT_CONCURRENCY, Storage
 from .hive import list_windows, open_source, root_shards
-from .pyramid import open_level_in, overview_objects, structural_orders
+from .pyramid import open_level_or_omit, overview_objects, structural_orders
 from .times import window_or_time
 
 
@@ -115,7 +115,7 @@ def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "
     children = {}
     for level in pyramid_levels(manifest):
         # each level warns for itself when it cannot be opened (path_grouping > 1 omits overview levels only)
-        ds = open_level_in(storage, manifest, level.cell_order, window, aoi, index_kind=index_kind, named=False)
+        ds = open_level_or_omit(storage, manifest, level.cell_order, window, aoi, index_kind=index_kind, named=False)
         if ds is not None:
             children[f"o{level.cell_order}" if v2 else str(level.cell_order)] = xr.DataTree(ds)
     orders = structural_orders(children)

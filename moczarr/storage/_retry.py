@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass, fields
 
 from ..errors import (
+    ArgumentError,
     ChecksumMismatchError,
     MoczarrError,
     StorageError,
@@ -65,7 +66,7 @@ class RetryPolicy:
 def policy_from_options(value) -> RetryPolicy:
     """The policy a ``storage_options["moczarr_retry"]`` value asks for (None: the defaults).
 
-    Raises :class:`~moczarr.errors.StorageError` for unknown keys or values out of range.
+    Raises :class:`~moczarr.errors.ArgumentError` for unknown keys or values out of range.
     """
     if value is None:
         return RetryPolicy()
@@ -73,14 +74,14 @@ def policy_from_options(value) -> RetryPolicy:
         return value
     known = {f.name for f in fields(RetryPolicy)}
     if not isinstance(value, dict) or set(value) - known:
-        raise StorageError(f"storage_options['moczarr_retry'] must be a mapping of {sorted(known)}, got {value!r}")
+        raise ArgumentError(f"storage_options['moczarr_retry'] must be a mapping of {sorted(known)}, got {value!r}")
     try:
         policy = RetryPolicy(**value)
         ok = int(policy.attempts) >= 1 and float(policy.deadline) > 0 and float(policy.backoff) >= 0
     except (TypeError, ValueError):
         ok = False
     if not ok:
-        raise StorageError(
+        raise ArgumentError(
             f"storage_options['moczarr_retry'] = {value!r}: attempts must be >= 1, deadline > 0, backoff >= 0"
         )
     return policy

@@ -497,54 +497,12 @@ def _write_overviews(root: Path, leafset: _Leafset, granules_per_shard: dict[int
         r = CELL_ORDER - (SHARD_ORDER - k)  # constant-depth rule (FORMAT.md §7.3)
         shard_nodes = np.asarray(mortie.clip2order(k, leafset.shards), dtype=np.uint64)
         point_nodes = np.asarray(mortie.clip2order(k, leafset.words), dtype=np.uint64)
-        nodes = np.unique(shard_nodes)
         level = {"node_order": k, "cell_order": r, "nodes": {}}
-        for node in nodes:
-            # the node's whole subtree at the source cell order, leaves placed, missing leaves at fill
-            fine = _children(node, CELL_ORDER)
-            inside = np.asarray(mortie.clip2order(k, cells), dtype=np.uint64) == node
-            slab = _dense(
-                np.searchsorted(fine, cells[inside]), fine.size, {n: v[inside] for n, v in values.items()}, EXACT_FIELDS
-            )
-            folded = fold(slab, 4 ** (CELL_ORDER - r))
-            arrays = {"morton": _children(node, r), **folded}
+        for node in np.unique(shard_nodes):
             leaves_below = leafset.shards[shard_nodes == node]
-            node_dec = _decimals([node])[0]
-            obj = zarr.open_group(str(root / _node_path(node) / "all.zarr"), mode="w", zarr_format=3)
-            _write_group_arrays(obj, r, arrays)
-            obj.update_attributes(
-                {
-                    "role": "overview",
-                    "zagg_overview": {
-                        "spec": "zagg-overview/1",
-                        "node": node_dec,
-                        "order": k,
-                        "cell_order": r,
-                        "source_shard_order": SHARD_ORDER,
-                        "source_cell_order": CELL_ORDER,
-                        "window": "all",
-                        "fields": {
-                            n: {kk: PYRAMID_FIELDS[n][kk] for kk in ("class", "method", "nan_policy")}
-                            for n in EXACT_FIELDS
-                        },
-                        "generation": {"n_leaves": len(leaves_below), "max_leaf_timestamp": LEAF_WRITTEN_AT},
-                        "generated_at": SWEEP_AT,
-                    },
-                }
-            )
-            obj.update_attributes(
-                {
-                    "morton_hive_commit": {
-                        "spec": "morton-hive/1",
-                        "complete": True,
-                        "cells_with_data": int((folded["count"] > 0).sum()),
-                        "granule_count": int(sum(granules_per_shard[int(s)] for s in leaves_below)),
-                        "written_at": SWEEP_AT,
-                        "content_hashes": content_hashes(str(r), arrays),
-                    }
-                }
-            )
-            level["nodes"][node_dec] = {
+            granules = int(sum(granules_per_shard[int(s)] for s in leaves_below))
+            _write_overview_node(root, node, k, r, cells, values, n_leaves=len(leaves_below), granules=granules)
+            level["nodes"][_decimals([node])[0]] = {
                 "path": f"{_node_path(node)}/all.zarr",
                 "n_leaves": len(leaves_below),
                 "count": int((point_nodes == node).sum()),
@@ -555,6 +513,44 @@ def _write_overviews(root: Path, leafset: _Leafset, granules_per_shard: dict[int
         level["count_sum"] = int(leafset.words.size)
         record[str(r)] = level
     return record
+
+
+def _write_overview_node(
+    root: Path, node, k: int, r: int, cells: np.ndarray, values: dict, *, n_leaves: int, granules: int
+) -> None:
+    """One overview object: the node's subtree folded from order ``CELL_ORDER`` to ``r``, provenance, then stamp."""
+    # the node's whole subtree at the source cell order, leaves placed, missing leaves at fill
+    fine = _children(node, CELL_ORDER)
+    inside = np.asarray(mortie.clip2order(k, cells), dtype=np.uint64) == node
+    slab = _dense(
+        np.searchsorted(fine, cells[inside]), fine.size, {n: v[inside] for n, v in values.items()}, EXACT_FIELDS
+    )
+    folded = fold(slab, 4 ** (CELL_ORDER - r))
+    arrays = {"morton": _children(node, r), **folded}
+    obj = zarr.open_group(str(root / _node_path(node) / "all.zarr"), mode="w", zarr_format=3)
+    _write_group_arrays(obj, r, arrays)
+    provenance = {
+        "spec": "zagg-overview/1",
+        "node": _decimals([node])[0],
+        "order": k,
+        "cell_order": r,
+        "source_shard_order": SHARD_ORDER,
+        "source_cell_order": CELL_ORDER,
+        "window": "all",
+        "fields": {n: {kk: PYRAMID_FIELDS[n][kk] for kk in ("class", "method", "nan_policy")} for n in EXACT_FIELDS},
+        "generation": {"n_leaves": n_leaves, "max_leaf_timestamp": LEAF_WRITTEN_AT},
+        "generated_at": SWEEP_AT,
+    }
+    obj.update_attributes({"role": "overview", "zagg_overview": provenance})
+    stamp = {
+        "spec": "morton-hive/1",
+        "complete": True,
+        "cells_with_data": int((folded["count"] > 0).sum()),
+        "granule_count": granules,
+        "written_at": SWEEP_AT,
+        "content_hashes": content_hashes(str(r), arrays),
+    }
+    obj.update_attributes({"morton_hive_commit": stamp})  # the stamp, last
 
 
 def _totals(leafset: _Leafset) -> dict:
@@ -601,42 +597,81 @@ def write_sample_store(path, *, seed: int = 0, overwrite: bool = False) -> Path:
     root = Path(path)
     _prepare_root(root, overwrite)
     pts = synthetic_points(seed)
-
-    # elevation: morton-hive/1 with a /1 pyramid
-    elev = root / "elevation"
-    _dump(elev / "morton_hive.json", _manifest("morton-hive/1", _pyramid_declared(False), None))
-    everything = _Leafset(pts, np.ones(pts["h"].size, dtype=bool))
-    leaves = _write_product_leaves(elev, everything, None)
-    _write_root_moc(elev, everything.shards, None)
-    granules = {int(mortie.decimal_to_word(v["shard"])): v["granule_count"] for v in leaves.values()}
-    overviews = _write_overviews(elev, everything, granules)
-    _dump(elev / "morton_hive.json", _manifest("morton-hive/1", _pyramid_declared(True), None))  # sweep actuals
-
-    # elevation_yearly: morton-hive/2, yearly windows, pyramid declared off
-    yearly = root / "elevation_yearly"
-    temporal = {
-        "schedule": "yearly",
-        "time_field": "delta_time",
-        "epoch": "2018-01-01T00:00:00+00:00",
-        "scale": "utc",
-        "units": "seconds",
-        "calendar": "proleptic_gregorian",
-        "append_policy": "new-window",
+    products = {
+        "elevation": _write_elevation(root / "elevation", pts),
+        "elevation_yearly": _write_elevation_yearly(root / "elevation_yearly", pts),
     }
+    _dump(root / EXPECTATIONS_NAME, _expectations(seed, pts, products), sort_keys=True, newline=True)
+    return root
+
+
+def _write_elevation(product: Path, pts: dict[str, np.ndarray]) -> dict:
+    """``elevation``: ``morton-hive/1`` with a ``/1`` pyramid, swept; returns its expectations."""
+    _dump(product / "morton_hive.json", _manifest("morton-hive/1", _pyramid_declared(False), None))
+    everything = _Leafset(pts, np.ones(pts["h"].size, dtype=bool))
+    leaves = _write_product_leaves(product, everything, None)
+    _write_root_moc(product, everything.shards, None)
+    granules = {int(mortie.decimal_to_word(v["shard"])): v["granule_count"] for v in leaves.values()}
+    overviews = _write_overviews(product, everything, granules)
+    _dump(product / "morton_hive.json", _manifest("morton-hive/1", _pyramid_declared(True), None))  # sweep actuals
+    return {
+        "spec": "morton-hive/1",
+        "cell_order": CELL_ORDER,
+        "shard_order": SHARD_ORDER,
+        "cells_per_leaf": 4 ** (CELL_ORDER - SHARD_ORDER),
+        "fields": list(FIELD_NAMES),
+        "windows": [],
+        "leaves": leaves,
+        "shards": _decimals(everything.shards),
+        "totals": _totals(everything),
+        "overview_orders": list(OVERVIEW_ORDERS),
+        "levels": overviews,
+    }
+
+
+#: the ``temporal`` block of ``elevation_yearly``
+YEARLY_TEMPORAL = {
+    "schedule": "yearly",
+    "time_field": "delta_time",
+    "epoch": "2018-01-01T00:00:00+00:00",
+    "scale": "utc",
+    "units": "seconds",
+    "calendar": "proleptic_gregorian",
+    "append_policy": "new-window",
+}
+
+
+def _write_elevation_yearly(product: Path, pts: dict[str, np.ndarray]) -> dict:
+    """``elevation_yearly``: ``morton-hive/2``, yearly windows, pyramid declared off; returns its expectations."""
     declared_off = {"spec": "zagg-pyramid/1", "overview": {"orders": []}}
-    _dump(yearly / "morton_hive.json", _manifest("morton-hive/2", declared_off, temporal))
+    _dump(product / "morton_hive.json", _manifest("morton-hive/2", declared_off, dict(YEARLY_TEMPORAL)))
     windows, all_shards, ranges = {}, [], []
     for label in WINDOWS:
         ls = _Leafset(pts, pts["window"] == label)
-        wleaves = _write_product_leaves(yearly, ls, label)
+        wleaves = _write_product_leaves(product, ls, label)
         tr = [_iso(ls.time.min()), _iso(ls.time.max())]
         windows[label] = {"leaves": wleaves, "totals": _totals(ls), "time_range": tr}
         all_shards.append(ls.shards)
         ranges.append(tr)
     union_range = [min(r[0] for r in ranges), max(r[1] for r in ranges)]
-    _write_root_moc(yearly, np.unique(np.concatenate(all_shards)), union_range)
+    shards = np.unique(np.concatenate(all_shards))
+    _write_root_moc(product, shards, union_range)
+    return {
+        "spec": "morton-hive/2",
+        "cell_order": CELL_ORDER,
+        "shard_order": SHARD_ORDER,
+        "cells_per_leaf": 4 ** (CELL_ORDER - SHARD_ORDER),
+        "fields": list(FIELD_NAMES),
+        "schedule": "yearly",
+        "windows": windows,
+        "time_range": union_range,
+        "shards": _decimals(shards),
+    }
 
-    expectations = {
+
+def _expectations(seed: int, pts: dict[str, np.ndarray], products: dict) -> dict:
+    """The ``sample.json`` document: the generator, its fixed inputs, and each product's expectations."""
+    return {
         "generator": GENERATOR,
         "seed": int(seed),
         "region": REGION,
@@ -653,32 +688,5 @@ def write_sample_store(path, *, seed: int = 0, overwrite: bool = False) -> Path:
             "beams": list(BEAMS),
             "points_per_window": {w: int((pts["window"] == w).sum()) for w in WINDOWS},
         },
-        "products": {
-            "elevation": {
-                "spec": "morton-hive/1",
-                "cell_order": CELL_ORDER,
-                "shard_order": SHARD_ORDER,
-                "cells_per_leaf": 4 ** (CELL_ORDER - SHARD_ORDER),
-                "fields": list(FIELD_NAMES),
-                "windows": [],
-                "leaves": leaves,
-                "shards": _decimals(everything.shards),
-                "totals": _totals(everything),
-                "overview_orders": list(OVERVIEW_ORDERS),
-                "levels": overviews,
-            },
-            "elevation_yearly": {
-                "spec": "morton-hive/2",
-                "cell_order": CELL_ORDER,
-                "shard_order": SHARD_ORDER,
-                "cells_per_leaf": 4 ** (CELL_ORDER - SHARD_ORDER),
-                "fields": list(FIELD_NAMES),
-                "schedule": "yearly",
-                "windows": windows,
-                "time_range": union_range,
-                "shards": _decimals(np.unique(np.concatenate(all_shards))),
-            },
-        },
+        "products": products,
     }
-    _dump(root / EXPECTATIONS_NAME, expectations, sort_keys=True, newline=True)
-    return root

@@ -68,7 +68,7 @@ from ..format.stamps import (
     walk_leaves,
 )
 from ..ids import ALL_TOKEN
-from ..openers.pyramid import open_level_in
+from ..openers.pyramid import open_level_or_omit
 from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
 from ._findings import VerifyReport
 
@@ -496,7 +496,7 @@ class _ProductCheck:
                 )
                 continue
             scopes = [(w, False) for w in windows]
-            if level.artifact == "overview" and self.m.windowed and decl["all_time"] and self.window is None:
+            if level.artifact == "overview" and self.m.windowed and decl.all_time and self.window is None:
                 scopes.append((None, True))
             found = 0
             for w, all_time in scopes:
@@ -504,7 +504,7 @@ class _ProductCheck:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     try:
-                        ds = open_level_in(self.storage, self.m, level.cell_order, w, None, all_time)
+                        ds = open_level_or_omit(self.storage, self.m, level.cell_order, w, None, all_time)
                     except PyramidError as exc:
                         self.add(
                             f"{level.artifact}-refused",
