@@ -21,7 +21,7 @@ import pytest
 from .conftest import REPO
 
 BLOCK = re.compile(r"^```python([^\n]*)\n(.*?)^```", re.S | re.M)
-ALL_PAGES = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md")])
+ALL_PAGES = sorted([REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "CHANGELOG.md", *(REPO / "docs").glob("*.md")])
 # pages with at least one runnable block (api.md is a table of names only)
 PAGES = [page for page in ALL_PAGES if any("notest" not in m.group(1) for m in BLOCK.finditer(page.read_text()))]
 
