@@ -277,13 +277,45 @@ def _demo(out: Path, *, kept: bool) -> str:
     where = out if kept else Path("demo")
     lines.append("" if kept else "\n(the demo folder was temporary and is gone; keep one with --out demo)")
     lines.append("\nnext, try:")
-    lines.append(f"  moczarr-catalog demo --out {where}")
-    lines.append(f"  moczarr-catalog show {where / 'sample'}")
-    lines.append(
-        f"  python -c \"import intake; cat = intake.open_catalog('{where / 'catalog.yaml'}'); "
-        f"print(cat['{level_entries[0]}'](order={coarse}).read())\""
-    )
+    lines += [f"  {step}" for step in _next_steps(where, level_entries[0], coarse)]
     return "\n".join(lines)
+
+
+def _next_steps(where: Path, entry: str, order: int) -> list[str]:
+    """Three shell commands that work as printed in the current folder, whether or not the environment is active.
+
+    The commands name this interpreter and its ``moczarr-catalog`` script by
+    path (relative when they lie below the current folder), or by bare name
+    when ``PATH`` finds exactly them.
+    """
+    import json
+    import shlex
+
+    python = _as_typed(sys.executable, "python")
+    script = shutil.which("moczarr-catalog", path=os.path.dirname(sys.executable))
+    cli = _as_typed(script, "moczarr-catalog") if script else f"{python} -m moczarr_intake.cli"
+    code = (
+        f"import intake; cat = intake.open_catalog({json.dumps(str(where / 'catalog.yaml'))}); "
+        f"print(cat[{json.dumps(entry)}](order={order}).read())"
+    )
+    return [
+        f"{cli} demo --out {shlex.quote(str(where))}",
+        f"{cli} show {shlex.quote(str(where / 'sample'))}",
+        f"{python} -c {shlex.quote(code)}",
+    ]
+
+
+def _as_typed(path: str, name: str) -> str:
+    """How a shell here reaches the executable ``path``: ``name`` when PATH finds exactly it, else its path."""
+    import shlex
+
+    found = shutil.which(name)
+    if found and os.path.abspath(found) == os.path.abspath(path):
+        return name
+    relative = os.path.relpath(path)
+    if relative.startswith(os.pardir):
+        return shlex.quote(os.path.abspath(path))
+    return shlex.quote(relative if os.sep in relative else os.path.join(os.curdir, relative))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""``moczarr-catalog verify ROOT... [--deep] [--json]``: check stores the way their operators need.
+"""``moczarr-catalog verify ROOT [ROOT ...] [--deep] [--json]``: check stores the way their operators need.
 
 Each ROOT is told apart by content: a moraine pyramid folder is checked with
 :func:`moczarr.moraine.verify.verify_moraine`, anything else as a morton-hive

@@ -414,9 +414,9 @@ def validate_item(item: pystac.Item) -> list[str]:
 
     This is :func:`moczarr_intake.stac.validate_document` (the catalog's one offline validator):
     STAC core from the 1.1.0 schemas pystac bundles, extensions from the offline copies in
-    ``stac-schemas`` (:func:`moczarr_intake.stac.schema_dir`: ``moczarr_intake.stac.SCHEMA_DIR``,
-    else ``$MOCZARR_STAC_SCHEMAS``, else ``$MOCZARR_SHARED/stac-schemas``, else
-    ``../shared/stac-schemas`` beside the repository). A declared extension (or a ``$ref``) without
+    :func:`moczarr_intake.stac.schema_dir` (``moczarr_intake.stac.SCHEMA_DIR``, else
+    ``$MOCZARR_STAC_SCHEMAS``, else the copies bundled in ``moczarr_intake/stac/schemas``).
+    A declared extension (or a ``$ref``) without
     a local schema raises :class:`MissingSchemaError`; nothing is fetched. An invalid Item raises
     :class:`pystac.errors.STACValidationError` with the jsonschema errors as ``source``."""
     doc = json.loads(json.dumps(item.to_dict(include_self_link=False, transform_hrefs=False)))
