@@ -48,6 +48,7 @@ from ..errors import (
     VersionPointerError,
     WindowError,
 )
+from ..format.content import combined_digest, content_digest, recorded_digests
 from ..format.coverage import (
     ROOT_MOC_NAME,
     aoi_mask,
@@ -578,7 +579,7 @@ class _ProductCheck:
                     except StampError as exc:
                         self.add("stamp-unparsable", "error", f"{data}/zarr.json", str(exc))
                         continue
-                recorded = _recorded_hashes(stamp)
+                recorded = recorded_digests(stamp)
                 arrays, digests = self._hash_object(data, objs, arrays, stamp, recorded)
                 verified_by_record = False
                 if lf is not None:
@@ -717,7 +718,7 @@ class _ProductCheck:
                     f"not of this leaf ({word}, {lf.ref.window!r}); it is left out",
                 )
                 record = None
-        hashes = _recorded_hashes(record)
+        hashes = recorded_digests(record)
         if hashes is not None and stamped is not None and hashes != stamped:
             self.add(
                 "sidecar-stale",
@@ -834,55 +835,6 @@ class _ProductCheck:
                 lf.ref.path,
                 f"the stamp says cells_with_data {cwd}, count > 0 in {occupied.size} cells",
             )
-
-
-# -- O11 content hashes (FORMAT.md §8.6) ---------------------------------------------------------------
-def content_digest(values: np.ndarray) -> str:
-    """The O11 digest of one decoded array.
-
-    Fixed width: sha256 of the C-order little-endian bytes at the array's
-    dtype (fill included). Variable length (object arrays): sha256 over the
-    cells in C order of ``u64le(len(payload)) || payload``, where an empty or
-    unwritten cell contributes length 0, an ndarray cell its C-contiguous LE
-    bytes and a ``str`` its UTF-8. Raises ``TypeError`` for any other cell.
-    """
-    values = np.asarray(values)
-    if values.dtype != object:
-        le = values.astype(values.dtype.newbyteorder("<"), copy=False)
-        return hashlib.sha256(np.ascontiguousarray(le).tobytes()).hexdigest()
-    h = hashlib.sha256()
-    for cell in values.ravel(order="C"):
-        if cell is None:
-            payload = b""
-        elif isinstance(cell, (bytes, bytearray, memoryview)):
-            payload = bytes(cell)
-        elif isinstance(cell, str):
-            payload = cell.encode("utf-8")
-        elif isinstance(cell, np.ndarray):
-            payload = np.ascontiguousarray(cell.astype(cell.dtype.newbyteorder("<"), copy=False)).tobytes()
-        else:
-            raise TypeError(f"a vlen cell of type {type(cell).__name__} has no O11 byte form")
-        h.update(len(payload).to_bytes(8, "little"))
-        h.update(payload)
-    return h.hexdigest()
-
-
-def combined_digest(digests: Sequence[str]) -> str:
-    """``sha256`` of the sorted per-array hex digests joined by newlines (names excluded)."""
-    return hashlib.sha256("\n".join(sorted(digests)).encode("ascii")).hexdigest()
-
-
-def _recorded_hashes(stamp: dict | None) -> dict[str, str] | None:
-    """``{array: hex}`` a stamp records (the ``arrays`` form or the flat form), or None."""
-    block = (stamp or {}).get("content_hashes")
-    if not isinstance(block, dict):
-        return None
-    arrays = (
-        block.get("arrays")
-        if isinstance(block.get("arrays"), dict)
-        else {k: v for k, v in block.items() if k != "combined"}
-    )
-    return {k: v for k, v in arrays.items() if isinstance(v, str)} or None
 
 
 def _decode_arrays(objects: list[dict[str, bytes]]) -> list[dict[str, np.ndarray | Exception]]:
