@@ -69,6 +69,7 @@ from ..format.stamps import (
     walk_leaves,
 )
 from ..ids import ALL_TOKEN
+from ..openers.hive import list_windows
 from ..openers.pyramid import open_level_in
 from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
 from ._findings import VerifyReport
@@ -96,9 +97,11 @@ def verify_store(
     product. Never writes.
 
     Returns a :class:`VerifyReport`; damage is reported, not raised. Raises
-    :class:`~moczarr.errors.WindowError` for ``window="all"`` or a label no
-    windowed product's schedule allows, and
-    :class:`~moczarr.errors.NotAHiveStoreError` for a local root that does not exist.
+    :class:`~moczarr.errors.WindowError` for ``window="all"``, a label no
+    windowed product's schedule allows, a window no windowed product holds a
+    leaf of (naming the windows present), and any window on a root without a
+    windowed product; and
+    :class:`~moczarr.errors.NotAHiveStoreError` for a local root that does not exist or is a file.
     """
     storage = Storage.open(store_root, storage_options, concurrency)
     report = VerifyReport(storage.location, deep)
@@ -106,8 +109,11 @@ def verify_store(
         raise WindowError(f"{storage.describe()}: 'all' is the reserved all-time token, never a window label")
     try:
         products = _products(storage, report)
+    except NotAHiveStoreError:  # a file given as the root: the reader's own message
+        raise
     except FileNotFoundError:  # a local store root opens lazily: its first read finds it missing
         raise NotAHiveStoreError(f"{storage.describe()}: no such store root (the folder does not exist)") from None
+    checks = []
     for prefix, pstorage, doc in products:
         try:
             manifest = parse_manifest(doc, pstorage.describe())
@@ -115,13 +121,34 @@ def verify_store(
             report.add("manifest-invalid", "error", prefix + MANIFEST_NAME, str(exc))
             continue
         report.counts["products"] += 1
-        _ProductCheck(report, pstorage, prefix, manifest, window, deep, progress).run()
+        checks.append(_ProductCheck(report, pstorage, prefix, manifest, window, deep, progress))
+        checks[-1].run()
+    if window is not None and checks:
+        _check_window_held(storage, window, checks)
     return report
+
+
+def _check_window_held(storage: Storage, window: str, checks: list[_ProductCheck]) -> None:
+    """Refuse a ``window`` that no windowed product of the root holds a leaf of (the report would be empty)."""
+    windowed = [c for c in checks if c.m.windowed]
+    if not windowed:
+        raise WindowError(f"{storage.describe()}: window {window!r} given but no product of this root is time-windowed")
+    present = sorted(set().union(*(c.windows for c in windowed)))
+    if window not in present:
+        raise WindowError(
+            f"{storage.describe()}: window {window!r} holds no leaf in this store; "
+            f"windows present: {', '.join(present) or '(none)'}"
+        )
 
 
 # -- the roster --------------------------------------------------------------------------------------
 def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage, dict]]:
-    """``(key prefix, storage, manifest document)`` of every product (one, with prefix ``""``, for a bare store)."""
+    """``(key prefix, storage, manifest document)`` of every product (one, with prefix ``""``, for a bare store).
+
+    Each damage is one finding: a product whose manifest is reported
+    ``manifest-invalid`` is not reported again as a child without one.
+    """
+    invalid: set[str] = set()  # products whose manifest is present but malformed (already reported)
     try:
         root_doc, manifests = read_roster(storage)
     except ManifestError as exc:
@@ -139,6 +166,7 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
                 manifests[name] = read_roster(child)[0]
             except ManifestError as bad:
                 report.add("manifest-invalid", "error", f"{name}/{MANIFEST_NAME}", str(bad))
+                invalid.add(name)
     if root_doc is not None:
         return [("", storage, root_doc)]
     names = storage.list_dir("")
@@ -163,7 +191,7 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
                 "a store whose name breaks the product grammar [a-z0-9_-]{1,192}: readers never list it",
             )
     for name in names:
-        if is_product_name(name) and name not in manifests:
+        if is_product_name(name) and name not in manifests and name not in invalid:
             report.add(
                 "not-a-product",
                 "info",
@@ -193,7 +221,10 @@ class _ProductCheck:
 
     def __init__(self, report, storage, prefix, manifest, window, deep, progress):
         self.report, self.storage, self.prefix, self.m = report, storage, prefix, manifest
-        self.window, self.deep, self.progress = window, deep, progress
+        # window= scopes windowed products and leaves unwindowed ones whole, as open_store does
+        self.window = window if manifest.windowed else None
+        self.deep, self.progress = deep, progress
+        self.windows: set[str] = set()  # the windows the walk found leaves of (every window, before scoping)
         self.group = str(manifest.cell_order)
         self.stamped: list[LeafRef] = []  # every leaf with a root stamp, damaged or not
 
@@ -209,7 +240,7 @@ class _ProductCheck:
 
     def run(self) -> None:
         if self.m.windowed and self.window is not None:
-            check_window(self.m, self.window, lambda: self.m.declared_windows)
+            check_window(self.m, self.window, lambda: list_windows(self.storage))
         levels = self._levels()
         shards, moc_usable = self._root_moc()
         refs = self._walk()
@@ -281,6 +312,7 @@ class _ProductCheck:
                 except WindowError as exc:
                     self.add("window-invalid", "warning", ref.path, f"readers refuse this leaf's window: {exc}")
                     continue
+                self.windows.add(ref.window)
             if self.window is None or ref.window == self.window:
                 keep.append(ref)
         return keep
