@@ -217,10 +217,11 @@ class CellsSource:
     repeat objects and positions. ``digests[i]`` is the O11 digest segment i's
     object's stamp records for this array (None: nothing recorded); with
     ``digests`` given every object read is checked against it
-    (:meth:`check_content`), and an object with a digest is always read whole. Indexing with slices, integers or integer
-    arrays reads only the objects the key touches, each once, in sub-batches of
-    at most :data:`SUB_BATCH_KEYS` chunks whose values are copied straight into
-    the result, so a read holds the result plus a bounded number of payloads.
+    (:meth:`check_content`), and an object with a digest is always read
+    whole. Indexing with slices, integers or integer arrays reads only the
+    objects the key touches, each once, in sub-batches of at most
+    :data:`SUB_BATCH_KEYS` chunks whose values are copied straight into the
+    result, so a read holds the result plus a bounded number of payloads.
     ``source[...]`` of a whole batch is what a dask task computes.
     """
 
@@ -502,9 +503,9 @@ class CellsSource:
         missing = sum(1 for p in chunks if p is None)
         if len(coords_list) == 1:
             where = self.storage.describe(f"{group}/{self.name}/{self.decoder.chunk_key(coords_list[0])}")
-            return mismatch_message(where, bool(missing), got, expected)
-        where = self.storage.describe(f"{group}/{self.name}")
-        return mismatch_message(where, bool(missing), got, expected, f"{missing} of its {len(coords_list)} chunks")
+        else:
+            where = self.storage.describe(f"{group}/{self.name}")
+        return mismatch_message(where, got, expected, missing=missing, n_chunks=len(coords_list))
 
     def _fill_joined(self, out: np.ndarray, plans: list, payloads: list) -> bool:
         """Whole single-chunk objects of a plain ``bytes`` array, landing on consecutive rows: one copy of their joined bytes.
@@ -578,17 +579,17 @@ class CellsSource:
                 )
 
 
-def mismatch_message(where: str, missing: bool, got: str, expected: str, chunks: str = "") -> str:
-    """What a :class:`~moczarr.errors.ContentHashError` says: the chunk (or array) ``where``, and what differs."""
-    if missing and not chunks:
+def mismatch_message(where: str, got: str, expected: str, *, missing: int = 0, n_chunks: int = 1) -> str:
+    """What a :class:`~moczarr.errors.ContentHashError` says: the chunk (or array) ``where``, and what differs.
+
+    ``missing`` of the object's ``n_chunks`` chunks were not there (read as fill).
+    """
+    if n_chunks == 1 and missing:
         what = "the chunk is missing, so it would read as fill, and fill is not what the stamp's content_hashes record"
-    elif chunks:
-        what = (
-            f"its values ({chunks} missing, read as fill, when any) hash to {got[:12]}…, "
-            f"the stamp's content_hashes record {expected[:12]}…"
-        )
     else:
         what = f"its values hash to {got[:12]}…, the stamp's content_hashes record {expected[:12]}…"
+        if missing:
+            what += f" ({missing} of its {n_chunks} chunks are missing and read as fill)"
     return f"{where}: {what} (a replaced, altered or deleted chunk); open with verify_chunks=False to read it anyway"
 
 
@@ -609,7 +610,7 @@ def read_whole(storage: Storage, name: str, metadata: dict, group: str, digest: 
     payload = storage.get_bytes(key)
     values = np.array(dec.decode(payload, storage.describe(key)).reshape(()))
     if digest is not None and (got := content_digest(values)) != digest:
-        raise ContentHashError(mismatch_message(storage.describe(key), payload is None, got, digest))
+        raise ContentHashError(mismatch_message(storage.describe(key), got, digest, missing=int(payload is None)))
     return values
 
 
