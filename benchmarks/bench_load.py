@@ -6,7 +6,13 @@ Stores are ``{work}/single_{n}/store`` (written by the zagg writer, see
 ``bench_open.py``). For each size it prints the median ``.load()`` time of a
 fresh open (the open itself not timed), the floor — a plain loop that reads
 every data chunk the load reads (keys known from the arithmetic) and decodes
-it (``numpy.frombuffer``, zstd where the codec says so) — and the ratio; then
+it (``numpy.frombuffer``, zstd where the codec says so) — and the ratio.
+
+The load is timed twice: as opened by default (every chunk checked against
+its stamp's ``content_hashes``) and with ``verify_chunks=False``; ``check %``
+is what the check adds to the unchecked load, printed beside the floor of the
+check itself (``hash ms``: the same plain loop plus one ``sha256`` per decoded
+chunk, minus the plain loop). Then
 the peak traced memory (tracemalloc) of ``.load()`` after a fresh open,
 beside the decoded bytes: the target is peak <= 2 x decoded + a constant
 (dask's final concatenation of a variable's blocks already holds blocks and
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import hashlib
 import json
 import os
 import statistics
@@ -51,7 +58,8 @@ def chunk_plan(root: Path, ds) -> list[tuple[str, np.dtype, bool]]:
     return plan
 
 
-def raw_floor(plan) -> float:
+def raw_floor(plan, hashed: bool = False) -> float:
+    """The plain loop over the load's chunks: read, decompress, view as values (and ``sha256`` them, ``hashed``)."""
     import zstandard
 
     dctx = zstandard.ZstdDecompressor()
@@ -61,7 +69,9 @@ def raw_floor(plan) -> float:
             payload = f.read()
         if zstd:
             payload = dctx.decompress(payload)
-        np.frombuffer(payload, dtype=dtype)
+        values = np.frombuffer(payload, dtype=dtype)
+        if hashed:
+            hashlib.sha256(values).hexdigest()
     return time.perf_counter() - t0
 
 
@@ -72,8 +82,8 @@ def median_of(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def timed_load(store: Path) -> float:
-    ds = moczarr.open_hive(store)
+def timed_load(store: Path, verify_chunks: bool = True) -> float:
+    ds = moczarr.open_hive(store, verify_chunks=verify_chunks)
     t0 = time.perf_counter()
     ds.load()
     return time.perf_counter() - t0
@@ -82,9 +92,13 @@ def timed_load(store: Path) -> float:
 def main() -> None:
     args = size_parser(__doc__).parse_args()
     warnings.simplefilter("ignore", UserWarning)
-    print(f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, {os.cpu_count()} cpus")
     print(
-        f"{'case':<22}{'load ms':>10}{'floor ms':>10}{'ratio':>8}{'chunks':>8}{'tasks':>7}"
+        f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, {os.cpu_count()} cpus, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    print(
+        f"{'case':<22}{'load ms':>10}{'floor ms':>10}{'ratio':>8}{'unchecked':>11}{'check %':>9}{'hash ms':>9}"
+        f"{'chunks':>8}{'tasks':>7}"
         f"{'peak MB':>9}{'decoded MB':>12}{'peak/dec':>10}{'excess MB':>11}{'record MB':>11}{'other MB':>10}"
     )
     for n, store in existing_stores(args.work, args.sizes):
@@ -93,7 +107,10 @@ def main() -> None:
         raw_floor(plan)  # warm the page cache
         timed_load(store)
         floor = median_of(functools.partial(raw_floor, plan), args.repeats)
-        load = median_of(functools.partial(timed_load, store), args.repeats)
+        hashed = median_of(functools.partial(raw_floor, plan, True), args.repeats)
+        # checked and unchecked loads alternate, so a change in the machine's load hits both alike
+        pairs = [(timed_load(store), timed_load(store, False)) for _ in range(args.repeats)]
+        load, unchecked = (statistics.median(t) for t in zip(*pairs, strict=True))
         with count_requests() as counter:
             moczarr.open_hive(store).load()
         tasks = sum(len(v.data.__dask_graph__()) for v in ds.variables.values() if v.chunks is not None)
@@ -102,6 +119,7 @@ def main() -> None:
         excess = peak - 2 * decoded
         print(
             f"{'load single_' + str(n):<22}{load * 1e3:>10.1f}{floor * 1e3:>10.1f}{load / floor:>7.1f}x"
+            f"{unchecked * 1e3:>11.1f}{(load / unchecked - 1) * 100:>8.1f}%{(hashed - floor) * 1e3:>9.1f}"
             f"{counter.kind('chunk:data'):>8}{tasks:>7}{peak / 1e6:>9.2f}{decoded / 1e6:>12.2f}{peak / max(decoded, 1):>9.1f}x"
             f"{excess / 1e6:>11.2f}{record / 1e6:>11.2f}{(peak - decoded - record) / 1e6:>10.2f}",
             flush=True,

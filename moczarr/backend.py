@@ -8,6 +8,7 @@ morton-hive store without importing moczarr itself::
     xr.open_dataset(root, engine="moczarr")                      # the native level
     xr.open_dataset(root, engine="moczarr", cell_order=6, window="2020")
     xr.open_datatree(root, engine="moczarr")                     # every product and level
+    xr.open_datatree(local_root, window="2020")                  # a local root is recognised without engine=
 
 One vocabulary: the **cell order** (HEALPix order of the level's cells).
 ``order``, ``zoom`` (HEALPix catalogs' word) and ``level`` are accepted as its
@@ -68,6 +69,8 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
 
     description = "Open morton-hive zarr stores (sparse HEALPix datasets) with moczarr"
     url = "https://github.com/moczarr/moczarr"
+    #: a store root opens as a tree (``open_datatree``, ``open_groups``): xarray guesses this engine for trees too
+    supports_groups = True
     open_dataset_parameters = (
         "filename_or_obj",
         "drop_variables",
@@ -76,6 +79,7 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
         "aoi",
         "all_time",
         "storage_options",
+        "verify_chunks",
         "order",
         "zoom",
         "level",
@@ -91,6 +95,7 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
         aoi=None,
         all_time=False,
         storage_options=None,
+        verify_chunks=True,
         order=None,
         zoom=None,
         level=None,
@@ -104,7 +109,9 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
 
         root = _location(filename_or_obj)
         r = resolve_cell_order(cell_order, order=order, zoom=zoom, level=level)
-        ds = open_level(root, r, window or None, aoi, bool(all_time), storage_options=storage_options)
+        ds = open_level(
+            root, r, window or None, aoi, bool(all_time), storage_options=storage_options, verify_chunks=verify_chunks
+        )
         if drop_variables:
             ds = ds.drop_vars(
                 [drop_variables] if isinstance(drop_variables, str) else list(drop_variables), errors="ignore"
@@ -112,12 +119,36 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
         return ds
 
     def open_datatree(
-        self, filename_or_obj, *, drop_variables=None, products=None, window=None, aoi=None, storage_options=None
+        self,
+        filename_or_obj,
+        *,
+        drop_variables=None,
+        products=None,
+        window=None,
+        aoi=None,
+        storage_options=None,
+        verify_chunks=True,
     ):
         """:func:`moczarr.open_store` of the store root at ``filename_or_obj``."""
         from .openers.tree import open_store
 
-        return open_store(_location(filename_or_obj), products, aoi, window or None, storage_options=storage_options)
+        tree = open_store(
+            _location(filename_or_obj),
+            products,
+            aoi,
+            window or None,
+            storage_options=storage_options,
+            verify_chunks=verify_chunks,
+        )
+        if drop_variables:
+            names = [drop_variables] if isinstance(drop_variables, str) else list(drop_variables)
+            tree = tree.map_over_datasets(lambda ds: ds.drop_vars(names, errors="ignore"))
+        return tree
+
+    def open_groups_as_dict(self, filename_or_obj, **kwargs) -> dict:
+        """The nodes of :meth:`open_datatree` by path (``xr.open_groups``): ``{"/": root, "/atl06": ..., ...}``."""
+        tree = self.open_datatree(filename_or_obj, **kwargs)
+        return {node.path: node.to_dataset() for node in tree.subtree}
 
     def guess_can_open(self, filename_or_obj) -> bool:
         """True for a local store root: a ``morton_hive.json`` there, or in one of its product folders.

@@ -129,7 +129,17 @@ class ArrayContractError(ContentError):
 
 
 class ChunkError(ArrayContractError):
-    """A data chunk is present but cannot be decoded (empty, truncated, corrupt, wrong size)."""
+    """A data chunk that cannot be decoded (empty, truncated, corrupt, wrong size), or is not the recorded one."""
+
+
+class ContentHashError(ChunkError):
+    """A chunk whose values do not hash to the ``content_hashes`` its object's stamp records.
+
+    Replaced, altered or deleted after the stamp was written (a deleted chunk
+    reads as fill, and fill is not what the stamp recorded). Named by the
+    chunk's key; ``verify_chunks=False`` on the opener reads the stored values
+    anyway.
+    """
 
 
 class RaggedError(ArrayContractError):
@@ -263,6 +273,7 @@ __all__ = [
     "ChecksumMismatchError",
     "ChunkError",
     "ContentError",
+    "ContentHashError",
     "CoverageError",
     "CoverageFallbackWarning",
     "DebrisWarning",

@@ -138,6 +138,11 @@ def _parse_decimals(texts) -> np.ndarray:
             raise AOIError(
                 f"{t!r:.40} is not a morton decimal id (optional '-', base digit 1-6, then up to 29 digits 1-4)"
             )
+        if decimal_order(t.removesuffix("p")) > 29:
+            raise AOIError(
+                f"{t!r} is not a morton decimal id: {decimal_order(t.removesuffix('p'))} order digits, "
+                "and order 29 (29 digits after the base digit) is the finest"
+            )
         if t.endswith("p") and decimal_order(t[:-1]) != 29:
             raise AOIError(f"{t!r} carries the point marker 'p' but is not a full order-29 id")
     return np.asarray(mortie.decimal_to_word(np.asarray(texts)), dtype=np.uint64).reshape(-1)

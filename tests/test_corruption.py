@@ -8,11 +8,11 @@ one the table names:
 - ``Degrades(W, check)``: the warning ``W``, and a result that ``check``
   proves sound (for caches: the source data equal to the undamaged golden);
 - ``Golden()``: the same result as the undamaged store, without a warning
-  (the damaged object is one the API never reads);
-- ``VerifierOnly(check)``: the documented gap (docs/reliability.md): a
-  missing or replaced data chunk decodes as fill or as other values, and
-  only a check against the stamp's ``content_hashes`` can see it; ``check``
-  pins down that the difference is confined to the damaged chunk.
+  (the damaged object is one the API never reads).
+
+A missing or replaced data chunk that still decodes is caught by the read's
+check against the stamp's ``content_hashes`` (the hive store here records
+them); tests/test_verify_on_read.py covers that check under every opener.
 
 Damages: ``missing``, ``empty``, ``truncated``, ``invalid_json`` (for
 binary objects: garbage bytes), ``wrong_type`` (a JSON list, or a value of
@@ -37,6 +37,7 @@ import moczarr
 import moczarr.moraine
 from moczarr.errors import (
     ChunkError,
+    ContentHashError,
     CoverageError,
     CoverageFallbackWarning,
     DebrisWarning,
@@ -87,11 +88,6 @@ class Degrades:
 @dataclass(frozen=True)
 class Golden:
     pass
-
-
-@dataclass(frozen=True)
-class VerifierOnly:
-    check: Callable
 
 
 # -- damage -----------------------------------------------------------------------------------------------
@@ -166,28 +162,6 @@ def without_leaf(decimal: str):
 
 def equal_to_golden(result, golden):
     xr.testing.assert_identical(result, golden)
-
-
-def only_chunk_differs(var: str, decimal: str, fill):
-    def check(result: xr.Dataset, golden: xr.Dataset):
-        leaves = golden.attrs["morton_hive"]["leaves"]
-        i = leaves.index(decimal)
-        n = golden.sizes["cells"] // len(leaves)
-        rows = slice(i * n, (i + 1) * n)
-        for name in golden.data_vars:
-            a, b = result[name].values, golden[name].values
-            if name == var:
-                other = np.ones(a.shape[0], bool)
-                other[rows] = False
-                np.testing.assert_array_equal(a[other], b[other])
-                if fill is not None:
-                    assert (a[rows] == fill).all()
-                else:
-                    assert not np.array_equal(a[rows], b[rows])
-            else:
-                np.testing.assert_array_equal(a, b)
-
-    return check
 
 
 def replace_with_other_chunk(leaf_rel: str, other_rel: str):
@@ -317,11 +291,11 @@ HIVE_OBJECTS = {
             "wrong_type": replace_with_other_chunk(OTHER_LEAF, f"{SCHEMA_LEAF}/8/count/c/0"),
         },
         {
-            "missing": VerifierOnly(only_chunk_differs("count", OTHER_DECIMAL, fill=0)),
+            "missing": Raises(ContentHashError, "count/c/0"),
             "empty": Raises(ChunkError, "count"),
             "truncated": Raises(ChunkError, "count"),
             "invalid_json": Raises(ChunkError, "c/0"),
-            "wrong_type": VerifierOnly(only_chunk_differs("count", OTHER_DECIMAL, fill=None)),
+            "wrong_type": Raises(ContentHashError, "count/c/0"),
         },
     ),
 }
@@ -347,16 +321,12 @@ def run_case(root: Path, api, expect, golden) -> None:
         with pytest.warns(expect.warning):
             result = api(root)
         expect.check(result, golden)
-    elif isinstance(expect, Golden):
+    else:
+        assert isinstance(expect, Golden)
         with warnings.catch_warnings():
             warnings.simplefilter("error", MoczarrWarning)
             result = api(root)
         equal_to_golden(result, golden)
-    else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", MoczarrWarning)
-            result = api(root)
-        expect.check(result, golden)
 
 
 @pytest.fixture(scope="module")

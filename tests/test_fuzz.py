@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import moczarr
 import moczarr.moraine
-from moczarr.errors import MoczarrError, MoczarrWarning
+from moczarr.errors import AOIError, MoczarrError, MoczarrWarning
 from moczarr.format.manifest import parse_manifest
 from moczarr.openers.pyramid import pyramid_declaration, pyramid_levels
 
@@ -224,14 +224,38 @@ def test_fuzzed_overview_roots_degrade_or_raise_typed(stores, attrs, field):
 
 
 # -- opener arguments ---------------------------------------------------------------------------------------
-ARGS = JSON | NAMES | st.sampled_from([-1, 0, 2**64, 1.5, b"x", (), object()])
+#: morton-id-shaped text of every length: real ids, ids with more digits than order 29 allows, point markers
+IDS = st.from_regex(r"-?[0-9][0-9]{0,34}p?", fullmatch=True) | st.sampled_from(
+    ["1111111111111111111111111111111", "-61111111111111111111111111111111", "11111111111111111111111111111p"]
+)
+ARGS = JSON | NAMES | IDS | st.lists(IDS, max_size=3) | st.sampled_from([-1, 0, 2**64, 1.5, b"x", (), object()])
 
 
 @FAST
-@given(aoi=ARGS, window=ARGS, index_kind=ARGS, fabricate=ARGS)
-def test_fuzzed_open_hive_arguments(stores, aoi, window, index_kind, fabricate):
+@given(aoi=ARGS, window=ARGS, index_kind=ARGS, fabricate=ARGS, verify=ARGS)
+def test_fuzzed_open_hive_arguments(stores, aoi, window, index_kind, fabricate, verify):
     root = stores["zagg/single_8/store"]
-    typed(moczarr.open_hive, root, aoi=aoi, window=window, index_kind=index_kind, fabricate_cell_ids=fabricate)
+    typed(
+        moczarr.open_hive,
+        root,
+        aoi=aoi,
+        window=window,
+        index_kind=index_kind,
+        fabricate_cell_ids=fabricate,
+        verify_chunks=verify,
+    )
+
+
+@settings(FAST, max_examples=400)
+@given(aoi=IDS | st.lists(IDS, min_size=1, max_size=4))
+def test_fuzzed_aoi_ids_are_covered_or_refused_typed(aoi):
+    """Every id-shaped ``aoi=``, too fine for order 29 included, is a cover or an AOIError naming it."""
+    result = typed(moczarr.aoi_cover, aoi, 8)
+    if isinstance(result, MoczarrError):
+        assert isinstance(result, AOIError)
+        first_bad = aoi if isinstance(aoi, str) else None
+        if first_bad is not None:
+            assert repr(first_bad)[:30] in str(result)
 
 
 @FAST

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import functools
 import gc
+import posixpath
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import dask.array as da
@@ -26,6 +28,7 @@ from dask.highlevelgraph import HighLevelGraph
 from .. import ids
 from ..errors import (
     ArgumentError,
+    ArgumentTypeError,
     ArrayContractError,
     PrecisionWarning,
     SchemaError,
@@ -91,15 +94,36 @@ class Schema:
 
 @dataclass(frozen=True)
 class Part:
-    """One object's contribution: the rows ``sel`` (local cell positions, None = all) of ``group``."""
+    """One object's contribution: the rows ``sel`` (local cell positions, None = all) of ``group``.
+
+    ``hashes`` is what the object's stamp records under ``content_hashes``
+    (:func:`moczarr.format.content.recorded_hashes`: digests by array path
+    relative to the object's data root, ``"8/count"``), None when nothing is recorded.
+    """
 
     group: str  # store-relative path of the object's data group, e.g. "4/3/.../4331421.zarr/8"
     n_cells: int  # cells the object holds (4**depth)
     sel: np.ndarray | None = None
+    hashes: Mapping | None = None
 
     @property
     def n_rows(self) -> int:
         return self.n_cells if self.sel is None else int(self.sel.size)
+
+
+def part_digests(parts: list[Part], name: str) -> list:
+    """What each part's stamp records as the digest of array ``name``: a hex string, None, or a malformed value.
+
+    The parts of one Dataset share their data group's name (the level's cell
+    order), so the key (``"8/count"``) is composed once and an open of many
+    leaves pays one dictionary lookup per leaf and variable. The check
+    (:meth:`~moczarr.dataplane.reads.CellsSource.check_content`) takes only a
+    string as a recorded digest (:func:`~moczarr.format.content.recorded_digest`'s rule).
+    """
+    if not parts:
+        return []
+    key = f"{posixpath.basename(parts[0].group)}/{name}"
+    return [None if (h := p.hashes) is None else h.get(key) for p in parts]
 
 
 def gc_paused(fn):
@@ -121,6 +145,13 @@ def gc_paused(fn):
             gc.enable()
 
     return wrapper
+
+
+def check_verify_chunks(value) -> bool:
+    """An opener's ``verify_chunks=`` argument: True or False; raises :class:`~moczarr.errors.ArgumentTypeError`."""
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"verify_chunks must be True or False, got {value!r}")
+    return value
 
 
 def read_schema(storage: Storage, group: str, array_names: list[str] | None = None) -> Schema:
@@ -202,20 +233,22 @@ def cells_array(source: CellsSource, row_chunks: tuple[int, ...], name: str) -> 
     return arr
 
 
-def picked_array(source: CellsSource, rows: np.ndarray, max_rows: int) -> da.Array:
+def picked_array(source: CellsSource, rows: np.ndarray, max_rows: int, verify: bool = True) -> da.Array:
     """Rows ``rows`` of ``source`` (valid positions, any order, repeats) lazily, in batches of at most ``max_rows``.
 
-    Each task reads only the objects holding its rows, each once per sub-batch.
+    Each task reads only the objects holding its rows, each once per sub-batch,
+    checked against their recorded content hashes as the source is unless ``verify=False``.
     """
-    token = tokenize(source.token, rows)
-    picked = source.pick(rows, token)
+    verify = verify and source.verified
+    token = tokenize(source.token, rows, verify)
+    picked = source.pick(rows, token, verify=verify)
     if not picked.groups:
         return da.from_array(np.empty(picked.shape, dtype=source.dtype), chunks=-1)
     row_chunks = batch_row_chunks(np.diff(picked.offsets).tolist(), 1, max_rows)
     return cells_array(picked, row_chunks, f"moczarr-{source.name}-{token}")
 
 
-def pick_cells(ds: xr.Dataset, cells=None, *, morton=None) -> xr.Dataset:
+def pick_cells(ds: xr.Dataset, cells=None, *, morton=None, verify_chunks: bool | None = None) -> xr.Dataset:
     """``ds.isel(cells=cells)`` (or ``ds.sel(morton=morton)``) that reads only the objects holding the picked cells.
 
     ``cells`` are positions (integers in any order, repeats and negatives
@@ -225,13 +258,21 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None) -> xr.Dataset:
     ``isel`` of a few scattered cells reads whole batches; here every variable
     still exactly as opened is rebuilt over just the picked rows
     (:func:`picked_array`) and everything else (coordinates, the index,
-    derived variables) is ``isel``'s. Raises
-    :class:`~moczarr.errors.ArgumentError` for anything but one of
+    derived variables) is ``isel``'s.
+
+    The picked reads are checked against the objects' recorded content hashes
+    as the open's were (``verify_chunks=None``, the default); ``False`` drops
+    the check. ``True`` on a Dataset opened with ``verify_chunks=False``
+    raises :class:`~moczarr.errors.ArgumentError` (that open kept no digests).
+    Raises :class:`~moczarr.errors.ArgumentError` for anything but one of
     ``cells``/``morton`` as a 1-D pick, :class:`IndexError` for positions out
-    of range, ``KeyError`` for an absent label.
+    of range, ``KeyError`` for an absent label; the reads raise
+    :class:`~moczarr.errors.ContentHashError` for a chunk that is not the recorded one.
     """
     if (cells is None) == (morton is None):
         raise ArgumentError("pick_cells takes exactly one of cells= (positions or a mask) and morton= (labels)")
+    if verify_chunks not in (None, True, False):
+        raise ArgumentError(f"pick_cells: verify_chunks must be None, True or False, got {verify_chunks!r}")
     if morton is not None:
         cells = ds.xindexes[COORD].sel({COORD: morton}).dim_indexers[CELLS]
     positions = np.asarray(cells)
@@ -240,11 +281,22 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None) -> xr.Dataset:
     if positions.ndim != 1 or positions.dtype.kind not in "biu":
         raise ArgumentError(f"pick_cells: cells must be 1-D integer positions or a boolean mask, got {cells!r}")
     rows, _ = cells_rows(positions, ds.sizes[CELLS])
+    sources = {
+        name: source
+        for name, var in ds.variables.items()
+        if CELLS in var.dims and var.chunks and (source := _source_of(var.data)) is not None
+    }
+    if verify_chunks is True and any(not s.verified for s in sources.values()):
+        raise ArgumentError(
+            "pick_cells(verify_chunks=True): the Dataset was opened with verify_chunks=False and kept no "
+            "content hashes to check against; open it again with verify_chunks=True"
+        )
     out = ds.isel({CELLS: rows})
-    for name, var in ds.variables.items():
-        source = _source_of(var.data) if CELLS in var.dims and var.chunks else None
-        if source is not None:
-            out.variables[name].data = picked_array(source, rows, max(var.chunks[var.dims.index(CELLS)]))
+    for name, source in sources.items():
+        var = ds.variables[name]
+        out.variables[name].data = picked_array(
+            source, rows, max(var.chunks[var.dims.index(CELLS)]), verify=verify_chunks is not False
+        )
     return out
 
 
@@ -257,20 +309,26 @@ def _source_of(arr) -> CellsSource | None:
 
 
 def lazy_cells_array(
-    storage: Storage, schema: ArraySchema, parts: list[Part], row_chunks: tuple[int, ...], parts_token: str = ""
+    storage: Storage,
+    schema: ArraySchema,
+    parts: list[Part],
+    row_chunks: tuple[int, ...],
+    parts_token: str = "",
+    verify_chunks: bool = True,
 ) -> da.Array:
     """A dask array over the ``cells`` axis, one task per batch of parts (``row_chunks``, part-aligned).
 
     Each task reads its parts' chunks of this array in batched reads; a
     later slice is fused into the task, so it reads only the parts it
-    touches (scattered picks: :func:`pick_cells`).
+    touches (scattered picks: :func:`pick_cells`). With ``verify_chunks``
+    each part's values are checked against the digest its stamp records.
     """
     axis = schema.cells_axis
     if not parts:
         shape = list(schema.shape)
         shape[axis] = 0
         return da.from_array(np.empty(shape, dtype=schema.dtype), chunks=-1)
-    token = tokenize(parts_token or parts_token_of(storage, parts), schema.name, schema.metadata)
+    token = tokenize(parts_token or parts_token_of(storage, parts), schema.name, schema.metadata, verify_chunks)
     source = CellsSource(
         storage,
         schema.name,
@@ -280,6 +338,7 @@ def lazy_cells_array(
         [p.sel for p in parts],
         [p.n_cells for p in parts],
         token=token,
+        digests=part_digests(parts, schema.name) if verify_chunks else None,
     )
     return cells_array(source, row_chunks, f"moczarr-{schema.name}-{token}")
 
@@ -289,11 +348,12 @@ def parts_token_of(storage: Storage, parts: list[Part]) -> str:
     return tokenize(storage.location, [p.group for p in parts], [p.sel for p in parts])
 
 
-def lazy_whole_array(storage: Storage, schema: ArraySchema, group: str) -> da.Array:
-    """A dask array of one object's whole array (arrays without a ``cells`` axis)."""
-    name = f"moczarr-{schema.name}-" + tokenize(storage.location, group, schema.name, schema.metadata)
+def lazy_whole_array(storage: Storage, schema: ArraySchema, part: Part, verify_chunks: bool = True) -> da.Array:
+    """A dask array of one object's whole array (arrays without a ``cells`` axis), checked as a cells array is."""
+    digest = part_digests([part], schema.name)[0] if verify_chunks else None
+    name = f"moczarr-{schema.name}-" + tokenize(storage.location, part.group, schema.name, schema.metadata, digest)
     key = (name, *([0] * len(schema.shape)))
-    dsk = {key: (read_whole, storage, schema.name, schema.metadata, group)}
+    dsk = {key: (read_whole, storage, schema.name, schema.metadata, part.group, digest)}
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[])
     return da.Array(graph, name, tuple((s,) for s in schema.shape), dtype=schema.dtype)
 
@@ -368,6 +428,7 @@ def build_dataset(
     fabricate_cell_ids: str | bool = "auto",
     attrs: dict | None = None,
     batch_bytes: int | None = None,
+    verify_chunks: bool = True,
 ) -> xr.Dataset:
     """The Dataset of ``parts`` under ``schema``: lazy data variables, the morton index, NESTED ids.
 
@@ -376,6 +437,8 @@ def build_dataset(
     Every cells variable shares one chunking: batches of consecutive parts
     holding up to ``batch_bytes`` (default :data:`~moczarr.dataplane.DEFAULT_BATCH_BYTES`)
     of decoded data of the widest variable, one dask task per batch and variable.
+    ``verify_chunks`` checks every object's values against the content hashes
+    its part carries (see :class:`~moczarr.dataplane.reads.CellsSource`).
     """
     if fabricate_cell_ids not in ("auto", True, False):
         raise ArgumentError(f"fabricate_cell_ids must be 'auto', True or False, got {fabricate_cell_ids!r}")
@@ -396,9 +459,13 @@ def build_dataset(
         if arr.cells_axis is None:
             if live:
                 coords_or_vars = coords if name in _other_dims(schema) else data_vars
-                coords_or_vars[name] = xr.Variable(arr.dims, lazy_whole_array(storage, arr, live[0].group), arr.attrs)
+                coords_or_vars[name] = xr.Variable(
+                    arr.dims, lazy_whole_array(storage, arr, live[0], verify_chunks), arr.attrs
+                )
             continue
-        var = xr.Variable(arr.dims, lazy_cells_array(storage, arr, live, row_chunks, parts_token), arr.attrs)
+        var = xr.Variable(
+            arr.dims, lazy_cells_array(storage, arr, live, row_chunks, parts_token, verify_chunks), arr.attrs
+        )
         if name == NESTED:
             if fabricate_cell_ids is True:
                 continue
@@ -476,6 +543,7 @@ __all__ = [
     "Part",
     "Schema",
     "build_dataset",
+    "check_verify_chunks",
     "domain_of",
     "ids",
     "pick_cells",

@@ -14,16 +14,25 @@ key, so a ``sel``/``isel`` reads only the objects it touches.
 Arrays whose codecs are exactly ``bytes`` or ``bytes`` + ``zstd`` are decoded
 with numpy (and ``zstandard``) directly; any other chain goes through zarr's
 own synchronous codec chain, parsed once.
+
+Where an object's stamp records ``content_hashes`` (FORMAT.md §8.6) and the
+open verifies chunks (the default), each object's values are hashed as its
+payloads arrive and compared with the stamp's digest before they are used
+(:meth:`CellsSource.check_content`): a replaced, altered or deleted chunk
+raises :class:`~moczarr.errors.ContentHashError` naming its key instead of
+reading as other values or as fill.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError, ArrayContractError, ChunkError, MoczarrError, StampError
+from ..errors import ArgumentError, ArrayContractError, ChunkError, ContentHashError, MoczarrError, StampError
+from ..format.content import bytes_digest, content_digest
 from ..storage import Storage
 
 DEFAULT_BATCH_BYTES = 4 * 2**20
@@ -95,6 +104,18 @@ class ChunkDecoder:
     def single_chunk(self) -> bool:
         """One chunk holds the whole array (zagg's leaves)."""
         return all(c >= s for c, s in zip(self.chunk_shape, self.shape))
+
+    @functools.cached_property
+    def content_nbytes(self) -> int | None:
+        """The size of a chunk whose bytes are the whole array's C-order little-endian values, else None.
+
+        A plain ``bytes(endian=little)`` chunk covering exactly the array: its
+        payload is hashed as it is, without a decode.
+        """
+        raw = self._raw_dtype
+        if raw is None or self._zstd or self.chunk_shape != self.shape or raw.byteorder == ">":
+            return None
+        return int(np.prod(self.shape)) * raw.itemsize
 
     def chunk_key(self, coords: tuple[int, ...]) -> str:
         key = self._chunk_keys.get(coords)
@@ -193,10 +214,14 @@ class CellsSource:
     (its data group, store-relative), ``sels[i]`` the object's local cell
     positions it holds, in order (None = all ``n_cells[i]``). An open's source
     has one segment per object; :meth:`pick` makes sources whose segments may
-    repeat objects and positions. Indexing with slices, integers or integer
-    arrays reads only the objects the key touches, each once, in sub-batches of
-    at most :data:`SUB_BATCH_KEYS` chunks whose values are copied straight into
-    the result, so a read holds the result plus a bounded number of payloads.
+    repeat objects and positions. ``digests[i]`` is the O11 digest segment i's
+    object's stamp records for this array (None: nothing recorded); with
+    ``digests`` given every object read is checked against it
+    (:meth:`check_content`), and an object with a digest is always read
+    whole. Indexing with slices, integers or integer arrays reads only the
+    objects the key touches, each once, in sub-batches of at most
+    :data:`SUB_BATCH_KEYS` chunks whose values are copied straight into the
+    result, so a read holds the result plus a bounded number of payloads.
     ``source[...]`` of a whole batch is what a dask task computes.
     """
 
@@ -210,10 +235,12 @@ class CellsSource:
         sels: Sequence[np.ndarray | None],
         n_cells: Sequence[int],
         token: str = "",
+        digests: Sequence[str | None] | None = None,
     ):
         self.storage, self.name, self.metadata, self.axis = storage, name, metadata, cells_axis
         self.groups = list(groups)
         self.sels = list(sels)
+        self.digests = None if digests is None else list(digests)
         self.n_cells = [int(n) for n in n_cells]
         counts = np.array([n if s is None else s.size for n, s in zip(self.n_cells, self.sels)], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -245,16 +272,23 @@ class CellsSource:
     def __dask_tokenize__(self):
         return ("moczarr.CellsSource", self.token)
 
-    def pick(self, rows: np.ndarray, token: str = "") -> CellsSource:
+    @property
+    def verified(self) -> bool:
+        """Reads are checked against recorded content hashes (the open's ``verify_chunks``)."""
+        return self.digests is not None
+
+    def pick(self, rows: np.ndarray, token: str = "", *, verify: bool = True) -> CellsSource:
         """The rows at ``rows`` (valid positions, any order, repeats allowed) as a source of their own.
 
         Consecutive rows of one segment become one segment; nothing is read.
+        ``verify=False`` drops the content check (kept otherwise, when this source has it).
         """
         rows = np.asarray(rows, dtype=np.int64)
         seg = np.searchsorted(self.offsets, rows, side="right") - 1
         local = rows - self.offsets[seg]
         cuts = np.flatnonzero(np.diff(seg)) + 1
-        groups, sels, n_cells = [], [], []
+        keep = verify and self.digests is not None
+        groups, sels, n_cells, digests = [], [], [], []
         for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [rows.size]])):
             if a == b:
                 continue
@@ -263,7 +297,19 @@ class CellsSource:
             groups.append(self.groups[p])
             sels.append(local[a:b] if sel is None else sel[local[a:b]])
             n_cells.append(self.n_cells[p])
-        picked = CellsSource(self.storage, self.name, self.metadata, self.axis, groups, sels, n_cells, token=token)
+            if keep:
+                digests.append(self.digests[p])
+        picked = CellsSource(
+            self.storage,
+            self.name,
+            self.metadata,
+            self.axis,
+            groups,
+            sels,
+            n_cells,
+            token=token,
+            digests=digests if keep else None,
+        )
         picked._decoder = self._decoder
         return picked
 
@@ -352,6 +398,8 @@ class CellsSource:
         dec = self.decoder
         if dec.single_chunk:
             return self._origin
+        if self.digests is not None and self.digests[pieces[0][0]] is not None:
+            return self._all_chunks()  # a recorded digest covers the whole array
         step, along = dec.chunk_shape[self.axis], set()
         for seg, rows, _ in pieces:
             pos = self._object_positions(seg, rows)
@@ -366,6 +414,11 @@ class CellsSource:
             choices = along if i == axis else range(-(-s // c))
             coords_list = [cc + (int(x),) for cc in coords_list for x in choices]
         return coords_list
+
+    def _all_chunks(self) -> list[tuple[int, ...]]:
+        """Coordinates of every chunk of one object."""
+        grid = (range(-(-s // c)) for s, c in zip(self._leaf_shape, self.decoder.chunk_shape, strict=True))
+        return list(itertools.product(*grid))
 
     def _object_positions(self, seg: int, rows) -> np.ndarray | slice:
         """The object's local cell positions of a piece's segment rows (a slice when they are contiguous)."""
@@ -392,11 +445,14 @@ class CellsSource:
                     gone.append(group)
                 k += len(coords_list)
         self._require_groups(gone)
-        if self._fill_joined(out, plans, payloads):
+        decoded = self.check_content(plans, payloads) if self.digests is not None else {}
+        if not decoded and self._fill_joined(out, plans, payloads):
             return
         k = 0
         for group, coords_list, pieces in plans:
-            leaf = self._decode_object(group, coords_list, payloads[k : k + len(coords_list)])
+            leaf = decoded.pop(group, None)
+            if leaf is None:
+                leaf = self._decode_object(group, coords_list, payloads[k : k + len(coords_list)])
             payloads[k : k + len(coords_list)] = [None] * len(coords_list)
             k += len(coords_list)
             for seg, rows, at in pieces:
@@ -408,6 +464,48 @@ class CellsSource:
                     if isinstance(pos, slice)
                     else np.take(leaf, pos, axis=self.axis)
                 )
+
+    def check_content(self, plans: list, payloads: list) -> dict[str, np.ndarray]:
+        """Check each object of a sub-batch whose stamp records this array's digest; return what it had to decode.
+
+        ``plans`` are ``(object, chunk coordinates, pieces)`` and ``payloads``
+        their chunks in order, as read. A plain little-endian ``bytes`` chunk
+        is hashed as it is; any other object is decoded and hashed
+        (:func:`~moczarr.format.content.content_digest`), and its values are
+        returned by object so the caller does not decode them again. Raises
+        :class:`~moczarr.errors.ContentHashError` naming the chunk when the
+        values are not the recorded ones, a missing chunk (read as fill) included.
+        """
+        dec = self.decoder
+        nbytes = dec.content_nbytes
+        decoded: dict[str, np.ndarray] = {}
+        k = 0
+        for group, coords_list, pieces in plans:
+            chunks = payloads[k : k + len(coords_list)]
+            k += len(coords_list)
+            expected = self.digests[pieces[0][0]]
+            if not isinstance(expected, str):
+                continue
+            if nbytes is not None and chunks[0] is not None and len(chunks[0]) == nbytes:
+                got = bytes_digest(chunks[0])
+            else:
+                decoded[group] = values = self._decode_object(group, coords_list, chunks)
+                try:
+                    got = content_digest(values)
+                except TypeError as exc:
+                    raise ChunkError(f"{self.storage.describe(f'{group}/{self.name}')}: {exc}") from None
+            if got != expected:
+                raise ContentHashError(self._mismatch(group, coords_list, chunks, got, expected))
+        return decoded
+
+    def _mismatch(self, group: str, coords_list: list, chunks: list, got: str, expected: str) -> str:
+        """The message of a failed content check, naming the chunk (or the array, for a multi-chunk object)."""
+        missing = sum(1 for p in chunks if p is None)
+        if len(coords_list) == 1:
+            where = self.storage.describe(f"{group}/{self.name}/{self.decoder.chunk_key(coords_list[0])}")
+        else:
+            where = self.storage.describe(f"{group}/{self.name}")
+        return mismatch_message(where, got, expected, missing=missing, n_chunks=len(coords_list))
 
     def _fill_joined(self, out: np.ndarray, plans: list, payloads: list) -> bool:
         """Whole single-chunk objects of a plain ``bytes`` array, landing on consecutive rows: one copy of their joined bytes.
@@ -481,17 +579,39 @@ class CellsSource:
                 )
 
 
-def read_whole(storage: Storage, name: str, metadata: dict, group: str) -> np.ndarray:
-    """One object's whole array (arrays without a cells axis), through the same decoder and batched read."""
-    where = storage.describe(f"{group}/{name}")
-    shape = tuple(int(x) for x in metadata["shape"])
-    if len(shape) == 0 or ChunkDecoder(metadata, where).single_chunk:
-        dec = ChunkDecoder(metadata, where)
-        chunk = dec.decode(storage.get_bytes(f"{group}/{name}/{dec.chunk_key((0,) * len(shape))}"), where)
-        values = chunk[tuple(slice(0, s) for s in shape)] if shape else chunk.reshape(())
+def mismatch_message(where: str, got: str, expected: str, *, missing: int = 0, n_chunks: int = 1) -> str:
+    """What a :class:`~moczarr.errors.ContentHashError` says: the chunk (or array) ``where``, and what differs.
+
+    ``missing`` of the object's ``n_chunks`` chunks were not there (read as fill).
+    """
+    if n_chunks == 1 and missing:
+        what = "the chunk is missing, so it would read as fill, and fill is not what the stamp's content_hashes record"
     else:
-        values = CellsSource(storage, name, metadata, 0, [group], [None], [shape[0]])[...]
-    return values if values.flags.writeable else values.copy()
+        what = f"its values hash to {got[:12]}…, the stamp's content_hashes record {expected[:12]}…"
+        if missing:
+            what += f" ({missing} of its {n_chunks} chunks are missing and read as fill)"
+    return f"{where}: {what} (a replaced, altered or deleted chunk); open with verify_chunks=False to read it anyway"
+
+
+def read_whole(storage: Storage, name: str, metadata: dict, group: str, digest: str | None = None) -> np.ndarray:
+    """One object's whole array (arrays without a cells axis), through the same decoder and batched read.
+
+    ``digest`` is the O11 digest the object's stamp records for the array,
+    checked as a :class:`CellsSource` read checks it (raises
+    :class:`~moczarr.errors.ContentHashError`).
+    """
+    shape = tuple(int(x) for x in metadata["shape"])
+    if shape:
+        digests = None if digest is None else [digest]
+        values = CellsSource(storage, name, metadata, 0, [group], [None], [shape[0]], digests=digests)[...]
+        return values if values.flags.writeable else values.copy()
+    dec = ChunkDecoder(metadata, storage.describe(f"{group}/{name}"))
+    key = f"{group}/{name}/{dec.chunk_key(())}"
+    payload = storage.get_bytes(key)
+    values = np.array(dec.decode(payload, storage.describe(key)).reshape(()))
+    if digest is not None and (got := content_digest(values)) != digest:
+        raise ContentHashError(mismatch_message(storage.describe(key), got, digest, missing=int(payload is None)))
+    return values
 
 
 def _normalize_key(key, ndim: int) -> tuple:

@@ -22,7 +22,9 @@ none of whose chunks exist must still have its data group.
 
 What these checks cannot see: a data chunk that is missing or replaced by
 another valid chunk decodes as fill or as other values. Only a comparison
-with the stamp's ``content_hashes`` detects that (the verifier's job).
+with the stamp's ``content_hashes`` (:mod:`moczarr.format.content`) detects
+that; the data plane makes it on every read where the stamp records them
+(``verify_chunks=True``), the verifier on every object.
 """
 
 from __future__ import annotations

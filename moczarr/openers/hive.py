@@ -17,7 +17,15 @@ import numpy as np
 import xarray as xr
 
 from .. import ids
-from ..dataplane.assemble import Part, build_dataset, domain_of, gc_paused, read_schema, rows_in
+from ..dataplane.assemble import (
+    Part,
+    build_dataset,
+    check_verify_chunks,
+    domain_of,
+    gc_paused,
+    read_schema,
+    rows_in,
+)
 from ..errors import (
     ArgumentError,
     CoverageFallbackWarning,
@@ -31,6 +39,7 @@ from ..errors import (
     WindowError,
     warn,
 )
+from ..format.content import recorded_hashes
 from ..format.coverage import (
     ROOT_MOC_NAME,
     box_words,
@@ -81,6 +90,7 @@ def open_hive(
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     batch_bytes: int | None = None,
+    verify_chunks: bool = True,
 ) -> xr.Dataset:
     """Open every selected source leaf of a store as one lazy ``xarray.Dataset``.
 
@@ -109,6 +119,12 @@ def open_hive(
     batch_bytes : int, optional
         Decoded bytes per read task (default 4 MiB): each dask task reads this
         much of one variable from many leaves in one batched read.
+    verify_chunks : bool
+        ``True`` (default): where a leaf's stamp records ``content_hashes``
+        (the newest zagg writers), every chunk a computation reads is hashed
+        and compared with the stamp's digest before it is used; a replaced or
+        deleted chunk raises :class:`~moczarr.errors.ContentHashError`.
+        ``False`` reads the stored values unchecked.
 
     Returns a Dataset with one ``cells`` dimension in ascending packed-word
     order, the ``morton`` coordinate, lazy (dask) data variables and the store
@@ -130,6 +146,8 @@ def open_hive(
         Unscoped open whose root MOC names none of the committed leaves.
     CoverageError, VersionPointerError, StampError
         Corrupt coverage or stamp content.
+    ContentHashError
+        When computed: a chunk whose values are not those its stamp records.
 
     Warns ``CoverageFallbackWarning`` when walking for lack of a usable root
     MOC, ``DebrisWarning`` for a stamped pointer to a missing version, and
@@ -142,6 +160,7 @@ def open_hive(
         isinstance(batch_bytes, bool) or not isinstance(batch_bytes, (int, np.integer)) or batch_bytes <= 0
     ):
         raise ArgumentError(f"batch_bytes={batch_bytes!r} must be a positive number of bytes (or None: 4 MiB)")
+    verify_chunks = check_verify_chunks(verify_chunks)
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
     return open_source(
@@ -152,6 +171,7 @@ def open_hive(
         index_kind=index_kind,
         fabricate_cell_ids=fabricate_cell_ids,
         batch_bytes=batch_bytes,
+        verify_chunks=verify_chunks,
     )
 
 
@@ -166,6 +186,7 @@ def open_source(
     fabricate_cell_ids: str | bool = "auto",
     extra_attrs: dict | None = None,
     batch_bytes: int | None = None,
+    verify_chunks: bool = True,
 ) -> xr.Dataset:
     """:func:`open_hive` on an already-open storage and manifest (shared by the tree openers).
 
@@ -189,6 +210,7 @@ def open_source(
                 index_kind=index_kind,
                 fabricate_cell_ids=fabricate_cell_ids,
                 extra_attrs=extra_attrs,
+                verify_chunks=verify_chunks,
             ),
         )
     window = check_window(manifest, window, lambda: _labels(storage, manifest, shards))
@@ -213,7 +235,7 @@ def open_source(
         )
         return leaves_dataset(storage, manifest, [], cover, schema_leaf, index_kind, fabricate_cell_ids, attrs)
     return leaves_dataset(
-        storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs, batch_bytes
+        storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs, batch_bytes, verify_chunks
     )
 
 
@@ -351,8 +373,9 @@ def leaves_dataset(
     fabricate_cell_ids,
     attrs: dict,
     batch_bytes: int | None = None,
+    verify_chunks: bool = True,
 ) -> xr.Dataset:
-    """The Dataset of admitted leaves: domain arithmetic, then lazy assembly."""
+    """The Dataset of admitted leaves: domain arithmetic, then lazy assembly (reads checked by ``verify_chunks``)."""
     group = str(manifest.cell_order)
     schema = read_schema(storage, f"{schema_leaf.prefix}/{group}", stamped_array_names(schema_leaf.stamp, group))
     check_cells_extent(
@@ -366,7 +389,8 @@ def leaves_dataset(
     first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
     n_cells = manifest.cells_per_leaf
     sels = rows_in(domain, first, n_cells)
-    parts = [Part(f"{lf.prefix}/{group}", n_cells, s) for lf, s in zip(leaves, sels)]
+    # the root stamp mirrors a version's own, content hashes included (FORMAT.md §5.3)
+    parts = [Part(f"{lf.prefix}/{group}", n_cells, s, recorded_hashes(lf.stamp)) for lf, s in zip(leaves, sels)]
     return build_dataset(
         storage,
         schema,
@@ -376,6 +400,7 @@ def leaves_dataset(
         fabricate_cell_ids=fabricate_cell_ids,
         attrs=attrs,
         batch_bytes=batch_bytes,
+        verify_chunks=verify_chunks,
     )
 
 
@@ -431,16 +456,20 @@ def open_leaf(
     index_kind: str = "moc",
     fabricate_cell_ids: str | bool = "auto",
     storage_options: dict | None = None,
+    verify_chunks: bool = True,
 ) -> xr.Dataset:
     """One leaf as a lazy ``xarray.Dataset`` (all cells of its shard).
 
     ``leaf`` is the shard's decimal id, ``{id}_{window}``, or the stable leaf
     path. The root stamp is read (one GET) unless ``stamp=`` is given; a
-    ``current`` pointer is followed. Raises :class:`ArgumentError` for a
-    ``leaf`` that names no leaf of the store's shard order,
-    :class:`UncommittedError` for a missing or unstamped leaf and
-    :class:`VersionPointerError` for a bad pointer.
+    ``current`` pointer is followed. Reads are checked against the stamp's
+    ``content_hashes`` unless ``verify_chunks=False`` (see :func:`open_hive`).
+    Raises :class:`ArgumentError` for a ``leaf`` that names no leaf of the
+    store's shard order, :class:`UncommittedError` for a missing or unstamped leaf and
+    :class:`VersionPointerError` for a bad pointer; computing raises
+    :class:`~moczarr.errors.ContentHashError` for a chunk that is not the recorded one.
     """
+    verify_chunks = check_verify_chunks(verify_chunks)
     storage = Storage.open(store_root, storage_options)
     manifest = read_manifest(storage)
     decimal, window, path = resolve_leaf(leaf, manifest)
@@ -453,7 +482,9 @@ def open_leaf(
     ref = LeafRef(decimal, window, path)
     lf = Leaf(ref, stamp, leaf_data_prefix(path, stamp, where=storage.describe(path)))
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary([lf])}}
-    return leaves_dataset(storage, manifest, [lf], None, lf, index_kind, fabricate_cell_ids, attrs)
+    return leaves_dataset(
+        storage, manifest, [lf], None, lf, index_kind, fabricate_cell_ids, attrs, verify_chunks=verify_chunks
+    )
 
 
 def read_coverage_bitmap(

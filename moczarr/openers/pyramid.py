@@ -13,13 +13,14 @@ level stands.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
 from .. import ids
-from ..dataplane.assemble import Part, build_dataset, domain_of, read_schema, rows_in
+from ..dataplane.assemble import Part, build_dataset, check_verify_chunks, domain_of, read_schema, rows_in
 from ..errors import (
     ArrayContractError,
     EmptySelectionWarning,
@@ -33,6 +34,7 @@ from ..errors import (
     WindowError,
     warn,
 )
+from ..format.content import recorded_hashes
 from ..format.declaration import (
     COLUMN_SPECS,
     OVERVIEW_SPECS,
@@ -63,6 +65,7 @@ def open_level(
     index_kind: str = "moc",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
+    verify_chunks: bool = True,
 ) -> xr.Dataset:
     """One resolution of a store as a Dataset, whichever artifact kind materializes it.
 
@@ -83,15 +86,20 @@ def open_level(
     column level). ``aoi=`` takes any place (:mod:`moczarr.places`), met at
     this level's cell order; ``time=(start, end)`` stacks the overlapping
     windows (:mod:`moczarr.openers.times`). Raises :class:`AOIError` for what is no
-    place.
+    place. Reads are checked against each object's recorded ``content_hashes``
+    (leaves, overviews and columns alike) unless ``verify_chunks=False`` (see
+    :func:`~moczarr.openers.hive.open_hive`).
     """
     cell_order = None if cell_order is None else check_order(cell_order, "cell_order")
     aoi = as_place(aoi)
     window = window_or_time(window, time)
+    verify_chunks = check_verify_chunks(verify_chunks)
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
     order = manifest.cell_order if cell_order is None else cell_order
-    return open_level_in(storage, manifest, order, window, aoi, all_time, index_kind=index_kind)
+    return open_level_in(
+        storage, manifest, order, window, aoi, all_time, index_kind=index_kind, verify_chunks=verify_chunks
+    )
 
 
 def open_overview_order(
@@ -103,6 +111,7 @@ def open_overview_order(
     *,
     index_kind: str = "moc",
     storage_options: dict | None = None,
+    verify_chunks: bool = True,
 ) -> xr.Dataset:
     """The overview level storing cells at ``cell_order`` (see :func:`open_level`).
 
@@ -111,12 +120,15 @@ def open_overview_order(
     """
     cell_order = check_order(cell_order, "cell_order")
     aoi = as_place(aoi)
+    verify_chunks = check_verify_chunks(verify_chunks)
     storage = Storage.open(store_root, storage_options)
     manifest = read_manifest(storage)
     level = _level(manifest, cell_order)
     if level.artifact != "overview":
         raise LevelError(f"{manifest.location}: cell order {cell_order} is a {level.artifact} level, not an overview")
-    return open_level_in(storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind)
+    return open_level_in(
+        storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind, verify_chunks=verify_chunks
+    )
 
 
 def check_order(value, argument: str) -> int:
@@ -180,6 +192,7 @@ def open_level_in(
     *,
     index_kind: str = "moc",
     named: bool = True,
+    verify_chunks: bool = True,
 ) -> xr.Dataset:
     """:func:`open_level` on an open storage and manifest (shared by the tree openers).
 
@@ -192,7 +205,15 @@ def open_level_in(
     """
     if isinstance(window, TimeRange):
         return _level_over_time(
-            storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind, named=named
+            storage,
+            manifest,
+            cell_order,
+            window,
+            aoi,
+            all_time,
+            index_kind=index_kind,
+            named=named,
+            verify_chunks=verify_chunks,
         )
     level = _level(manifest, cell_order)
     check_all_time(manifest, window, all_time)
@@ -209,9 +230,20 @@ def open_level_in(
             f"{level.artifact} level with no all-time artifact"
         )
     if level.artifact == "source":
-        return _source_level(storage, manifest, aoi, window, level_attrs, index_kind)
+        return _source_level(storage, manifest, aoi, window, level_attrs, index_kind, verify_chunks)
     lenient = not named and decl is not None and decl.spec == "zagg-pyramid/1"
-    return _derived_level(storage, manifest, level, window, aoi, all_time, level_attrs, index_kind, lenient=lenient)
+    return _derived_level(
+        storage,
+        manifest,
+        level,
+        window,
+        aoi,
+        all_time,
+        level_attrs,
+        index_kind,
+        lenient=lenient,
+        verify_chunks=verify_chunks,
+    )
 
 
 def open_level_or_omit(
@@ -224,6 +256,7 @@ def open_level_or_omit(
     *,
     index_kind: str = "moc",
     named: bool = True,
+    verify_chunks: bool = True,
 ) -> xr.Dataset | None:
     """:func:`open_level_in` for callers that leave an unmaterialized level out (the trees, verify).
 
@@ -232,14 +265,33 @@ def open_level_or_omit(
     that error; every other error propagates.
     """
     try:
-        return open_level_in(storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind, named=named)
+        return open_level_in(
+            storage,
+            manifest,
+            cell_order,
+            window,
+            aoi,
+            all_time,
+            index_kind=index_kind,
+            named=named,
+            verify_chunks=verify_chunks,
+        )
     except LevelOmittedError as exc:
         warn(str(exc), LevelOmittedWarning)
         return None
 
 
 def _level_over_time(
-    storage: Storage, manifest: Manifest, cell_order: int, span: TimeRange, aoi, all_time: bool, *, index_kind, named
+    storage: Storage,
+    manifest: Manifest,
+    cell_order: int,
+    span: TimeRange,
+    aoi,
+    all_time: bool,
+    *,
+    index_kind,
+    named,
+    verify_chunks: bool,
 ) -> xr.Dataset:
     """The level in every window overlapping ``span``, stacked on a ``window`` dimension."""
     check_all_time(manifest, span, all_time)
@@ -252,14 +304,23 @@ def _level_over_time(
         span,
         present=present,
         open_one=lambda label, empty=False: open_level_in(
-            storage, manifest, cell_order, label, [] if empty else aoi, index_kind=index_kind, named=named
+            storage,
+            manifest,
+            cell_order,
+            label,
+            [] if empty else aoi,
+            index_kind=index_kind,
+            named=named,
+            verify_chunks=verify_chunks,
         ),
     )
 
 
-def _source_level(storage: Storage, manifest: Manifest, aoi, window, level_attrs: dict, index_kind: str) -> xr.Dataset:
+def _source_level(
+    storage: Storage, manifest: Manifest, aoi, window, level_attrs: dict, index_kind: str, verify_chunks: bool
+) -> xr.Dataset:
     """The source level: :func:`~moczarr.openers.hive.open_source`'s Dataset plus the level attrs."""
-    ds = open_source(storage, manifest, aoi, window, index_kind=index_kind)
+    ds = open_source(storage, manifest, aoi, window, index_kind=index_kind, verify_chunks=verify_chunks)
     hive = ds.attrs["morton_hive"]
     objects = [{"node": leaf, "window": window, "role": "source"} for leaf in hive["leaves"]]
     ds.attrs.update(zagg_objects=objects, zagg_level=level_attrs)
@@ -277,6 +338,7 @@ def _derived_level(
     index_kind: str,
     *,
     lenient: bool,
+    verify_chunks: bool,
 ) -> xr.Dataset:
     """An overview or column level, from the stamped objects the root MOC's shards name.
 
@@ -313,7 +375,7 @@ def _derived_level(
         "zagg_objects": [o.entry for o in objects],
         "zagg_level": level_attrs,
     }
-    ds = readable_level(storage, level, objects, schema_objects, cover, index_kind, attrs)
+    ds = readable_level(storage, level, objects, schema_objects, cover, index_kind, attrs, verify_chunks)
     if ds is None:
         raise LevelOmittedError(
             f"{manifest.location}: no {level.artifact} object at cell order {cell_order} is readable; level omitted"
@@ -360,6 +422,7 @@ class DerivedObject:
     path: str
     entry: dict  # the zagg_objects roster entry
     array_names: tuple[str, ...] | None
+    hashes: Mapping | None = None  # what its stamp records under content_hashes
 
 
 def overview_candidates(shards: np.ndarray, node_order: int, stem: str) -> list[tuple[str, str]]:
@@ -386,7 +449,11 @@ def overview_objects(
         role = attrs.get("role")
         where = storage.describe(path)
         if role is None:
-            out.append(DerivedObject(node, path, {"node": node, "window": window, "role": "source"}, None))
+            out.append(
+                DerivedObject(
+                    node, path, {"node": node, "window": window, "role": "source"}, None, recorded_hashes(stamp)
+                )
+            )
             continue
         if role != "overview":
             _drop(f"{where}: role {role!r} is not a role an overview node can hold; object dropped")
@@ -412,7 +479,11 @@ def overview_objects(
             continue
         out.append(
             DerivedObject(
-                node, path, {"node": node, "window": window, "role": "overview", "zagg_overview": block}, names
+                node,
+                path,
+                {"node": node, "window": window, "role": "overview", "zagg_overview": block},
+                names,
+                recorded_hashes(stamp),
             )
         )
     return out
@@ -450,7 +521,13 @@ def _column_objects(
             _drop(f"{exc}; column dropped")
             continue
         out.append(
-            DerivedObject(node, path, {"node": node, "window": window, "role": "column", "zagg_column": block}, names)
+            DerivedObject(
+                node,
+                path,
+                {"node": node, "window": window, "role": "column", "zagg_column": block},
+                names,
+                recorded_hashes(stamp),
+            )
         )
     return out
 
@@ -467,7 +544,14 @@ def provenance_arrays(fields, where: str) -> tuple[str, ...] | None:
 
 
 def readable_level(
-    storage: Storage, level: Level, objects: list, schema_objects: list, cover, index_kind: str, attrs: dict
+    storage: Storage,
+    level: Level,
+    objects: list,
+    schema_objects: list,
+    cover,
+    index_kind: str,
+    attrs: dict,
+    verify_chunks: bool = True,
 ):
     """The level's Dataset, schema read from the first schema object whose metadata can be used.
 
@@ -482,7 +566,14 @@ def readable_level(
         first = candidates.pop(0)
         try:
             return _objects_dataset(
-                storage, level, objects, cover, index_kind, {**attrs, "zagg_objects": [o.entry for o in objects]}, first
+                storage,
+                level,
+                objects,
+                cover,
+                index_kind,
+                {**attrs, "zagg_objects": [o.entry for o in objects]},
+                first,
+                verify_chunks,
             )
         except (StampError, KeyContainmentError, ArrayContractError) as exc:
             _drop(f"{exc}; {level.artifact} object dropped")
@@ -502,6 +593,7 @@ def _objects_dataset(
     index_kind: str,
     attrs: dict,
     schema_object: DerivedObject,
+    verify_chunks: bool = True,
 ) -> xr.Dataset:
     r, k = level.cell_order, level.node_order
     group = str(r)
@@ -510,7 +602,7 @@ def _objects_dataset(
     first, _ = ids.subtree_rank_bounds(words, k, r)
     n_cells = 4 ** (r - k)
     sels = rows_in(domain, first, n_cells) if objects else []
-    parts = [Part(f"{o.path}/{group}", n_cells, s) for o, s in zip(objects, sels)]
+    parts = [Part(f"{o.path}/{group}", n_cells, s, o.hashes) for o, s in zip(objects, sels)]
     schema_group = f"{schema_object.path}/{group}"
     names = list(schema_object.array_names) if schema_object.array_names else None
     schema = read_schema(storage, schema_group, names)
@@ -520,7 +612,9 @@ def _objects_dataset(
         if bound:
             schema = read_schema(storage, schema_group, sorted(set(names) | bound))
     check_cells_extent(schema.arrays, lambda a: a.cells_axis, n_cells, storage.describe(schema_group))
-    return build_dataset(storage, schema, parts, domain, index_kind=index_kind, attrs=attrs)
+    return build_dataset(
+        storage, schema, parts, domain, index_kind=index_kind, attrs=attrs, verify_chunks=verify_chunks
+    )
 
 
 def _bound_siblings(schema) -> set[str]:
@@ -549,6 +643,7 @@ def open_pyramid(
     index_kind: str = "moc",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
+    verify_chunks: bool = True,
 ) -> xr.DataTree:
     """Every materialized level of a store as a DataTree: an empty root, children ``o{cell_order}``, finest first.
 
@@ -559,18 +654,22 @@ def open_pyramid(
     opens the cross-window folds (overview levels only); it is refused when the
     declaration never carried all-time folds. ``aoi=`` takes any place, met at
     each level's own cell order; ``time=(start, end)`` stacks the overlapping
-    windows in every level. Raises :class:`LevelError` for a bad ``levels``.
+    windows in every level. ``verify_chunks`` as :func:`open_level`. Raises
+    :class:`LevelError` for a bad ``levels``.
     """
     levels = check_levels(levels)
     aoi = as_place(aoi)
     window = window_or_time(window, time)
+    verify_chunks = check_verify_chunks(verify_chunks)
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
-    return pyramid_tree(storage, manifest, levels, aoi, window, all_time, index_kind=index_kind)
+    return pyramid_tree(
+        storage, manifest, levels, aoi, window, all_time, index_kind=index_kind, verify_chunks=verify_chunks
+    )
 
 
 def pyramid_tree(
-    storage, manifest, levels=None, aoi=None, window=None, all_time=False, *, index_kind="moc"
+    storage, manifest, levels=None, aoi=None, window=None, all_time=False, *, index_kind="moc", verify_chunks=True
 ) -> xr.DataTree:
     """:func:`open_pyramid` on an open storage and manifest."""
     decl = pyramid_declaration(manifest)
@@ -596,7 +695,15 @@ def pyramid_tree(
     children = {}
     for lv in table:
         ds = open_level_or_omit(
-            storage, manifest, lv.cell_order, window, aoi, all_time, index_kind=index_kind, named=levels is not None
+            storage,
+            manifest,
+            lv.cell_order,
+            window,
+            aoi,
+            all_time,
+            index_kind=index_kind,
+            named=levels is not None,
+            verify_chunks=verify_chunks,
         )
         if ds is not None:
             children[f"o{lv.cell_order}"] = xr.DataTree(ds)

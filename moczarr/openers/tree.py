@@ -12,6 +12,7 @@ import warnings
 
 import xarray as xr
 
+from ..dataplane.assemble import check_verify_chunks
 from ..errors import NotAHiveStoreError, ProductError, WindowError
 from ..format.declaration import pyramid_declaration, pyramid_levels
 from ..format.manifest import parse_manifest
@@ -39,6 +40,7 @@ def open_store(
     index_kind: str = "moc",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
+    verify_chunks: bool = True,
 ):
     """A store root as an ``xarray.DataTree``: an empty root, one child per product.
 
@@ -56,10 +58,13 @@ def open_store(
     (the overlapping windows, stacked on ``window``). Raises
     :class:`~moczarr.errors.WindowError` when a windowed product is opened
     without a window or time, and :class:`~moczarr.errors.AOIError` for an
-    ``aoi=`` that is no place (before any read).
+    ``aoi=`` that is no place (before any read). Reads are checked against
+    each object's recorded ``content_hashes`` unless ``verify_chunks=False``
+    (see :func:`moczarr.open_hive`).
     """
     aoi = as_place(aoi)
     window = window_or_time(window, time)
+    verify_chunks = check_verify_chunks(verify_chunks)
     storage = Storage.open(store_root, storage_options, concurrency)
     if window == ALL_TOKEN:
         raise WindowError(
@@ -97,11 +102,13 @@ def open_store(
                 f"{pstore.describe()}: product {name!r} is time-windowed; pass window= one of "
                 f"{', '.join(list_windows(pstore)) or '(none found)'}"
             )
-        children[name] = product_node(pstore, manifest, aoi, pwindow, index_kind=index_kind)
+        children[name] = product_node(
+            pstore, manifest, aoi, pwindow, index_kind=index_kind, verify_chunks=verify_chunks
+        )
     return xr.DataTree(xr.Dataset(attrs={"morton_hive_store": store_attrs}), children=children)
 
 
-def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "moc"):
+def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "moc", verify_chunks: bool = True):
     """One product: its flat Dataset, or (pyramid declared) an empty node with one child per stored order."""
     identity = {"morton_hive": manifest.summary()}
     if manifest.semantic_hash:
@@ -110,12 +117,25 @@ def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "
     if decl is None:
         # the flat node is exactly open_hive's Dataset (its own morton_hive summary), plus the hash
         extra = {"semantic_hash": manifest.semantic_hash} if manifest.semantic_hash else None
-        return xr.DataTree(open_source(storage, manifest, aoi, window, index_kind=index_kind, extra_attrs=extra))
+        return xr.DataTree(
+            open_source(
+                storage, manifest, aoi, window, index_kind=index_kind, extra_attrs=extra, verify_chunks=verify_chunks
+            )
+        )
     v2 = decl.spec == "zagg-pyramid/2"
     children = {}
     for level in pyramid_levels(manifest):
         # each level warns for itself when it cannot be opened (path_grouping > 1 omits overview levels only)
-        ds = open_level_or_omit(storage, manifest, level.cell_order, window, aoi, index_kind=index_kind, named=False)
+        ds = open_level_or_omit(
+            storage,
+            manifest,
+            level.cell_order,
+            window,
+            aoi,
+            index_kind=index_kind,
+            named=False,
+            verify_chunks=verify_chunks,
+        )
         if ds is not None:
             children[f"o{level.cell_order}" if v2 else str(level.cell_order)] = xr.DataTree(ds)
     orders = structural_orders(children)

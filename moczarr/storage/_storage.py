@@ -39,6 +39,7 @@ from ..errors import (
     ArgumentError,
     ChecksumMismatchError,
     MoczarrError,
+    NotAHiveStoreError,
     StampError,
     StorageError,
     StoreNotFoundError,
@@ -404,6 +405,21 @@ class VerifiedObjectStore(ObjectStore):
         return prototype.buffer.from_bytes(payload)
 
 
+def missing_local_root(path: str, location: str) -> MoczarrError:
+    """The error for a local store root that is not a folder: a file there, or nothing at all.
+
+    A file is :class:`~moczarr.errors.NotAHiveStoreError` (the path holds
+    something that is not a store, as a folder without a manifest does);
+    nothing is :class:`~moczarr.errors.StoreNotFoundError`.
+    """
+    if os.path.lexists(path):
+        return NotAHiveStoreError(
+            f"{location}: a file, not a store root (a store root is a folder holding morton_hive.json, "
+            "or product folders that do)"
+        )
+    return StoreNotFoundError(f"{location}: the store root does not exist")
+
+
 def local_root(store: Store) -> str | None:
     """The directory of a (counted) ``LocalStore``, else None: such roots are read with plain file reads."""
     base = store._store if isinstance(store, WrapperStore) else store
@@ -546,7 +562,7 @@ class Storage:
                 payload = f.read()
         except (FileNotFoundError, NotADirectoryError):
             if not os.path.isdir(self._local):
-                raise StoreNotFoundError(f"{self.location}: the store root does not exist") from None
+                raise missing_local_root(self._local, self.location) from None
             return None
         if rel.count("/") <= 1:
             self.sizes[key] = len(payload)

@@ -48,6 +48,7 @@ from ..errors import (
     VersionPointerError,
     WindowError,
 )
+from ..format.content import combined_digest, content_digest, recorded_digests
 from ..format.coverage import (
     ROOT_MOC_NAME,
     aoi_mask,
@@ -68,6 +69,7 @@ from ..format.stamps import (
     walk_leaves,
 )
 from ..ids import ALL_TOKEN
+from ..openers.hive import list_windows
 from ..openers.pyramid import open_level_or_omit
 from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
 from ._findings import VerifyReport
@@ -95,9 +97,11 @@ def verify_store(
     product. Never writes.
 
     Returns a :class:`VerifyReport`; damage is reported, not raised. Raises
-    :class:`~moczarr.errors.WindowError` for ``window="all"`` or a label no
-    windowed product's schedule allows, and
-    :class:`~moczarr.errors.NotAHiveStoreError` for a local root that does not exist.
+    :class:`~moczarr.errors.WindowError` for ``window="all"``, a label no
+    windowed product's schedule allows, a window no windowed product holds a
+    leaf of (naming the windows present), and any window on a root without a
+    windowed product; and
+    :class:`~moczarr.errors.NotAHiveStoreError` for a local root that does not exist or is a file.
     """
     storage = Storage.open(store_root, storage_options, concurrency)
     report = VerifyReport(storage.location, deep)
@@ -105,8 +109,11 @@ def verify_store(
         raise WindowError(f"{storage.describe()}: 'all' is the reserved all-time token, never a window label")
     try:
         products = _products(storage, report)
+    except NotAHiveStoreError:  # a file given as the root: the reader's own message
+        raise
     except FileNotFoundError:  # a local store root opens lazily: its first read finds it missing
         raise NotAHiveStoreError(f"{storage.describe()}: no such store root (the folder does not exist)") from None
+    checks = []
     for prefix, pstorage, doc in products:
         try:
             manifest = parse_manifest(doc, pstorage.describe())
@@ -114,13 +121,34 @@ def verify_store(
             report.add("manifest-invalid", "error", prefix + MANIFEST_NAME, str(exc))
             continue
         report.counts["products"] += 1
-        _ProductCheck(report, pstorage, prefix, manifest, window, deep, progress).run()
+        checks.append(_ProductCheck(report, pstorage, prefix, manifest, window, deep, progress))
+        checks[-1].run()
+    if window is not None and checks:
+        _check_window_held(storage, window, checks)
     return report
+
+
+def _check_window_held(storage: Storage, window: str, checks: list[_ProductCheck]) -> None:
+    """Refuse a ``window`` that no windowed product of the root holds a leaf of (the report would be empty)."""
+    windowed = [c for c in checks if c.m.windowed]
+    if not windowed:
+        raise WindowError(f"{storage.describe()}: window {window!r} given but no product of this root is time-windowed")
+    present = sorted(set().union(*(c.windows for c in windowed)))
+    if window not in present:
+        raise WindowError(
+            f"{storage.describe()}: window {window!r} holds no leaf in this store; "
+            f"windows present: {', '.join(present) or '(none)'}"
+        )
 
 
 # -- the roster --------------------------------------------------------------------------------------
 def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage, dict]]:
-    """``(key prefix, storage, manifest document)`` of every product (one, with prefix ``""``, for a bare store)."""
+    """``(key prefix, storage, manifest document)`` of every product (one, with prefix ``""``, for a bare store).
+
+    Each damage is one finding: a product whose manifest is reported
+    ``manifest-invalid`` is not reported again as a child without one.
+    """
+    invalid: set[str] = set()  # products whose manifest is present but malformed (already reported)
     try:
         root_doc, manifests = read_roster(storage)
     except ManifestError as exc:
@@ -138,6 +166,7 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
                 manifests[name] = read_roster(child)[0]
             except ManifestError as bad:
                 report.add("manifest-invalid", "error", f"{name}/{MANIFEST_NAME}", str(bad))
+                invalid.add(name)
     if root_doc is not None:
         return [("", storage, root_doc)]
     names = storage.list_dir("")
@@ -162,7 +191,7 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
                 "a store whose name breaks the product grammar [a-z0-9_-]{1,192}: readers never list it",
             )
     for name in names:
-        if is_product_name(name) and name not in manifests:
+        if is_product_name(name) and name not in manifests and name not in invalid:
             report.add(
                 "not-a-product",
                 "info",
@@ -192,7 +221,10 @@ class _ProductCheck:
 
     def __init__(self, report, storage, prefix, manifest, window, deep, progress):
         self.report, self.storage, self.prefix, self.m = report, storage, prefix, manifest
-        self.window, self.deep, self.progress = window, deep, progress
+        # window= scopes windowed products and leaves unwindowed ones whole, as open_store does
+        self.window = window if manifest.windowed else None
+        self.deep, self.progress = deep, progress
+        self.windows: set[str] = set()  # the windows the walk found leaves of (every window, before scoping)
         self.group = str(manifest.cell_order)
         self.stamped: list[LeafRef] = []  # every leaf with a root stamp, damaged or not
 
@@ -208,7 +240,7 @@ class _ProductCheck:
 
     def run(self) -> None:
         if self.m.windowed and self.window is not None:
-            check_window(self.m, self.window, lambda: self.m.declared_windows)
+            check_window(self.m, self.window, lambda: list_windows(self.storage))
         levels = self._levels()
         shards, moc_usable = self._root_moc()
         refs = self._walk()
@@ -280,6 +312,7 @@ class _ProductCheck:
                 except WindowError as exc:
                     self.add("window-invalid", "warning", ref.path, f"readers refuse this leaf's window: {exc}")
                     continue
+                self.windows.add(ref.window)
             if self.window is None or ref.window == self.window:
                 keep.append(ref)
         return keep
@@ -578,7 +611,7 @@ class _ProductCheck:
                     except StampError as exc:
                         self.add("stamp-unparsable", "error", f"{data}/zarr.json", str(exc))
                         continue
-                recorded = _recorded_hashes(stamp)
+                recorded = recorded_digests(stamp)
                 arrays, digests = self._hash_object(data, objs, arrays, stamp, recorded)
                 verified_by_record = False
                 if lf is not None:
@@ -717,7 +750,7 @@ class _ProductCheck:
                     f"not of this leaf ({word}, {lf.ref.window!r}); it is left out",
                 )
                 record = None
-        hashes = _recorded_hashes(record)
+        hashes = recorded_digests(record)
         if hashes is not None and stamped is not None and hashes != stamped:
             self.add(
                 "sidecar-stale",
@@ -834,55 +867,6 @@ class _ProductCheck:
                 lf.ref.path,
                 f"the stamp says cells_with_data {cwd}, count > 0 in {occupied.size} cells",
             )
-
-
-# -- O11 content hashes (FORMAT.md §8.6) ---------------------------------------------------------------
-def content_digest(values: np.ndarray) -> str:
-    """The O11 digest of one decoded array.
-
-    Fixed width: sha256 of the C-order little-endian bytes at the array's
-    dtype (fill included). Variable length (object arrays): sha256 over the
-    cells in C order of ``u64le(len(payload)) || payload``, where an empty or
-    unwritten cell contributes length 0, an ndarray cell its C-contiguous LE
-    bytes and a ``str`` its UTF-8. Raises ``TypeError`` for any other cell.
-    """
-    values = np.asarray(values)
-    if values.dtype != object:
-        le = values.astype(values.dtype.newbyteorder("<"), copy=False)
-        return hashlib.sha256(np.ascontiguousarray(le).tobytes()).hexdigest()
-    h = hashlib.sha256()
-    for cell in values.ravel(order="C"):
-        if cell is None:
-            payload = b""
-        elif isinstance(cell, (bytes, bytearray, memoryview)):
-            payload = bytes(cell)
-        elif isinstance(cell, str):
-            payload = cell.encode("utf-8")
-        elif isinstance(cell, np.ndarray):
-            payload = np.ascontiguousarray(cell.astype(cell.dtype.newbyteorder("<"), copy=False)).tobytes()
-        else:
-            raise TypeError(f"a vlen cell of type {type(cell).__name__} has no O11 byte form")
-        h.update(len(payload).to_bytes(8, "little"))
-        h.update(payload)
-    return h.hexdigest()
-
-
-def combined_digest(digests: Sequence[str]) -> str:
-    """``sha256`` of the sorted per-array hex digests joined by newlines (names excluded)."""
-    return hashlib.sha256("\n".join(sorted(digests)).encode("ascii")).hexdigest()
-
-
-def _recorded_hashes(stamp: dict | None) -> dict[str, str] | None:
-    """``{array: hex}`` a stamp records (the ``arrays`` form or the flat form), or None."""
-    block = (stamp or {}).get("content_hashes")
-    if not isinstance(block, dict):
-        return None
-    arrays = (
-        block.get("arrays")
-        if isinstance(block.get("arrays"), dict)
-        else {k: v for k, v in block.items() if k != "combined"}
-    )
-    return {k: v for k, v in arrays.items() if isinstance(v, str)} or None
 
 
 def _decode_arrays(objects: list[dict[str, bytes]]) -> list[dict[str, np.ndarray | Exception]]:

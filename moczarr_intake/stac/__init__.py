@@ -27,7 +27,7 @@ from .build import (
     stac_hrefs,
 )
 from .geoparquet import API_COLLECTIONS, write_api_collections, write_geoparquet
-from .open import open_hint, open_stac
+from .open import StacDocumentError, StacNotFoundError, open_hint, open_stac, read_stac
 from .thumbnails import draw_level_thumbnail, draw_moraine_thumbnail, draw_thumbnail
 from .validate import MissingSchemaError, schema_dir, validate_document, validate_offline
 
@@ -44,6 +44,8 @@ __all__ = [
     "VERSION",
     "XARRAY",
     "MissingSchemaError",
+    "StacDocumentError",
+    "StacNotFoundError",
     "apply_href_policy",
     "build_stac",
     "draw_level_thumbnail",
@@ -54,6 +56,7 @@ __all__ = [
     "open_stac",
     "product_collection",
     "public_storage_options",
+    "read_stac",
     "relativize_local_hrefs",
     "schema_dir",
     "stac_hrefs",

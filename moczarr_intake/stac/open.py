@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.error
 
 import pystac
 
 import moczarr
-from moczarr.errors import ArgumentError, ArgumentTypeError
+from moczarr.errors import ArgumentError, ArgumentTypeError, ContentError, NotFoundError, StorageError
 from moczarr.metadata import is_remote, join_location
 from moczarr.moraine import open_moraine_level, open_moraine_points
 
@@ -20,6 +22,55 @@ OPENERS = {
 }
 #: hint arguments holding a location (resolved against the document when relative)
 LOCATION_ARGS = ("store_root", "path")
+
+
+class StacDocumentError(ContentError):
+    """A document given to :func:`open_stac` that is not a STAC Item or Collection (not JSON, not STAC, a folder)."""
+
+
+class StacNotFoundError(NotFoundError, FileNotFoundError):
+    """The STAC document given to :func:`open_stac` is not there (no such file, an HTTP 404)."""
+
+
+#: what pystac raises for a JSON document that is no STAC object it can build
+_NOT_STAC = (pystac.STACError, pystac.STACTypeError, KeyError, TypeError, AttributeError, ValueError)
+
+
+def read_stac(href) -> pystac.STACObject:
+    """The STAC object at a path or URL, read with pystac; every failure typed and naming ``href``.
+
+    Raises :class:`StacNotFoundError` for a missing file (or an HTTP 404),
+    :class:`StacDocumentError` for a folder, a file that is not JSON, or JSON
+    that is not a STAC object, and :class:`~moczarr.errors.StorageError` for
+    any other failure to read it (another HTTP status, a server that does not answer).
+    """
+    where = os.fspath(href)
+    try:
+        return pystac.read_file(where)
+    except FileNotFoundError:
+        raise StacNotFoundError(f"{where}: no such STAC document") from None
+    except IsADirectoryError:
+        raise StacDocumentError(
+            f"{where}: a folder, not a STAC document (give the path of an Item or Collection JSON)"
+        ) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise StacDocumentError(f"{where}: not a STAC document: not JSON ({exc})") from None
+    except _NOT_STAC as exc:
+        raise StacDocumentError(f"{where}: not a STAC Item or Collection ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # pystac's HTTP reads: an HTTPError wrapped in Exception, urllib3's own errors
+        raise _read_failure(where, exc) from None
+
+
+def _read_failure(where: str, exc: Exception) -> Exception:
+    """The typed error of a document that could not be read: a 404 is not there, anything else a storage failure."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, urllib.error.HTTPError):
+        cause = cause.__cause__
+    if isinstance(cause, urllib.error.HTTPError):
+        if cause.code == 404:
+            return StacNotFoundError(f"{where}: no such STAC document (HTTP 404)")
+        return StorageError(f"{where}: the STAC document could not be read (HTTP {cause.code})")
+    return StorageError(f"{where}: the STAC document could not be read ({type(exc).__name__}: {exc})")
 
 
 def _valid(hint) -> bool:
@@ -72,15 +123,32 @@ def open_stac(obj_or_href, *, asset: str | None = None, level: int | None = None
     what the hint fixes. A relative location in the hint is resolved against
     the document's own href (a path or an ``http(s)://`` URL). Only the
     moczarr readers are ever called, whatever the document names.
+
+    Raises :class:`StacNotFoundError` for a document that is not there,
+    :class:`StacDocumentError` for one that is not a STAC Item or Collection
+    (see :func:`read_stac`), :class:`~moczarr.errors.ArgumentTypeError` for a
+    Catalog or an argument of another type, and
+    :class:`~moczarr.errors.ArgumentError` for a missing or foreign open hint
+    or ``kw`` contradicting it.
     """
     if isinstance(obj_or_href, dict):
-        obj = pystac.read_dict(obj_or_href)
+        try:
+            obj = pystac.read_dict(obj_or_href)
+        except _NOT_STAC as exc:
+            raise StacDocumentError(
+                f"the document given is not a STAC Item or Collection ({type(exc).__name__}: {exc})"
+            ) from None
     elif isinstance(obj_or_href, (pystac.Item, pystac.Collection)):
         obj = obj_or_href
     elif isinstance(obj_or_href, pystac.Catalog):
         raise ArgumentTypeError(f"{obj_or_href.id!r} is a Catalog: open one of its Collections or Items")
+    elif isinstance(obj_or_href, (str, os.PathLike)):
+        obj = read_stac(obj_or_href)
     else:
-        obj = pystac.read_file(os.fspath(obj_or_href))
+        raise ArgumentTypeError(
+            f"open_stac takes a pystac Item or Collection, a document dict, or a path or URL, "
+            f"not {type(obj_or_href).__name__}"
+        )
     if not isinstance(obj, (pystac.Item, pystac.Collection)):
         raise ArgumentTypeError(f"{obj.id!r} is a {type(obj).__name__}: open one of its Collections or Items")
     hint = open_hint(obj, asset, level)
