@@ -1,6 +1,6 @@
 """The same opens over ``s3://`` (moto's S3 server on 127.0.0.1, real HTTP) as over local paths.
 
-One session-scoped server holds two buckets:
+The session's server (``s3_server``, tests/conftest.py) holds two buckets of this module's:
 
 - ``moczarr-public``: every fixture store used here, with a bucket policy
   allowing anonymous ``GetObject``/``ListBucket``; read with
@@ -34,6 +34,8 @@ from moczarr.storage import count_requests
 from .conftest import fixture_path, has_fixture, load_json, local_cluster
 from .s3server import S3Server
 
+pytestmark = pytest.mark.s3
+
 PUBLIC = "moczarr-public"
 PRIVATE = "moczarr-private"
 PUBLIC_STORES = [
@@ -51,17 +53,14 @@ ACCESS = {"anon": (PUBLIC, True), "credentials": (PRIVATE, False)}
 
 
 @pytest.fixture(scope="module")
-def s3(store_layer):
+def s3(s3_server, store_layer):
     local = {name: fixture_path(name) for name in PUBLIC_STORES if has_fixture(name)}
-    with S3Server() as server:
-        server.create_bucket(PUBLIC, public=True)
-        server.create_bucket(PRIVATE)
-        for bucket, names in ((PUBLIC, PUBLIC_STORES), (PRIVATE, PRIVATE_STORES)):
-            for name in names:
-                server.delete_prefix(bucket, name + "/")  # moto keeps buckets in-process: another layer's upload
-                if name in local:
-                    server.upload_tree(local[name], bucket, name)
-        yield server
+    for bucket, public, names in ((PUBLIC, True, PUBLIC_STORES), (PRIVATE, False, PRIVATE_STORES)):
+        s3_server.bucket(bucket, public=public)  # empty: the other layer's run of this module filled it
+        for name in names:
+            if name in local:
+                s3_server.upload_tree(local[name], bucket, name)
+    return s3_server
 
 
 class Remote:

@@ -558,26 +558,23 @@ def test_open_stac_calls_only_moczarr_readers(built):
 
 # -- object stores ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def s3_server(store_layer):
-    from .s3server import S3Server
-
+def s3_column(s3_server, store_layer):
+    """The session's S3 server, holding ``zagg/column/store`` in a public and a private bucket of this module's."""
     local = fixture_path("zagg/column/store")
-    with S3Server() as server:
-        for bucket, public in (("moczarr-public", True), ("moczarr-private", False)):
-            server.create_bucket(bucket, public=public)
-            server.delete_prefix(bucket, "zagg/column/store/")  # moto keeps buckets in-process: another layer's upload
-            server.upload_tree(local, bucket, "zagg/column/store")
-        yield server
+    for bucket, public in (("moczarr-public", True), ("moczarr-private", False)):
+        s3_server.bucket(bucket, public=public)
+        s3_server.upload_tree(local, bucket, "zagg/column/store")
+    return s3_server
 
 
-def test_s3_root_gets_the_storage_extension(s3_server, tmp_path):
-    options = s3_server.storage_options(anon=True)
+def test_s3_root_gets_the_storage_extension(s3_column, tmp_path):
+    options = s3_column.storage_options(anon=True)
     catalog = quiet(build_stac, "s3://moczarr-public/zagg/column/store", tmp_path, storage_options=options)
     assert validate_offline(tmp_path / "catalog.json")
     (collection,) = catalog.get_children()
     scheme = {
         "type": "custom-s3",
-        "platform": s3_server.endpoint_url,
+        "platform": s3_column.endpoint_url,
         "bucket": "moczarr-public",
         "region": "us-east-1",
     }
@@ -595,7 +592,7 @@ def test_s3_root_gets_the_storage_extension(s3_server, tmp_path):
     xr.testing.assert_identical(remote, quiet(open_level, str(fixture_path("zagg/column/store")), 7).load())
 
 
-def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_server, tmp_path):
+def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_column, tmp_path):
     """``--anon --endpoint-url``: the storage options reach v1 and v2 entries and the Items' xarray hints."""
     import intake
 
@@ -604,7 +601,7 @@ def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_serv
     from .engines import register_engine
 
     register_engine()
-    endpoint = s3_server.endpoint_url
+    endpoint = s3_column.endpoint_url
     root = "s3://moczarr-public/zagg/column/store"
     assert main(["build", root, "--out", str(tmp_path), "--anon", "--endpoint-url", endpoint]) == 0
     local = quiet(open_level, str(fixture_path("zagg/column/store")), 7).load()
@@ -625,8 +622,8 @@ def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_serv
     xr.testing.assert_identical(opened.load(), local)
 
 
-def test_credentials_are_never_written(s3_server, tmp_path):
-    options = s3_server.storage_options(anon=False)
+def test_credentials_are_never_written(s3_column, tmp_path):
+    options = s3_column.storage_options(anon=False)
     quiet(build_stac, "s3://moczarr-private/zagg/column/store", tmp_path, storage_options=options)
     for path in tmp_path.rglob("*.json"):
         text = path.read_text()
