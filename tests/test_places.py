@@ -336,6 +336,10 @@ def test_canonical_words_is_mortie_strict():
 
 
 # -- hypothesis: no untyped exception, no third-party output ------------------------------------------
+#: these properties read what the code under test printed (``capfd``): the fixture is reset by ``readouterr`` in
+#: every example, which is what Hypothesis's function-scoped-fixture check cannot see
+CAPFD = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+
 scalars = st.one_of(
     st.integers(min_value=-(2**80), max_value=2**80),
     st.floats(allow_nan=True),
@@ -354,7 +358,7 @@ aois = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@CAPFD
 @given(aoi=aois)
 def test_any_argument_gives_a_place_or_an_aoi_error(aoi, capfd):
     try:
@@ -368,7 +372,7 @@ def test_any_argument_gives_a_place_or_an_aoi_error(aoi, capfd):
     assert err == ""
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@CAPFD
 @given(aoi=aois)
 def test_open_hive_takes_any_argument_or_raises_typed(aoi, capfd):
     with warnings.catch_warnings():
@@ -381,7 +385,6 @@ def test_open_hive_takes_any_argument_or_raises_typed(aoi, capfd):
     assert capfd.readouterr().err == ""
 
 
-@settings(max_examples=60, deadline=None)
 @given(west=st.floats(-180, 180), south=st.floats(-90, 89), width=st.floats(0.01, 359), height=st.floats(0.01, 30))
 def test_random_boxes_cover_their_corners(west, south, width, height):
     east = (west + width + 180) % 360 - 180
@@ -411,7 +414,7 @@ any_value = st.one_of(
 )
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@CAPFD
 @given(cell_order=any_value)
 def test_any_cell_order_opens_or_raises_pyramid_error(cell_order, capfd):
     with warnings.catch_warnings():
@@ -423,7 +426,7 @@ def test_any_cell_order_opens_or_raises_pyramid_error(cell_order, capfd):
     assert capfd.readouterr().err == ""
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@CAPFD
 @given(levels=any_value)
 def test_any_levels_opens_or_raises_pyramid_error(levels, capfd):
     with warnings.catch_warnings():
@@ -435,7 +438,7 @@ def test_any_levels_opens_or_raises_pyramid_error(levels, capfd):
     assert capfd.readouterr().err == ""
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@CAPFD
 @given(window=any_value, time=st.one_of(st.none(), any_value))
 def test_any_window_or_time_opens_or_raises_window_error(window, time, capfd):
     root = SAMPLE.parent / "elevation_yearly"
