@@ -10,10 +10,13 @@ import tempfile
 from pathlib import Path
 
 import intake
+import pytest
 
 from moczarr.testing import EXPECTATIONS_NAME
 
 from .conftest import load_json
+
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
 
 
 def _script() -> str:

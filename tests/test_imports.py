@@ -30,11 +30,13 @@ def modules_after(statement: str) -> set[str]:
         ("import xarray, moczarr.backend", ("xarray", "pandas")),  # what xarray's engine listing does
     ],
 )
+@pytest.mark.subprocess
 def test_import_loads_no_heavy_library(statement, allowed):
     loaded = modules_after(statement) & set(HEAVY)
     assert loaded <= set(allowed), f"{statement!r} imported {sorted(loaded - set(allowed))}"
 
 
+@pytest.mark.subprocess
 def test_first_use_imports_the_name():
     assert "open_hive" in dir(moczarr)
     assert modules_after("import moczarr; moczarr.open_hive") >= {"zarr", "dask", "mortie"}
@@ -54,6 +56,7 @@ def test_unknown_name_is_an_attribute_error():
         moczarr.metadata.nothing  # noqa: B018
 
 
+@pytest.mark.subprocess
 def test_submodules_are_attributes_of_the_package():
     out = subprocess.run(
         [sys.executable, "-c", "import moczarr; print(moczarr.errors.__name__)"],

@@ -201,6 +201,7 @@ def test_s3_dataset_pickles(public):
     xr.testing.assert_identical(back.load(), ds.load())
 
 
+@pytest.mark.slow
 def test_s3_dataset_computes_on_a_process_cluster(public):
     """Worker processes rebuild the store handle from the pickle and read over HTTP themselves."""
     golden = load_json(fixture_path("zagg/single_8/golden.json"))["products"]["."]["totals"]
@@ -341,6 +342,7 @@ def test_walk_and_roster_request_counts_over_s3(public, backend):
     assert (http.heads, http.lists, http.object_gets) == (0, 1, roster.gets), dict(http)
 
 
+@pytest.mark.slow
 def test_catalog_cli_end_to_end_over_s3(public, tmp_path):
     """moczarr-catalog build on s3:// roots: the YAML and STAC open back to the same data over S3."""
     import intake
