@@ -60,7 +60,7 @@ LAYERS = ("generated", "shared") if (FIXTURES.is_dir() or IN_CI) else ("generate
 #: Hypothesis profiles. Timing is the benchmarks' business, never a test's, so neither has a deadline (on a
 #: loaded 2-core machine an example that opens a store can take a second); ``ci`` is thorough and reproducible.
 settings.register_profile("dev", max_examples=20, deadline=None)
-settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True, print_blob=True)
+settings.register_profile("ci", max_examples=100, deadline=None, derandomize=True, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if IN_CI else "dev"))
 
 #: The layer of a test not parametrized over layers.
