@@ -17,11 +17,23 @@ A test whose code (or a helper or fixture of its module it calls) names only
 stores with a generated twin runs once per layer (ids ``[generated]``/``[shared]``).
 A test that names a shared-only store (:data:`SHARED_ONLY`: ``strata_hive`` and
 ``strata_goldens``, which no test reads yet) or is marked ``conformance`` (it pins
-a quirk of one shared store) runs on the shared layer only.
+a quirk of one shared store) runs on the shared layer only. ``--layer shared``
+(or ``--layer generated``) selects the tests of one layer only: CI runs the
+whole suite in a clone with nothing beside it, then ``--layer shared`` beside
+``../shared``, so no test runs twice on the same stores.
+
+Nothing is written at collection: the generated tree is written (or found in
+the cache) by the first test that reads it, and the object-store tests share
+one S3 server per test process (:func:`s3_server`), started by the first test
+that needs one. Tests using it are marked ``s3``; the ``slow``, ``s3`` and
+``subprocess`` markers (pyproject.toml) select, they never skip: the default
+run runs everything. Hypothesis runs the ``dev`` profile, or ``ci`` under
+``CI=true``; ``HYPOTHESIS_PROFILE`` names another.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -32,6 +44,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("MOCZARR_SHARED", REPO.parent / "shared"))
@@ -44,7 +57,12 @@ SHARED_ONLY = ("strata",)
 STORE_LOOKUPS = {"fixture_path", "copy_fixture", "fixtures", "layer_dir", "moraine_root"}
 LAYERS = ("generated", "shared") if (FIXTURES.is_dir() or IN_CI) else ("generated",)
 
-_GENERATED = pytest.StashKey[tuple]()
+#: Hypothesis profiles. Timing is the benchmarks' business, never a test's, so neither has a deadline (on a
+#: loaded 2-core machine an example that opens a store can take a second); ``ci`` is thorough and reproducible.
+settings.register_profile("dev", max_examples=20, deadline=None)
+settings.register_profile("ci", max_examples=100, deadline=None, derandomize=True, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if IN_CI else "dev"))
+
 #: The layer of a test not parametrized over layers.
 DEFAULT_LAYER = "shared" if FIXTURES.is_dir() else "generated"
 _layer = {"name": DEFAULT_LAYER}
@@ -60,8 +78,9 @@ def fixtures_dir() -> Path:
     return FIXTURES
 
 
+@functools.cache
 def generated_dir() -> Path:
-    """The generated tree (written on first use in a session, then cached)."""
+    """The generated tree: written by the first test of any session that needs it, then cached (see tests/stores)."""
     from .stores.cache import generated_stores
 
     return generated_stores()
@@ -112,24 +131,40 @@ def store_layer(request):
     _layer["name"] = DEFAULT_LAYER
 
 
-def pytest_sessionstart(session):
-    from .stores.cache import fingerprint
-
-    root = generated_dir()  # write (or find) the generated stores before any test is timed
-    session.config.stash[_GENERATED] = (root, fingerprint(root))
-
-
 def pytest_sessionfinish(session, exitstatus):
-    """Fail the session if a test wrote into the cached stores, and drop them so the next session rewrites them."""
-    from .stores.cache import discard, fingerprint
+    """Fail the session if a test wrote into the cached generated stores, and drop them for the next session to rewrite.
 
-    root, before = session.config.stash.get(_GENERATED, (None, None))
-    if root is not None and fingerprint(root) != before:
+    Checked once, by the process that ran the session (under pytest-xdist the
+    controller, after every worker), against the tree's manifest: one walk.
+    """
+    if hasattr(session.config, "workerinput"):
+        return
+    from .stores.cache import COMPLETE, cache_root, damage, discard, version_key
+
+    root = cache_root() / version_key()
+    if not (root / COMPLETE).is_file():
+        return
+    changed = damage(root)
+    if changed:
         discard(root)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line(f"a test wrote into the cached generated stores {root}; discarded them", red=True)
+            shown = ", ".join(changed[:5]) + (", ..." if len(changed) > 5 else "")
+            reporter.write_line(
+                f"a test wrote into the cached generated stores {root} ({len(changed)} entries: {shown}); "
+                "discarded them",
+                red=True,
+            )
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--layer",
+        choices=("generated", "shared"),
+        default=None,
+        help="run only the tests that read this store layer (ids [generated] or [shared]); default: every test",
+    )
 
 
 def pytest_configure(config):
@@ -137,6 +172,23 @@ def pytest_configure(config):
         "markers",
         "conformance(reason): a test of a particular shared store's quirks; runs on the shared layer only",
     )
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the tests on the session's S3 server ``s3``; with ``--layer``, keep only the tests of that layer."""
+    for item in items:
+        if "s3_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.s3)
+    only = config.getoption("layer")
+    if only is None:
+        return
+    kept, dropped = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        (kept if callspec is not None and callspec.params.get("store_layer") == only else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def pytest_generate_tests(metafunc):
@@ -252,6 +304,19 @@ def quiet():
     with warnings.catch_warnings():
         warnings.simplefilter("error", moczarr.errors.MoczarrWarning)
         yield
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """Moto's S3 server on 127.0.0.1, one per test process, started by the first test that asks for it.
+
+    Shared by every module: each takes its own bucket with ``s3_server.bucket(name)``
+    (empty whatever an earlier user left, see tests/s3server.py).
+    """
+    from .s3server import S3Server
+
+    with S3Server() as server:
+        yield server
 
 
 @pytest.fixture(scope="session", autouse=True)

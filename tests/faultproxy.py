@@ -26,6 +26,7 @@ from __future__ import annotations
 import http.client
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import Counter
@@ -53,6 +54,14 @@ class Rule:
         if self.match not in path:
             return False
         return self.times is None or self.hits < self.times
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that gave up on an answer (its timeout, a cancelled batch) is the point of a fault, not an error."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class FaultProxy:
@@ -111,7 +120,7 @@ class FaultProxy:
 
             do_HEAD = do_PUT = do_POST = do_DELETE = do_GET
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         host, port = self._server.server_address[:2]
         self.endpoint_url = f"http://{host}:{port}"

@@ -27,6 +27,13 @@ Moto and anonymous access (moto 5.x, checked against its ``s3/responses.py``):
   an anonymous GET of a missing key unless the policy also grants
   ``s3:ListBucket``; the public policy grants it, so both servers agree that
   a miss is a clean 404 (the reader treats a miss as trustworthy absence).
+
+One server per test process: the session fixture ``s3_server`` of
+``tests/conftest.py`` starts it on first use (so a pytest-xdist worker that
+runs no object-store test starts none) and every module shares it. Moto keeps
+its buckets per process, so each user takes its own bucket with
+:meth:`S3Server.bucket`, which hands it over empty whatever an earlier module
+(or the other store layer's run of the same module) left there.
 """
 
 from __future__ import annotations
@@ -162,10 +169,27 @@ class S3Server:
         return {"key": ACCESS_KEY, "secret": SECRET_KEY, "client_kwargs": client_kwargs}
 
     # -- buckets and uploads --------------------------------------------------------------------
-    def create_bucket(self, name: str, *, public: bool = False) -> None:
-        """A bucket; ``public=True`` attaches a policy allowing anonymous reads and listings."""
+    def bucket(self, name: str, *, public: bool = False) -> str:
+        """Bucket ``name``, empty, with the policy ``public`` asks for (whatever an earlier user left); returns it."""
         s3 = self.client()
-        s3.create_bucket(Bucket=name)
+        try:
+            s3.head_bucket(Bucket=name)
+        except s3.exceptions.ClientError:
+            self.create_bucket(name, public=public)
+            return name
+        self.delete_prefix(name, "")
+        if public:
+            self.create_bucket(name, public=True, exists=True)
+        else:
+            s3.delete_bucket_policy(Bucket=name)
+        return name
+
+    def create_bucket(self, name: str, *, public: bool = False, exists: bool = False) -> None:
+        """A new bucket (or, ``exists=True``, one already there); ``public=True`` attaches a policy allowing
+        anonymous reads and listings."""
+        s3 = self.client()
+        if not exists:
+            s3.create_bucket(Bucket=name)
         if public:
             policy = {
                 "Version": "2012-10-17",

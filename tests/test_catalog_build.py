@@ -67,6 +67,7 @@ def test_root_labels_and_common_parent(tmp_path):
     assert common_parent(["s3://bucket/x"]) is None
 
 
+@pytest.mark.slow
 def test_every_entry_of_both_flavours_reads_its_own_root(colliding, tmp_path):
     a, b = colliding
     out = tmp_path / "cat"

@@ -12,10 +12,13 @@ import tempfile
 from pathlib import Path
 
 import intake
+import pytest
 
 from moczarr.testing import EXPECTATIONS_NAME
 
 from .conftest import REPO, load_json
+
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]
 
 
 def _script() -> str:

@@ -314,6 +314,7 @@ def _tiny_objects(root, n: int) -> tuple[dict, list[str], np.ndarray]:
     return meta, groups, values.ravel()
 
 
+@pytest.mark.slow
 def test_a_batch_is_read_in_bounded_sub_batches_straight_into_its_result(tmp_path, monkeypatch):
     """One task over thousands of tiny objects holds its result plus a bounded number of payloads, not one per object."""
     import tracemalloc

@@ -17,6 +17,8 @@ import moczarr
 
 from .conftest import fixture_path, load_json, local_cluster
 
+pytestmark = pytest.mark.slow  # a process cluster: two worker interpreters start
+
 STORE = "zagg/single_8/store"
 
 

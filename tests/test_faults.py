@@ -46,7 +46,6 @@ from moczarr.storage import (
 
 from .conftest import fixture_path
 from .faultproxy import FaultProxy
-from .s3server import S3Server
 
 BUCKET = "moczarr-faults"
 HIVE = "zagg/single_8/store"
@@ -62,13 +61,12 @@ def store_path(name: str):
 
 
 @pytest.fixture(scope="module")
-def servers(store_layer):
-    local = {name: store_path(name) for name in (HIVE, MORAINE)}
-    with S3Server() as s3, FaultProxy(s3.endpoint_url, max_stall=20.0) as proxy:
-        s3.create_bucket(BUCKET, public=True)
-        for name, path in local.items():
-            s3.upload_tree(path, BUCKET, name)
-        yield s3, proxy
+def servers(s3_server, store_layer):
+    s3_server.bucket(BUCKET, public=True)
+    for name in (HIVE, MORAINE):
+        s3_server.upload_tree(store_path(name), BUCKET, name)
+    with FaultProxy(s3_server.endpoint_url, max_stall=20.0) as proxy:
+        yield s3_server, proxy
 
 
 BACKENDS = ["obstore", "s3fs"]

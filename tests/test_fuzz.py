@@ -2,9 +2,9 @@
 
 Every example either succeeds or raises a :class:`~moczarr.errors.MoczarrError`
 subclass; anything else (``TypeError``, ``KeyError``, ``AttributeError``,
-zarr's or numpy's errors) fails the property. ``max_examples`` is bounded so
-the whole file runs in seconds; a failing example is shrunk and printed by
-hypothesis.
+zarr's or numpy's errors) fails the property. How many examples: the Hypothesis
+profile (tests/conftest.py: a few while developing, many and reproducible under
+CI); a failing example is shrunk and printed by hypothesis.
 """
 
 from __future__ import annotations
@@ -27,13 +27,8 @@ from moczarr.openers.pyramid import pyramid_declaration, pyramid_levels
 
 from .conftest import fixture_path, load_json
 
-FAST = settings(
-    max_examples=50,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    derandomize=True,
-)
-SLOW = settings(FAST, max_examples=30)
+#: drawing whole manifests and stamps is slow by nature, not a problem (examples and deadline: the profile)
+FUZZ = settings(suppress_health_check=[HealthCheck.too_slow])
 
 #: any JSON value, small
 JSON = st.recursive(
@@ -123,7 +118,7 @@ def manifests(draw):
     return doc
 
 
-@FAST
+@FUZZ
 @given(doc=manifests())
 def test_fuzzed_manifests_parse_or_raise_typed(doc):
     manifest = typed(parse_manifest, doc, "fuzz")
@@ -133,7 +128,7 @@ def test_fuzzed_manifests_parse_or_raise_typed(doc):
         typed(lambda: (manifest.schedule, manifest.declared_windows, manifest.summary()))
 
 
-@SLOW
+@FUZZ
 @given(doc=manifests())
 def test_fuzzed_manifest_on_disk_opens_or_raises_typed(stores, doc):
     root = stores["overview_hive/atl06"]
@@ -182,7 +177,7 @@ def _stamp_doc(root: Path, leaf: str) -> dict:
     return load_json(root / leaf / "zarr.json")
 
 
-@SLOW
+@FUZZ
 @given(data=st.data(), leaf=st.sampled_from([VERSIONED_LEAF, SCHEMA_LEAF]))
 def test_fuzzed_stamps_open_or_raise_typed(stores, data, leaf):
     root = stores["zagg/versioned/store"]
@@ -200,7 +195,7 @@ def test_fuzzed_stamps_open_or_raise_typed(stores, data, leaf):
         path.write_bytes(saved)
 
 
-@SLOW
+@FUZZ
 @given(
     attrs=st.dictionaries(st.sampled_from(["zagg_overview", "role", "morton_hive_commit"]), JSON, max_size=3),
     field=NAMES,
@@ -231,7 +226,7 @@ IDS = st.from_regex(r"-?[0-9][0-9]{0,34}p?", fullmatch=True) | st.sampled_from(
 ARGS = JSON | NAMES | IDS | st.lists(IDS, max_size=3) | st.sampled_from([-1, 0, 2**64, 1.5, b"x", (), object()])
 
 
-@FAST
+@FUZZ
 @given(aoi=ARGS, window=ARGS, index_kind=ARGS, fabricate=ARGS, verify=ARGS)
 def test_fuzzed_open_hive_arguments(stores, aoi, window, index_kind, fabricate, verify):
     root = stores["zagg/single_8/store"]
@@ -246,7 +241,7 @@ def test_fuzzed_open_hive_arguments(stores, aoi, window, index_kind, fabricate, 
     )
 
 
-@settings(FAST, max_examples=400)
+@FUZZ
 @given(aoi=IDS | st.lists(IDS, min_size=1, max_size=4))
 def test_fuzzed_aoi_ids_are_covered_or_refused_typed(aoi):
     """Every id-shaped ``aoi=``, too fine for order 29 included, is a cover or an AOIError naming it."""
@@ -258,14 +253,14 @@ def test_fuzzed_aoi_ids_are_covered_or_refused_typed(aoi):
             assert repr(first_bad)[:30] in str(result)
 
 
-@FAST
+@FUZZ
 @given(storage_options=ARGS, concurrency=ARGS, root=ARGS)
 def test_fuzzed_store_arguments(stores, storage_options, concurrency, root):
     typed(moczarr.open_hive, root, storage_options=storage_options)
     typed(moczarr.open_hive, stores["zagg/single_8/store"], storage_options=storage_options, concurrency=concurrency)
 
 
-@FAST
+@FUZZ
 @given(cell_order=ARGS, levels=ARGS, window=ARGS, all_time=ARGS)
 def test_fuzzed_pyramid_arguments(stores, cell_order, levels, window, all_time):
     root = stores["overview_hive/atl06"]
@@ -273,7 +268,7 @@ def test_fuzzed_pyramid_arguments(stores, cell_order, levels, window, all_time):
     typed(moczarr.open_pyramid, root, levels=levels, window=window, all_time=all_time)
 
 
-@FAST
+@FUZZ
 @given(leaf=ARGS, products=ARGS, window=ARGS)
 def test_fuzzed_leaf_and_tree_arguments(stores, leaf, products, window):
     typed(moczarr.open_leaf, stores["zagg/single_8/store"], leaf)
@@ -281,7 +276,7 @@ def test_fuzzed_leaf_and_tree_arguments(stores, leaf, products, window):
     typed(moczarr.open_store, stores["zagg/windowed/store"], products=products, window=window)
 
 
-@FAST
+@FUZZ
 @given(level=ARGS, path=ARGS)
 def test_fuzzed_moraine_arguments(level, path):
     root = fixture_path("moraine/ras_mean_v1")

@@ -30,17 +30,20 @@ def modules_after(statement: str) -> set[str]:
         ("import xarray, moczarr.backend", ("xarray", "pandas")),  # what xarray's engine listing does
     ],
 )
+@pytest.mark.subprocess
 def test_import_loads_no_heavy_library(statement, allowed):
     loaded = modules_after(statement) & set(HEAVY)
     assert loaded <= set(allowed), f"{statement!r} imported {sorted(loaded - set(allowed))}"
 
 
+@pytest.mark.subprocess
 def test_errors_import_nothing_heavy():
     """Catching a moczarr error must not cost an xarray import (nor zarr, dask, numpy, mortie)."""
     loaded = modules_after("import moczarr.errors") & {*HEAVY, "numpy"}
     assert not loaded, f"'import moczarr.errors' imported {sorted(loaded)}"
 
 
+@pytest.mark.subprocess
 def test_first_use_imports_the_name():
     assert "open_hive" in dir(moczarr)
     assert modules_after("import moczarr; moczarr.open_hive") >= {"zarr", "dask", "mortie"}
@@ -60,6 +63,7 @@ def test_unknown_name_is_an_attribute_error():
         moczarr.metadata.nothing  # noqa: B018
 
 
+@pytest.mark.subprocess
 def test_submodules_are_attributes_of_the_package():
     out = subprocess.run(
         [sys.executable, "-c", "import moczarr; print(moczarr.errors.__name__)"],

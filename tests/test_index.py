@@ -27,7 +27,9 @@ from moczarr.indexes.ranges import MortonRanges
 
 from .test_ranges import domain, reference, two_domains
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: the strategies build whole domains (mortie children of drawn ancestors) while drawing: slow generation is the
+#: strategy's nature, not a problem. Examples and deadline: the profile (tests/conftest.py).
+SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow])
 U64 = np.uint64
 SHARDS = ["4331421", "4331422", "4331441", "-31123"]  # order 6 and 4, north and south
 

@@ -721,33 +721,12 @@ def test_malformed_stats_zarr_is_dropped_with_warning(root, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def s3(root):
-    import boto3
-    import s3fs
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    options = {
-        "key": "testing",
-        "secret": "testing",
-        "client_kwargs": {"endpoint_url": f"http://{host}:{port}", "region_name": "us-east-1"},
-    }
-    boto3.client(
-        "s3",
-        endpoint_url=options["client_kwargs"]["endpoint_url"],
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    ).create_bucket(Bucket="moraine")
-    fs = s3fs.S3FileSystem(**options)
+def s3(root, s3_server):
+    """Signed ``storage_options`` for the session's S3 server, holding two pyramids in bucket ``moraine``."""
+    s3_server.bucket("moraine")
     for name in ("pc_first_v1", "ras_decimate_v1_zarr2"):
-        if fs.exists(f"moraine/{name}"):  # moto keeps its buckets in-process: another layer's upload
-            fs.rm(f"moraine/{name}", recursive=True)
-        fs.put(str(root / name), f"moraine/{name}", recursive=True)
-    yield options
-    server.stop()
+        s3_server.upload_tree(root / name, "moraine", name)
+    return s3_server.storage_options(anon=False)
 
 
 @pytest.mark.parametrize("name", ["pc_first_v1", "ras_decimate_v1_zarr2"])

@@ -139,6 +139,7 @@ def test_pick_refuses_bad_arguments():
         pick_cells(ds, np.ones(3, dtype=bool))
 
 
+@pytest.mark.slow
 def test_pick_computes_on_a_process_cluster(client):  # noqa: F811
     ds, per_leaf = _open()
     positions = np.array([3 * per_leaf + 1, 2, 2])

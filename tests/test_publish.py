@@ -35,7 +35,7 @@ from moczarr_intake.stac import ENGINE, HIVE_MEDIA_TYPE, MEDIA_TYPE, XARRAY, ope
 from .conftest import REPO, fixture_path
 from .engines import register_engine
 
-pytestmark = pytest.mark.filterwarnings("ignore::moczarr.errors.MoczarrWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::moczarr.errors.MoczarrWarning"), pytest.mark.slow]
 
 #: where each store copy goes below ``stores/`` -> the store it is a copy of
 STORES = {

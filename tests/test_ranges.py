@@ -22,7 +22,9 @@ from moczarr.errors import (
 from moczarr.ids import to_words
 from moczarr.indexes.ranges import MortonRanges, packing
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+#: the strategies build whole domains (mortie children of drawn ancestors) while drawing: slow generation is the
+#: strategy's nature, not a problem. Examples and deadline: the profile (tests/conftest.py).
+SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow])
 U64 = np.uint64
 
 

@@ -1,6 +1,6 @@
 """The same opens over ``s3://`` (moto's S3 server on 127.0.0.1, real HTTP) as over local paths.
 
-One session-scoped server holds two buckets:
+The session's server (``s3_server``, tests/conftest.py) holds two buckets of this module's:
 
 - ``moczarr-public``: every fixture store used here, with a bucket policy
   allowing anonymous ``GetObject``/``ListBucket``; read with
@@ -34,6 +34,8 @@ from moczarr.storage import count_requests
 from .conftest import fixture_path, has_fixture, load_json, local_cluster
 from .s3server import S3Server
 
+pytestmark = pytest.mark.s3
+
 PUBLIC = "moczarr-public"
 PRIVATE = "moczarr-private"
 PUBLIC_STORES = [
@@ -51,17 +53,14 @@ ACCESS = {"anon": (PUBLIC, True), "credentials": (PRIVATE, False)}
 
 
 @pytest.fixture(scope="module")
-def s3(store_layer):
+def s3(s3_server, store_layer):
     local = {name: fixture_path(name) for name in PUBLIC_STORES if has_fixture(name)}
-    with S3Server() as server:
-        server.create_bucket(PUBLIC, public=True)
-        server.create_bucket(PRIVATE)
-        for bucket, names in ((PUBLIC, PUBLIC_STORES), (PRIVATE, PRIVATE_STORES)):
-            for name in names:
-                server.delete_prefix(bucket, name + "/")  # moto keeps buckets in-process: another layer's upload
-                if name in local:
-                    server.upload_tree(local[name], bucket, name)
-        yield server
+    for bucket, public, names in ((PUBLIC, True, PUBLIC_STORES), (PRIVATE, False, PRIVATE_STORES)):
+        s3_server.bucket(bucket, public=public)  # empty: the other layer's run of this module filled it
+        for name in names:
+            if name in local:
+                s3_server.upload_tree(local[name], bucket, name)
+    return s3_server
 
 
 class Remote:
@@ -202,6 +201,7 @@ def test_s3_dataset_pickles(public):
     xr.testing.assert_identical(back.load(), ds.load())
 
 
+@pytest.mark.slow
 def test_s3_dataset_computes_on_a_process_cluster(public):
     """Worker processes rebuild the store handle from the pickle and read over HTTP themselves."""
     golden = load_json(fixture_path("zagg/single_8/golden.json"))["products"]["."]["totals"]
@@ -342,6 +342,7 @@ def test_walk_and_roster_request_counts_over_s3(public, backend):
     assert (http.heads, http.lists, http.object_gets) == (0, 1, roster.gets), dict(http)
 
 
+@pytest.mark.slow
 def test_catalog_cli_end_to_end_over_s3(public, tmp_path):
     """moczarr-catalog build on s3:// roots: the YAML and STAC open back to the same data over S3."""
     import intake

@@ -19,19 +19,16 @@ import moczarr
 from moczarr.storage import RetryPolicy, count_requests, describe_key, make_store, obstore_options
 
 from .conftest import fixture_path
-from .s3server import S3Server
 
 STORE = "zagg/single_8/store"
 
 
 @pytest.fixture(scope="module")
-def s3(store_layer):
-    with S3Server() as server:
-        server.create_bucket("pub", public=True)
-        server.create_bucket("priv")
-        server.upload_tree(fixture_path(STORE), "pub", "single_8")
-        server.upload_tree(fixture_path(STORE), "priv", "single_8")
-        yield server
+def s3(s3_server, store_layer):
+    for bucket, public in (("pub", True), ("priv", False)):
+        s3_server.bucket(bucket, public=public)
+        s3_server.upload_tree(fixture_path(STORE), bucket, "single_8")
+    return s3_server
 
 
 def backend(options: dict | None, url: str = "s3://pub/single_8") -> str:

@@ -562,36 +562,33 @@ def test_open_stac_calls_only_moczarr_readers(built):
 
 # -- object stores ------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def s3_server(store_layer):
-    from .s3server import S3Server
-
+def s3_column(s3_server, store_layer):
+    """The session's S3 server, holding ``zagg/column/store`` in a public and a private bucket of this module's."""
     local = fixture_path("zagg/column/store")
-    with S3Server() as server:
-        for bucket, public in (("moczarr-public", True), ("moczarr-private", False)):
-            server.create_bucket(bucket, public=public)
-            server.delete_prefix(bucket, "zagg/column/store/")  # moto keeps buckets in-process: another layer's upload
-            server.upload_tree(local, bucket, "zagg/column/store")
-        yield server
+    for bucket, public in (("stac-public", True), ("stac-private", False)):
+        s3_server.bucket(bucket, public=public)
+        s3_server.upload_tree(local, bucket, "zagg/column/store")
+    return s3_server
 
 
-def test_s3_root_gets_the_storage_extension(s3_server, tmp_path):
-    options = s3_server.storage_options(anon=True)
-    catalog = quiet(build_stac, "s3://moczarr-public/zagg/column/store", tmp_path, storage_options=options)
+def test_s3_root_gets_the_storage_extension(s3_column, tmp_path):
+    options = s3_column.storage_options(anon=True)
+    catalog = quiet(build_stac, "s3://stac-public/zagg/column/store", tmp_path, storage_options=options)
     assert validate_offline(tmp_path / "catalog.json")
     (collection,) = catalog.get_children()
     scheme = {
         "type": "custom-s3",
-        "platform": s3_server.endpoint_url,
-        "bucket": "moczarr-public",
+        "platform": s3_column.endpoint_url,
+        "bucket": "stac-public",
         "region": "us-east-1",
     }
-    assert collection.extra_fields["storage:schemes"] == {"s3-moczarr-public": scheme}
+    assert collection.extra_fields["storage:schemes"] == {"s3-stac-public": scheme}
     for item in collection.get_items():
         assert STORAGE in item.stac_extensions
-        assert item.properties["storage:schemes"] == {"s3-moczarr-public": scheme}
-        assert item.assets["data"].href == "s3://moczarr-public/zagg/column/store"
+        assert item.properties["storage:schemes"] == {"s3-stac-public": scheme}
+        assert item.assets["data"].href == "s3://stac-public/zagg/column/store"
         for asset in item.assets.values():
-            assert asset.extra_fields["storage:refs"] == ["s3-moczarr-public"]
+            assert asset.extra_fields["storage:refs"] == ["s3-stac-public"]
         local = fixture_path("zagg/column/store") / "morton_hive.json"
         assert item.assets["manifest"].extra_fields["file:size"] == local.stat().st_size
     item = pystac.read_file(str(tmp_path / "atl06" / "atl06-o7" / "atl06-o7.json"))
@@ -599,7 +596,7 @@ def test_s3_root_gets_the_storage_extension(s3_server, tmp_path):
     xr.testing.assert_identical(remote, quiet(open_level, str(fixture_path("zagg/column/store")), 7).load())
 
 
-def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_server, tmp_path):
+def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_column, tmp_path):
     """``--anon --endpoint-url``: the storage options reach v1 and v2 entries and the Items' xarray hints."""
     import intake
 
@@ -608,8 +605,8 @@ def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_serv
     from .engines import register_engine
 
     register_engine()
-    endpoint = s3_server.endpoint_url
-    root = "s3://moczarr-public/zagg/column/store"
+    endpoint = s3_column.endpoint_url
+    root = "s3://stac-public/zagg/column/store"
     assert main(["build", root, "--out", str(tmp_path), "--anon", "--endpoint-url", endpoint]) == 0
     local = quiet(open_level, str(fixture_path("zagg/column/store")), 7).load()
     for name in ("catalog.yaml", "catalog_v2.yaml"):
@@ -629,9 +626,9 @@ def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_serv
     xr.testing.assert_identical(opened.load(), local)
 
 
-def test_credentials_are_never_written(s3_server, tmp_path):
-    options = s3_server.storage_options(anon=False)
-    quiet(build_stac, "s3://moczarr-private/zagg/column/store", tmp_path, storage_options=options)
+def test_credentials_are_never_written(s3_column, tmp_path):
+    options = s3_column.storage_options(anon=False)
+    quiet(build_stac, "s3://stac-private/zagg/column/store", tmp_path, storage_options=options)
     for path in tmp_path.rglob("*.json"):
         text = path.read_text()
         assert options["secret"] not in text and options["key"] not in text, path

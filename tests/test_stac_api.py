@@ -40,6 +40,8 @@ from moczarr_intake.stac import open_stac, write_geoparquet
 
 from .conftest import REPO, fixture_path
 
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess]  # rustac serve
+
 SERVER_START_SECONDS = 30
 WORLD = [-180.0, -90.0, 180.0, 90.0]
 #: a box cutting the sample stores' footprint (eastern North America)

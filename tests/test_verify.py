@@ -635,9 +635,7 @@ def test_malformed_root_moc(zagg):
 
 
 # -- over S3 (a real moto server on 127.0.0.1) -------------------------------------------------------
-def test_verify_over_s3_equals_local(zagg):
-    from .s3server import S3Server
-
+def test_verify_over_s3_equals_local(zagg, s3_server):
     store, _ = zagg("versioned")
     leaf = leaf_dir(store, "1111111")
     current = load_json(leaf / "zarr.json")["attributes"]["morton_hive_commit"]["current"]
@@ -647,11 +645,10 @@ def test_verify_over_s3_equals_local(zagg):
         / load_json(leaf_dir(store, "1111144") / "zarr.json")["attributes"]["morton_hive_commit"]["current"]
     )
     local = verify_store(store, deep=True)
-    with S3Server() as server:
-        server.create_bucket("verify", public=True)
-        prefix = f"versioned-{uuid.uuid4().hex[:8]}"  # moto keeps buckets across servers of one process
-        server.upload_tree(store, "verify", prefix)
-        remote = verify_store(f"s3://verify/{prefix}", deep=True, storage_options=server.storage_options(anon=True))
+    bucket = s3_server.bucket("verify", public=True)
+    prefix = f"versioned-{uuid.uuid4().hex[:8]}"
+    s3_server.upload_tree(store, bucket, prefix)
+    remote = verify_store(f"s3://{bucket}/{prefix}", deep=True, storage_options=s3_server.storage_options(anon=True))
     assert (
         sorted(problems(remote))
         == sorted(problems(local))
