@@ -20,6 +20,7 @@ when it opens a store.
 
 from __future__ import annotations
 
+import operator
 import os
 from pathlib import Path
 
@@ -35,7 +36,8 @@ def resolve_cell_order(cell_order=None, **aliases):
     """The one cell order among ``cell_order`` and its aliases (``order``, ``zoom``, ``level``), or None.
 
     Values may be ints or decimal strings (what templated catalogs render).
-    Raises :class:`TypeError` for an unknown keyword or two different values.
+    Raises :class:`~moczarr.errors.ArgumentTypeError` (a :class:`TypeError`) for an
+    unknown keyword, a value that is no integer, or two different values.
     """
     unknown = set(aliases) - set(CELL_ORDER_ALIASES)
     if unknown:
@@ -43,12 +45,24 @@ def resolve_cell_order(cell_order=None, **aliases):
             f"unknown keyword(s) {sorted(unknown)}; the cell order is cell_order= (or {', '.join(CELL_ORDER_ALIASES)})"
         )
     given = {k: v for k, v in {"cell_order": cell_order, **aliases}.items() if v is not None and v != ""}
-    values = {int(v) for v in given.values()}
+    try:
+        values = {_as_order(v) for v in given.values()}
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"a cell order is an integer, got {given}") from None
     if len(values) > 1:
         raise ArgumentTypeError(
             f"conflicting cell orders {given}: give one of cell_order, {', '.join(CELL_ORDER_ALIASES)}"
         )
     return values.pop() if values else None
+
+
+def _as_order(value) -> int:
+    """An int cell order from an int or a decimal string (a bool or a float is no cell order)."""
+    if isinstance(value, str):
+        return int(value)
+    if isinstance(value, bool):
+        raise TypeError(value)
+    return operator.index(value)  # ints and numpy ints; a float raises TypeError
 
 
 def _location(filename_or_obj) -> str:
