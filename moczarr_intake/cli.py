@@ -89,7 +89,7 @@ class Roots:
     def __init__(self) -> None:
         self.summaries: list[StoreSummary] = []
         self.moraine: list = []  # moczarr.moraine.MorainePyramid
-        self.damaged: list[str] = []  # "location: why", one per root or product left out
+        self.damaged: list[tuple[str, str]] = []  # (location, why), one per root or product left out
         self.warnings: list[str] = []  # distinct reader warnings, "Category: message"
 
     @property
@@ -124,22 +124,23 @@ def read_roots(roots: list[str], storage_options=None, *, progress: bool = False
                     continue
                 summary = summarize_store(location, storage_options, skip_damaged=True)
             except ContentError as exc:
-                found.damaged.append(f"{location}: {_one_line(exc)}")
+                found.damaged.append((location, _one_line(exc)))
                 continue
             found.summaries.append(summary)
-            found.damaged += [f"{summary.root.rstrip('/')}/{name}: {why}" for name, why in summary.damaged.items()]
+            found.damaged += [(f"{summary.root.rstrip('/')}/{name}", why) for name, why in summary.damaged.items()]
     for w in caught:
         line = f"{w.category.__name__}: {w.message}"
         if issubclass(w.category, MoczarrWarning) and line not in found.warnings:
             found.warnings.append(line)
     if not any(s.products for s in found.summaries) and not found.moraine:
-        raise ContentError("nothing to catalog: " + "; ".join(found.damaged or ["no product found"]))
+        why = [f"{where}: {reason}" for where, reason in found.damaged] or ["no product found"]
+        raise ContentError("nothing to catalog: " + "; ".join(why))
     return found
 
 
 def build_notes(entries: CatalogEntries, found: Roots) -> list[str]:
     """One line per product left out or degraded (naming why) and per distinct reader warning."""
-    notes = [f"degraded: {where} (left out of the catalog)" for where in found.damaged]
+    notes = [f"degraded: {where}: left out of the catalog: {why}" for where, why in found.damaged]
     notes += [
         f"degraded: {e.collection_id}: {reason}" for e in entries.products for reason in degrade_reasons(e.product)
     ]
@@ -209,7 +210,7 @@ def build(
         license=licence,
         license_url=licence_url,
     )
-    notes += _output_notes(policy, storage_options, api.skipped)
+    notes += _output_notes(policy, storage_options, api.skipped) + api.notes
     return {
         "intake": out / "catalog.yaml",
         "intake_v2": out / "catalog_v2.yaml",
@@ -226,7 +227,8 @@ def build(
 def _write_catalogs(entries: CatalogEntries, out: Path, policy: HrefPolicy, *, storage_options, catalog_url, **stac_kw):
     """Write STAC (and its API outputs) and both YAML flavours to a temporary sibling of ``out``, then move them in.
 
-    Returns the :class:`~moczarr_intake.stac.ApiOutputs` (paths in the temporary folder).
+    Returns the :class:`~moczarr_intake.stac.ApiOutputs` (paths in the temporary folder), with the lines
+    naming the Items they leave out in ``notes``.
     """
     import shutil
     import tempfile
@@ -250,7 +252,10 @@ def _write_catalogs(entries: CatalogEntries, out: Path, policy: HrefPolicy, *, s
                 api_outputs=False,
                 **stac_kw,
             )
-            api = write_api_outputs(catalog, tmp / "stac")
+            with warnings.catch_warnings(record=True) as left_out:  # Items a STAC API cannot serve
+                warnings.simplefilter("always", MoczarrWarning)
+                api = write_api_outputs(catalog, tmp / "stac")
+        api.notes = [f"note: {w.message}" for w in left_out if issubclass(w.category, MoczarrWarning)]
         hrefs = _stac_hrefs(catalog, entries, out, catalog_url)
         v1 = v1_catalog(entries, out, stac_hrefs=hrefs, storage_options=storage_options, policy=policy)
         write_yaml(v1, tmp / "catalog.yaml")
@@ -330,7 +335,9 @@ def describe_root(root: str, storage_options=None) -> tuple[str, list[str]]:
     for p in summary.products:
         lines += _product_lines(p)
     lines += [f"- {name}: damaged, not summarized" for name in summary.damaged]
-    degraded = [f"degraded: {summary.root.rstrip('/')}/{name}: {why}" for name, why in summary.damaged.items()]
+    degraded = [
+        f"degraded: {summary.root.rstrip('/')}/{name}: not summarized: {why}" for name, why in summary.damaged.items()
+    ]
     return "\n".join(lines), degraded
 
 

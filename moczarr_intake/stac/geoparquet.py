@@ -59,6 +59,7 @@ class ApiOutputs:
     items: list[Path] = field(default_factory=list)
     collections: list[Path] = field(default_factory=list)
     skipped: str | None = None  # one line: why nothing was written (a machine path would be)
+    notes: list[str] = field(default_factory=list)  # what the caller has to say about them (the CLI's lines)
 
 
 def write_geoparquet(catalog_or_items, path: str | os.PathLike) -> Path | None:
@@ -174,7 +175,7 @@ def write_api_items(catalog: pystac.Catalog, folder: str | os.PathLike) -> list[
     docs = [location_free(item) for item in catalog.get_items(recursive=True)]
     loose = [doc["id"] for doc in docs if not doc.get("collection")]
     if loose:
-        warn(f"stac-geoparquet {os.fspath(folder)}: Items outside any Collection left out: {loose}", MoczarrWarning)
+        warn(f"STAC API Items: Items outside any Collection left out: {loose}", MoczarrWarning)
     written = []
     for collection, groups in _groups_by_collection([d for d in docs if d.get("collection")]):
         for n, rows in enumerate(groups, start=1):
@@ -209,7 +210,7 @@ def _write_rows(docs: list[dict], path: Path) -> Path | None:
     rows = [doc for doc in docs if doc.get("geometry")]
     if len(rows) < len(docs):
         left_out = [doc.get("id") for doc in docs if not doc.get("geometry")]
-        warn(f"stac-geoparquet {os.fspath(path)}: Items without geometry left out: {left_out}", MoczarrWarning)
+        warn(f"STAC API Items: Items without geometry left out: {left_out}", MoczarrWarning)
     if not rows:
         return None
     rustac.write_sync(os.fspath(path), rows, format="parquet")
