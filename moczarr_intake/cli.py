@@ -126,13 +126,14 @@ def read_roots(roots: list[str], storage_options=None, *, progress: bool = False
             except ContentError as exc:
                 found.damaged.append((location, _one_line(exc)))
                 continue
-            found.summaries.append(summary)
+            if summary.products:  # a root whose every product is damaged has nothing to list
+                found.summaries.append(summary)
             found.damaged += [(f"{summary.root.rstrip('/')}/{name}", why) for name, why in summary.damaged.items()]
     for w in caught:
         line = f"{w.category.__name__}: {w.message}"
         if issubclass(w.category, MoczarrWarning) and line not in found.warnings:
             found.warnings.append(line)
-    if not any(s.products for s in found.summaries) and not found.moraine:
+    if not found.summaries and not found.moraine:
         why = [f"{where}: {reason}" for where, reason in found.damaged] or ["no product found"]
         raise ContentError("nothing to catalog: " + "; ".join(why))
     return found
@@ -199,6 +200,8 @@ def build(
     if strict and notes:
         raise DegradedBuildError(f"--strict: {len(notes)} problem(s): " + "; ".join(notes))
     policy = HrefPolicy.for_roots(found.locations, out, href_base, stores_root)
+    for location in found.locations:  # a store outside --stores-root is refused before anything is written
+        policy.locate(location)
     api = _write_catalogs(
         entries,
         out,
