@@ -21,6 +21,7 @@ when it opens a store.
 
 from __future__ import annotations
 
+import operator
 import os
 from pathlib import Path
 
@@ -36,8 +37,8 @@ def resolve_cell_order(cell_order=None, **aliases):
     """The one cell order among ``cell_order`` and its aliases (``order``, ``zoom``, ``level``), or None.
 
     Values may be ints or decimal strings (what templated catalogs render).
-    Raises :class:`~moczarr.errors.ArgumentTypeError` (a ``TypeError``) for an unknown keyword, a value
-    that is no integer, or two different values.
+    Raises :class:`~moczarr.errors.ArgumentTypeError` (a :class:`TypeError`) for an
+    unknown keyword, a value that is no integer, or two different values.
     """
     unknown = set(aliases) - set(CELL_ORDER_ALIASES)
     if unknown:
@@ -46,14 +47,23 @@ def resolve_cell_order(cell_order=None, **aliases):
         )
     given = {k: v for k, v in {"cell_order": cell_order, **aliases}.items() if v is not None and v != ""}
     try:
-        values = {int(v) for v in given.values()}
+        values = {_as_order(v) for v in given.values()}
     except (TypeError, ValueError):
-        raise ArgumentTypeError(f"cell orders {given} must be integers or decimal strings") from None
+        raise ArgumentTypeError(f"a cell order is an integer, got {given}") from None
     if len(values) > 1:
         raise ArgumentTypeError(
             f"conflicting cell orders {given}: give one of cell_order, {', '.join(CELL_ORDER_ALIASES)}"
         )
     return values.pop() if values else None
+
+
+def _as_order(value) -> int:
+    """An int cell order from an int or a decimal string (a bool or a float is no cell order)."""
+    if isinstance(value, str):
+        return int(value)
+    if isinstance(value, bool):
+        raise TypeError(value)
+    return operator.index(value)  # ints and numpy ints; a float raises TypeError
 
 
 def _location(filename_or_obj) -> str:

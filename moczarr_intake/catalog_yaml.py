@@ -3,9 +3,9 @@
 Both are written from one :class:`~moczarr_intake.entries.CatalogEntries`
 (names unique across every root, as the STAC ids are), with one
 :class:`~moczarr_intake.hrefs.HrefPolicy` for store addresses and the same
-``storage_options``, so an entry of either flavour reads exactly what
-``moczarr.open_level`` / ``open_store`` read on its own root. Writing a
-catalog reads no data.
+storage options (their public part only: :mod:`moczarr_intake.access`), so an
+entry of either flavour reads exactly what ``moczarr.open_level`` /
+``open_store`` read on its own root. Writing a catalog reads no data.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import yaml
 
 from moczarr.metadata import ProductSummary, StoreSummary
 
-from .drivers import level_parameters
+from .access import public_storage_options
+from .drivers import entry_arguments, level_args, level_parameters, tree_entry_args
 from .entries import CatalogEntries, ProductEntry, catalog_entries
 from .hrefs import HrefPolicy
 from .moraine_catalog import moraine_sources
@@ -31,7 +32,9 @@ SIMPLE_PARAMETER = "intake.readers.user_parameters:SimpleUserParameter"
 def _param_dict(product: ProductSummary) -> dict:
     out = {}
     for p in level_parameters(product):
-        entry = {"description": p.description, "type": p.type, "default": p.default}
+        entry: dict = {"description": p.description, "type": p.type}
+        if p.default is not None:
+            entry["default"] = p.default
         if p.allowed is not None:
             entry["allowed"] = p.allowed
         out[p.name] = entry
@@ -59,55 +62,65 @@ def v1_catalog(
 
     ``summaries``: store summaries (or entries already named by :func:`catalog_entries`,
     which then also carry the pyramids); ``stac_hrefs`` maps product roots and
-    pyramid paths to the written STAC documents.
+    pyramid paths to the written STAC documents. Of ``storage_options`` only
+    the public part is written (:func:`moczarr_intake.access.public_storage_options`),
+    in each entry's arguments and metadata.
     """
     entries = _entries(summaries, moraine)
     policy = policy or HrefPolicy(out_dir)
+    options = public_storage_options(storage_options)
     stac_hrefs = stac_hrefs or {}
     sources = {}
     for e in entries.products:
-        product = e.product
-        root = policy.yaml_location(product.root, V1_DIR)
-        metadata = product.metadata()
-        metadata["store_root"] = root
-        metadata["stac_collection"] = e.collection_id
-        href = stac_hrefs.get(product.root)
-        if href:
-            metadata["stac_href"] = href
-        args = {"store_root": root, "order": "{{ order }}", "aoi": "{{ aoi }}"}
-        if product.windowed:
-            args["window"] = "{{ window }}"
-        if storage_options:
-            args["storage_options"] = storage_options
-        sources[e.name] = {
-            "description": f"{_title(product)} v{product.dataset.get('version')} ({product.spec}), "
-            f"product {product.name} of {e.collection_id}; cell orders {product.orders}",
-            "driver": "morton_level",
-            "args": args,
-            "parameters": _param_dict(product),
-            "metadata": metadata,
-        }
-        tree_args: dict = {"store_root": policy.yaml_location(e.store.root, V1_DIR)}
-        if e.multi:
-            tree_args["products"] = [product.name]
-        tree_params = {}
-        if product.windowed:
-            tree_args["window"] = "{{ window }}"
-            tree_params["window"] = _param_dict(product)["window"]
-        if storage_options:
-            tree_args["storage_options"] = storage_options
-        sources[f"{e.name}_tree"] = {
-            "description": f"{_title(product)} ({e.collection_id}): every stored order as a DataTree",
-            "driver": "morton_store",
-            "args": tree_args,
-            **({"parameters": tree_params} if tree_params else {}),
-            "metadata": {"product": product.name, "store_root": tree_args["store_root"]},
-        }
+        sources[e.name] = _v1_level_source(e, policy, options, stac_hrefs.get(e.product.root))
+        sources[f"{e.name}_tree"] = _v1_tree_source(e, policy, options)
     for m in entries.moraine:
         sources.update(
             moraine_sources(m.info, out_dir, stac_hrefs, storage_options=storage_options, name=m.name, policy=policy)
         )
     return {"metadata": {"version": 1, "generator": "moczarr-catalog"}, "sources": sources}
+
+
+def _v1_level_source(e: ProductEntry, policy: HrefPolicy, options: dict | None, stac_href: str | None) -> dict:
+    """The ``morton_level`` source of one product (driver ``morton_level``)."""
+    product = e.product
+    root = policy.yaml_location(product.root, V1_DIR)
+    metadata = product.metadata()
+    metadata["store_root"] = root
+    metadata["stac_collection"] = e.collection_id
+    if stac_href:
+        metadata["stac_href"] = stac_href
+    metadata["arguments"] = entry_arguments(product)
+    if options:
+        metadata["storage_options"] = options
+    windows = f"; windows {', '.join(product.windows)}" if product.windowed else ""
+    return {
+        "description": f"{_title(product)} v{product.dataset.get('version')} ({product.spec}), "
+        f"product {product.name} of {e.collection_id}; cell orders {product.orders}{windows}",
+        "driver": "morton_level",
+        "args": level_args(product, root, options),
+        "parameters": _param_dict(product),
+        "metadata": metadata,
+    }
+
+
+def _v1_tree_source(e: ProductEntry, policy: HrefPolicy, options: dict | None) -> dict:
+    """The ``morton_store`` source of one product: every stored order as a DataTree."""
+    product = e.product
+    args = tree_entry_args(product, policy.yaml_location(e.store.root, V1_DIR), [product.name] if e.multi else None)
+    if options:
+        args["storage_options"] = options
+    metadata: dict = {"product": product.name, "store_root": args["store_root"]}
+    if product.windowed:
+        metadata["windows"] = list(product.windows)
+    if options:
+        metadata["storage_options"] = options
+    return {
+        "description": f"{_title(product)} ({e.collection_id}): every stored order as a DataTree",
+        "driver": "morton_store",
+        "args": args,
+        "metadata": metadata,
+    }
 
 
 def _v2_level_entry(e: ProductEntry, key: str, lv, window: str | None, all_time: bool) -> dict:
@@ -142,20 +155,21 @@ def v2_catalog(
     """The ``version: 2`` YAML document (intake readers).
 
     Per product a data entry ``store_{name}`` (a :class:`MortonHive` with the
-    build's ``storage_options``), a level entry ``{name}_o{r}`` per level (and
+    public part of the build's ``storage_options``: no credential), a level entry ``{name}_o{r}`` per level (and
     ``_{window}`` per window; ``_all`` for declared all-time folds) with an ``aoi``
     user parameter, and ``{name}_tree`` (the product's DataTree, per window on
     windowed products). Every entry has an alias, so ``list(cat)`` lists them.
     """
     entries = _entries(summaries, ())
     policy = policy or HrefPolicy(out_dir)
+    options = public_storage_options(storage_options)
     data, readers = {}, {}
     for e in entries.products:
         product = e.product
         key = f"store_{e.name}"
         data[key] = {
             "datatype": "moczarr_intake.readers:MortonHive",
-            "kwargs": {"url": policy.yaml_location(product.root, V2_DIR), "storage_options": storage_options or None},
+            "kwargs": {"url": policy.yaml_location(product.root, V2_DIR), "storage_options": options},
             "metadata": {"product": product.name, "stac_collection": e.collection_id},
             "user_parameters": {},
         }
@@ -170,7 +184,7 @@ def v2_catalog(
         tree_key = f"tree_{e.name}"
         data[tree_key] = {
             "datatype": "moczarr_intake.readers:MortonHiveTree",
-            "kwargs": {"url": policy.yaml_location(e.store.root, V2_DIR), "storage_options": storage_options or None},
+            "kwargs": {"url": policy.yaml_location(e.store.root, V2_DIR), "storage_options": options},
             "metadata": {"store": e.store.root.rstrip("/").rsplit("/", 1)[-1]},
             "user_parameters": {},
         }

@@ -8,12 +8,14 @@
 
 ``build`` tells morton-hive roots and moraine pyramid folders apart by content,
 writes ``DIR/stac/catalog.json`` (static STAC) and ``DIR/catalog.yaml``
-(Intake, version 1 drivers) plus ``DIR/catalog_v2.yaml`` (Intake readers), and
-the STAC Items as stac-geoparquet ``DIR/stac/items.parquet`` and the Collections as
-``DIR/stac/api-collections/*.json`` (what ``rustac serve`` loads).
-Each degraded product and each reader warning is one line on stderr; a
-failure is one ``error:`` line and a non-zero exit (``--strict``: exit 1 on
-any degrade). ``DIR`` is only changed when the build succeeds.
+(Intake, version 1 drivers) plus ``DIR/catalog_v2.yaml`` (Intake readers), and,
+when every store has a URL (``--href-base``), what a STAC API server loads:
+the Items as stac-geoparquet ``DIR/stac/api-items/*.parquet`` and the
+Collections as ``DIR/stac/api-collections/*.json``. Every flag is checked
+before anything is read. Each degraded product and each reader warning is one
+line on stderr; a failure is one ``error:`` line and a non-zero exit
+(``--strict``: exit 1 on any degrade). ``DIR`` is only changed when the build
+succeeds.
 """
 
 from __future__ import annotations
@@ -22,27 +24,24 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from tqdm import tqdm
-
-from moczarr.errors import MoczarrError, MoczarrWarning
-from moczarr.metadata import (
-    StoreSummary,
-    is_remote,
-    normalize_location,
-    summarize_store,
-)
-from moczarr.moraine import is_moraine_pyramid, read_moraine_info
-from moczarr.testing import write_sample_store
+from moczarr.errors import ContentError, MoczarrError, MoczarrWarning
 
 from . import verify_cli
-from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
-from .entries import catalog_entries
-from .hrefs import HrefPolicy
-from .stac import API_COLLECTIONS, build_stac
+from .access import withheld_options
+from .arguments import check_license, check_out, check_stores_root, check_url
+
+if TYPE_CHECKING:  # the command line loads the reader only when a command runs (``--help`` stays light)
+    from moczarr.metadata import ProductSummary, StoreSummary
+
+    from .entries import CatalogEntries
+    from .hrefs import HrefPolicy
+
+#: what ``build`` writes into ``--out`` (each replaced whole when the build succeeds)
+OUTPUTS = ["stac", "catalog.yaml", "catalog_v2.yaml"]
 
 
 def _storage_options(args) -> dict | None:
@@ -50,12 +49,14 @@ def _storage_options(args) -> dict | None:
     if getattr(args, "anon", False):
         opts["anon"] = True
     if getattr(args, "endpoint_url", None):
-        opts["client_kwargs"] = {"endpoint_url": args.endpoint_url}
+        opts["client_kwargs"] = {"endpoint_url": check_url(args.endpoint_url, "--endpoint-url")}
     return opts or None
 
 
 def classify(root: str, storage_options: dict | None = None) -> str:
     """``"morton-hive"`` or ``"moraine"`` by content (anything else fails later, naming what is missing)."""
+    from moczarr.moraine import is_moraine_pyramid
+
     if is_moraine_pyramid(root, storage_options=storage_options):
         return "moraine"
     return "morton-hive"
@@ -65,11 +66,15 @@ class DegradedBuildError(Exception):
     """A ``--strict`` build met a product it had to degrade."""
 
 
-def degrade_reasons(summary: StoreSummary, product) -> list[str]:
+def degrade_reasons(product: ProductSummary) -> list[str]:
     """Why a product's catalog entry is less than the store would give (empty: not degraded)."""
     reasons = []
     if not product.coverage_usable:
-        reasons.append("no usable root coverage.moc: bbox, geometry and cell extent unknown")
+        reasons.append(
+            f"no usable root coverage.moc: footprint, bbox and shard count ({product.n_shards}) from the discovery walk"
+            if product.shards
+            else "no usable root coverage.moc and no leaf found: bbox, geometry and cell extent unknown"
+        )
     elif not product.shards:
         reasons.append("the root coverage.moc is empty: no footprint")
     if not product.variables:
@@ -77,6 +82,71 @@ def degrade_reasons(summary: StoreSummary, product) -> list[str]:
     if product.windowed and not product.windows:
         reasons.append("windowed product with no window found")
     return reasons
+
+
+class Roots:
+    """What the roots of a build hold: store summaries, moraine pyramids, and what had to be left out."""
+
+    def __init__(self) -> None:
+        self.summaries: list[StoreSummary] = []
+        self.moraine: list = []  # moczarr.moraine.MorainePyramid
+        self.damaged: list[tuple[str, str]] = []  # (location, why), one per root or product left out
+        self.warnings: list[str] = []  # distinct reader warnings, "Category: message"
+
+    @property
+    def locations(self) -> list[str]:
+        return [s.root for s in self.summaries] + [m.path for m in self.moraine]
+
+
+def read_roots(roots: list[str], storage_options=None, *, progress: bool = False) -> Roots:
+    """Summarize every root (moraine pyramids told apart by content), leaving damaged products out.
+
+    A product whose content raises (:class:`~moczarr.errors.ContentError`: a
+    malformed manifest, root MOC or leaf) is recorded in ``damaged`` and the
+    rest of its root is summarized; a root that is not there or not a store
+    still raises. Raises :class:`~moczarr.errors.ContentError` when nothing is
+    left to catalog.
+    """
+    from tqdm import tqdm
+
+    from moczarr.metadata import is_remote, normalize_location, summarize_store
+    from moczarr.moraine import read_moraine_info
+
+    found = Roots()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MoczarrWarning)
+        bar = tqdm([str(r) for r in roots], desc="stores", unit="store", disable=not progress, file=sys.stderr)
+        for root in bar:
+            bar.set_postfix_str(str(root).rstrip("/").rsplit("/", 1)[-1])
+            location = root if is_remote(root) else normalize_location(root)
+            try:
+                if classify(location, storage_options) == "moraine":
+                    found.moraine.append(read_moraine_info(location, storage_options=storage_options))
+                    continue
+                summary = summarize_store(location, storage_options, skip_damaged=True)
+            except ContentError as exc:
+                found.damaged.append((location, _one_line(exc)))
+                continue
+            if summary.products:  # a root whose every product is damaged has nothing to list
+                found.summaries.append(summary)
+            found.damaged += [(f"{summary.root.rstrip('/')}/{name}", why) for name, why in summary.damaged.items()]
+    for w in caught:
+        line = f"{w.category.__name__}: {w.message}"
+        if issubclass(w.category, MoczarrWarning) and line not in found.warnings:
+            found.warnings.append(line)
+    if not found.summaries and not found.moraine:
+        why = [f"{where}: {reason}" for where, reason in found.damaged] or ["no product found"]
+        raise ContentError("nothing to catalog: " + "; ".join(why))
+    return found
+
+
+def build_notes(entries: CatalogEntries, found: Roots) -> list[str]:
+    """One line per product left out or degraded (naming why) and per distinct reader warning."""
+    notes = [f"degraded: {where}: left out of the catalog: {why}" for where, why in found.damaged]
+    notes += [
+        f"degraded: {e.collection_id}: {reason}" for e in entries.products for reason in degrade_reasons(e.product)
+    ]
+    return notes + [f"warning: {line}" for line in found.warnings]
 
 
 def build(
@@ -90,96 +160,136 @@ def build(
     stores_root: str | None = None,
     catalog_url: str | None = None,
     license: str | None = None,
-    license_url: str | None = None,
     strict: bool = False,
 ) -> dict:
     """Summarize every root, write STAC and both Intake YAML flavours under ``out``; returns what was written.
 
-    Store addresses follow :class:`~moczarr_intake.hrefs.HrefPolicy`: stores
-    inside ``out`` relative, URLs as given, others under ``href_base`` (joined
-    with their path relative to ``stores_root``, default the roots' common
-    parent) or, without it, absolute paths of this machine (reported in
-    ``"notes"``). ``catalog_url``: the URL ``out`` will be published at (the
-    STAC root then carries an absolute self link, RELATIVE_PUBLISHED). Everything is written to a temporary sibling of ``out`` and
-    moved in at the end, so a failed build leaves ``out`` as it was.
+    Every argument is checked first (:mod:`moczarr_intake.arguments`), before
+    anything is read: ``href_base`` and ``catalog_url`` absolute http(s), s3,
+    gs or az URLs, ``license`` an SPDX license identifier or an http(s) URL,
+    ``out`` a folder outside every store; each refusal is an
+    :class:`~moczarr.errors.ArgumentError` naming the flag. Store addresses
+    follow :class:`~moczarr_intake.hrefs.HrefPolicy`: with ``href_base``
+    every local store is ``href_base`` joined with its path relative to
+    ``stores_root`` (default the roots' common parent); without it, stores
+    inside ``out`` are relative, URLs as given, others absolute paths of this
+    machine (reported in ``"notes"``). ``catalog_url``: the URL ``out`` will be
+    published at (absolute self links, RELATIVE_PUBLISHED). Of
+    ``storage_options`` only where and how to reach the data is written
+    (:mod:`moczarr_intake.access`): never a credential. The STAC API outputs
+    are written only when no document would name a path of this machine.
+    Everything is written to a temporary sibling of ``out`` and moved in at the
+    end, so a failed build leaves ``out`` as it was.
 
-    The result holds ``"notes"``: one line per degraded product (naming why),
-    per distinct reader warning, and one about machine-local hrefs. With
-    ``strict=True`` any degrade raises :class:`DegradedBuildError` before anything is written.
+    The result holds ``"notes"``: one line per product left out as damaged or
+    degraded (naming why), per distinct reader warning, about machine-local
+    hrefs, withheld storage options and STAC API outputs not written. With
+    ``strict=True`` any degrade raises :class:`DegradedBuildError` before
+    anything is written.
     """
-    out = Path(out).resolve()
-    notes: list[str] = []
-    summaries: list[StoreSummary] = []
-    moraine = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", MoczarrWarning)
-        bar = tqdm([str(r) for r in roots], desc="stores", unit="store", disable=not progress, file=sys.stderr)
-        for root in bar:
-            bar.set_postfix_str(str(root).rstrip("/").rsplit("/", 1)[-1])
-            location = root if is_remote(root) else normalize_location(root)
-            if classify(location, storage_options) == "moraine":
-                moraine.append(read_moraine_info(location, storage_options=storage_options))
-            else:
-                summaries.append(summarize_store(location, storage_options))
-    entries = catalog_entries(summaries, moraine)
-    for e in entries.products:
-        for reason in degrade_reasons(e.store, e.product):
-            notes.append(f"degraded: {e.collection_id}: {reason}")
-    seen = set()
-    for w in caught:
-        if issubclass(w.category, MoczarrWarning) and str(w.message) not in seen:
-            seen.add(str(w.message))
-            notes.append(f"warning: {w.category.__name__}: {w.message}")
+    href_base = check_url(href_base, "--href-base")
+    catalog_url = check_url(catalog_url, "--catalog-url")
+    stores_root = check_stores_root(stores_root, href_base)
+    licence, licence_url = check_license(license)
+    out = check_out(out, [os.fspath(r) for r in roots])
+    from .entries import catalog_entries  # the reader loads once the arguments are known to be good
+    from .hrefs import HrefPolicy
+
+    found = read_roots([os.fspath(r) for r in roots], storage_options, progress=progress)
+    entries = catalog_entries(found.summaries, found.moraine)
+    notes = build_notes(entries, found)
     if strict and notes:
         raise DegradedBuildError(f"--strict: {len(notes)} problem(s): " + "; ".join(notes))
-    policy = HrefPolicy.for_roots([s.root for s in summaries] + [m.path for m in moraine], out, href_base, stores_root)
+    policy = HrefPolicy.for_roots(found.locations, out, href_base, stores_root)
+    for location in found.locations:  # a store outside --stores-root is refused before anything is written
+        policy.locate(location)
+    api = _write_catalogs(
+        entries,
+        out,
+        policy,
+        storage_options=storage_options,
+        thumbnails=thumbnails,
+        progress=progress,
+        catalog_url=catalog_url,
+        license=licence,
+        license_url=licence_url,
+    )
+    notes += _output_notes(policy, storage_options, api.skipped) + api.notes
+    return {
+        "intake": out / "catalog.yaml",
+        "intake_v2": out / "catalog_v2.yaml",
+        "stac": out / "stac" / "catalog.json",
+        "summaries": found.summaries,
+        "moraine": found.moraine,
+        "notes": notes,
+        "entries": entries,
+        "api_items": [out / "stac" / p.relative_to(p.parents[1]) for p in api.items],
+        "api_collections": [out / "stac" / p.relative_to(p.parents[1]) for p in api.collections],
+    }
+
+
+def _write_catalogs(entries: CatalogEntries, out: Path, policy: HrefPolicy, *, storage_options, catalog_url, **stac_kw):
+    """Write STAC (and its API outputs) and both YAML flavours to a temporary sibling of ``out``, then move them in.
+
+    Returns the :class:`~moczarr_intake.stac.ApiOutputs` (paths in the temporary folder), with the lines
+    naming the Items they leave out in ``notes``.
+    """
+    import shutil
+    import tempfile
+
+    from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
+    from .stac import build_stac, write_api_outputs
+
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", MoczarrWarning)
+            warnings.simplefilter("ignore", MoczarrWarning)  # the summaries' warnings are reported already
             catalog = build_stac(
-                summaries=summaries,
-                moraine=moraine,
+                summaries=list(entries.stores),
+                moraine=[m.info for m in entries.moraine],
                 out_dir=out / "stac",
                 storage_options=storage_options,
-                thumbnails=thumbnails,
-                progress=progress,
                 policy=policy,
-                catalog_url=catalog_url.rstrip("/") + "/stac" if catalog_url else None,
-                license=license,
-                license_url=license_url,
+                catalog_url=catalog_url + "/stac" if catalog_url else None,
                 dest_dir=tmp / "stac",
+                api_outputs=False,
+                **stac_kw,
             )
+            with warnings.catch_warnings(record=True) as left_out:  # Items a STAC API cannot serve
+                warnings.simplefilter("always", MoczarrWarning)
+                api = write_api_outputs(catalog, tmp / "stac")
+        api.notes = [f"note: {w.message}" for w in left_out if issubclass(w.category, MoczarrWarning)]
         hrefs = _stac_hrefs(catalog, entries, out, catalog_url)
-        write_yaml(
-            v1_catalog(entries, out, stac_hrefs=hrefs, storage_options=storage_options, policy=policy),
-            tmp / "catalog.yaml",
-        )
+        v1 = v1_catalog(entries, out, stac_hrefs=hrefs, storage_options=storage_options, policy=policy)
+        write_yaml(v1, tmp / "catalog.yaml")
         write_yaml(v2_catalog(entries, out, storage_options=storage_options, policy=policy), tmp / "catalog_v2.yaml")
-        _move_in(tmp, out, ["stac", "catalog.yaml", "catalog_v2.yaml"])
+        _move_in(tmp, out, OUTPUTS)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    return api
+
+
+def _output_notes(policy: HrefPolicy, storage_options, api_skipped: str | None) -> list[str]:
+    """The lines about what the written documents say: machine paths, withheld options, STAC API outputs."""
+    notes = []
     if policy.machine_paths:
         notes.append(
             f"warning: {len(policy.machine_paths)} store address(es) written as paths of this machine "
             f"(e.g. {policy.machine_paths[0]}): pass --href-base URL (and --stores-root DIR) for a publishable catalog"
         )
-    parquet = out / "stac" / "items.parquet"  # absent when no Item has a geometry
-    return {
-        "intake": out / "catalog.yaml",
-        "intake_v2": out / "catalog_v2.yaml",
-        "stac": out / "stac" / "catalog.json",
-        "summaries": summaries,
-        "moraine": moraine,
-        "notes": notes,
-        "entries": entries,
-        "geoparquet": parquet if parquet.exists() else None,
-        "api_collections": sorted((out / "stac" / API_COLLECTIONS).glob("*.json")),
-    }
+    withheld = withheld_options(storage_options)
+    if withheld:
+        notes.append(
+            f"note: storage option(s) {', '.join(withheld)} not written into the catalog (only anonymous access, "
+            "endpoint, region and requester-pays are): a reader passes its own credentials at open time"
+        )
+    if api_skipped:
+        notes.append(f"note: {api_skipped}")
+    return notes
 
 
-def _stac_hrefs(catalog, entries, out: Path, catalog_url: str | None) -> dict[str, str]:
+def _stac_hrefs(catalog, entries: CatalogEntries, out: Path, catalog_url: str | None) -> dict[str, str]:
     """``{product root or pyramid path: the STAC document as a YAML entry spells it}``."""
     docs = {c.id: c.get_self_href() for c in catalog.get_all_collections()}
     docs.update({i.id: i.get_self_href() for i in catalog.get_items()})
@@ -194,6 +304,8 @@ def _stac_hrefs(catalog, entries, out: Path, catalog_url: str | None) -> dict[st
 
 def _move_in(tmp: Path, out: Path, names: list[str]) -> None:
     """Replace ``out/name`` by ``tmp/name`` for each name (a folder is swapped whole, then the old one removed)."""
+    import shutil
+
     out.mkdir(parents=True, exist_ok=True)
     for name in names:
         src, dst = tmp / name, out / name
@@ -208,28 +320,44 @@ def _move_in(tmp: Path, out: Path, names: list[str]) -> None:
 
 
 def show(root: str, storage_options=None) -> str:
-    """The roster, levels and extents of a store, as text."""
+    """The roster, levels and extents of a store, as text (products left out as damaged are named last)."""
+    return describe_root(root, storage_options)[0]
+
+
+def describe_root(root: str, storage_options=None) -> tuple[str, list[str]]:
+    """``(text, degraded lines)`` of :func:`show`: a damaged product of a multi-product root is a line, not the end."""
+    from moczarr.metadata import summarize_store
+    from moczarr.moraine import read_moraine_info
+
     if classify(root, storage_options) == "moraine":
         info = read_moraine_info(root, storage_options=storage_options)
         lines = [f"moraine {info.kind} pyramid {root}", f"  method {info.method}, {info.n_levels} levels"]
         lines += [f"  l{i}: {tuple(s)}" for i, s in enumerate(info.shapes)]
-        return "\n".join(lines)
-    summary = summarize_store(root, storage_options)
+        return "\n".join(lines), []
+    summary = summarize_store(root, storage_options, skip_damaged=True)
     lines = [f"{summary.layout} store {summary.root}: {len(summary.products)} product(s)"]
     for p in summary.products:
-        lines.append(
-            f"- {p.name}: {p.dataset.get('short_name')} v{p.dataset.get('version')} ({p.spec}, {p.pyramid_spec or 'no pyramid'})"
-        )
-        lines.append(
-            f"    shards {p.n_shards} at order {p.shard_order}; bbox {_fmt_bbox(p.bbox)}; time {p.time_range or '-'}"
-        )
-        if p.windowed:
-            lines.append(f"    windows ({p.schedule}): {', '.join(p.windows)}")
-        for lv in p.levels:
-            lines.append(
-                f"    o{lv.cell_order:<3} {lv.artifact:<9} ~{lv.resolution_km:8.2f} km  {', '.join(lv.variables)}"
-            )
-    return "\n".join(lines)
+        lines += _product_lines(p)
+    lines += [f"- {name}: damaged, not summarized" for name in summary.damaged]
+    degraded = [
+        f"degraded: {summary.root.rstrip('/')}/{name}: not summarized: {why}" for name, why in summary.damaged.items()
+    ]
+    return "\n".join(lines), degraded
+
+
+def _product_lines(p: ProductSummary) -> list[str]:
+    pyramid = p.pyramid_spec or "no pyramid"
+    lines = [
+        f"- {p.name}: {p.dataset.get('short_name')} v{p.dataset.get('version')} ({p.spec}, {pyramid})",
+        f"    shards {p.n_shards} at order {p.shard_order}; bbox {_fmt_bbox(p.bbox)}; time {p.time_range or '-'}",
+    ]
+    if p.windowed:
+        lines.append(f"    windows ({p.schedule}): {', '.join(p.windows)}")
+    lines += [
+        f"    o{lv.cell_order:<3} {lv.artifact:<9} ~{lv.resolution_km:8.2f} km  {', '.join(lv.variables)}"
+        for lv in p.levels
+    ]
+    return lines
 
 
 def _fmt_bbox(bbox) -> str:
@@ -243,6 +371,8 @@ def demo(out: Path | None = None) -> str:
     installed wheel); without ``out`` everything goes to a temporary folder that
     is removed afterwards.
     """
+    import tempfile
+
     if out is None:
         with tempfile.TemporaryDirectory(prefix="moczarr-demo-") as tmp:
             return _demo(Path(tmp), kept=False)
@@ -251,6 +381,8 @@ def demo(out: Path | None = None) -> str:
 
 def _demo(out: Path, *, kept: bool) -> str:
     import intake
+
+    from moczarr.testing import write_sample_store
 
     store = write_sample_store(out / "sample", overwrite=True)
     written = build([str(store)], out, progress=False)
@@ -347,15 +479,15 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def run(argv: list[str] | None = None) -> int:
-    """:func:`main` without the error wrapper (exceptions propagate)."""
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    """The ``moczarr-catalog`` argument parser (building it imports nothing heavy)."""
+    top = argparse.ArgumentParser(
         prog="moczarr-catalog", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub = top.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="write STAC and Intake catalogs for one or more stores")
     b.add_argument("roots", nargs="+")
-    b.add_argument("--out", required=True, type=Path)
+    b.add_argument("--out", required=True, type=Path, help="the catalog folder (outside every store)")
     b.add_argument("--thumbnails", action="store_true", help="attach quicklook PNGs of each level's data")
     b.add_argument(
         "--href-base",
@@ -373,9 +505,11 @@ def run(argv: list[str] | None = None) -> int:
         "--catalog-url",
         default=None,
         metavar="URL",
-        help="the URL --out will be published at (STAC RELATIVE_PUBLISHED: absolute self link on the root)",
+        help="the URL --out will be published at (absolute self links on every Catalog and Collection)",
     )
-    b.add_argument("--license", default=None, help="license (SPDX id or URL) of products whose manifest records none")
+    b.add_argument(
+        "--license", default=None, help="license (an SPDX id or a URL) of products whose manifest records none"
+    )
     b.add_argument(
         "--strict", action="store_true", help="fail (exit 1, nothing written) when any product had to be degraded"
     )
@@ -389,44 +523,57 @@ def run(argv: list[str] | None = None) -> int:
     for p in (b, s):
         p.add_argument("--anon", action="store_true", help="anonymous object-store access")
         p.add_argument("--endpoint-url", default=None, help="S3-compatible endpoint")
-    args = parser.parse_args(argv)
-    if args.cmd == "verify":
-        return verify_cli.run(args)
-    if args.cmd == "build":
-        licence, licence_url = (None, args.license) if args.license and "://" in args.license else (args.license, None)
-        written = build(
-            args.roots,
-            args.out,
-            storage_options=_storage_options(args),
-            thumbnails=args.thumbnails,
-            href_base=args.href_base,
-            stores_root=args.stores_root,
-            catalog_url=args.catalog_url,
-            license=licence,
-            license_url=licence_url,
-            strict=args.strict,
-            progress=sys.stderr.isatty(),
-        )
-        for note in written["notes"]:
-            print(note, file=sys.stderr)
-        print(
-            f"wrote {written['intake']}, {written['intake_v2']}, {written['stac']}"
-            + (f", {written['geoparquet']}" if written["geoparquet"] else "")
-            + (
-                f", {written['api_collections'][0].parent}/ ({len(written['api_collections'])} Collections)"
-                if written["api_collections"]
-                else ""
-            )
-        )
-    elif args.cmd == "show":
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", MoczarrWarning)
-            print(show(args.root, _storage_options(args)))
-        for w in caught:
-            if issubclass(w.category, MoczarrWarning):
-                print(f"warning: {w.category.__name__}: {w.message}", file=sys.stderr)
-    else:
-        print(demo(args.out))
+    return top
+
+
+def run(argv: list[str] | None = None) -> int:
+    """:func:`main` without the error wrapper (exceptions propagate)."""
+    args = parser().parse_args(argv)
+    commands = {"build": run_build, "show": run_show, "demo": run_demo, "verify": verify_cli.run}
+    return commands[args.cmd](args)
+
+
+def run_build(args) -> int:
+    """``moczarr-catalog build``: notes on stderr, what was written on stdout."""
+    written = build(
+        args.roots,
+        args.out,
+        storage_options=_storage_options(args),
+        thumbnails=args.thumbnails,
+        href_base=args.href_base,
+        stores_root=args.stores_root,
+        catalog_url=args.catalog_url,
+        license=args.license,
+        strict=args.strict,
+        progress=sys.stderr.isatty(),
+    )
+    for note in written["notes"]:
+        print(note, file=sys.stderr)
+    parts = [str(written["intake"]), str(written["intake_v2"]), str(written["stac"])]
+    if written["api_items"]:
+        parts.append(f"{written['api_items'][0].parent}/ ({len(written['api_items'])} stac-geoparquet files)")
+    if written["api_collections"]:
+        parts.append(f"{written['api_collections'][0].parent}/ ({len(written['api_collections'])} Collections)")
+    print("wrote " + ", ".join(parts))
+    return 0
+
+
+def run_show(args) -> int:
+    """``moczarr-catalog show``: the store on stdout; degraded products and reader warnings on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MoczarrWarning)
+        text, degraded = describe_root(args.root, _storage_options(args))
+    print(text)
+    for line in degraded:
+        print(line, file=sys.stderr)
+    for w in caught:
+        if issubclass(w.category, MoczarrWarning):
+            print(f"warning: {w.category.__name__}: {w.message}", file=sys.stderr)
+    return 0
+
+
+def run_demo(args) -> int:
+    print(demo(args.out))
     return 0
 
 

@@ -1,8 +1,9 @@
 """Intake drivers (the ``intake.drivers`` plugin generation).
 
 - ``morton_hive``: a catalog over a store root. One entry per product (a bare
-  store is one product), a level source with parameters ``order``, ``window``
-  (windowed products) and ``aoi``; plus ``{product}_tree``, the product's DataTree.
+  store is one product), a level source with the parameter ``order`` and the
+  keywords ``window`` (windowed products), ``aoi`` and the cell-order aliases;
+  plus ``{product}_tree``, the product's DataTree.
 - ``morton_level``: a level source, ``read()``/``to_dask()`` -> :func:`moczarr.open_level`.
 - ``morton_store``: a tree source, ``read()``/``to_dask()`` -> :func:`moczarr.open_store`.
 
@@ -21,6 +22,7 @@ import moczarr
 from moczarr import resolve_cell_order
 from moczarr.metadata import ProductSummary, summarize_store
 
+from .access import merge_storage_options
 from .params import AOI_HELP, none_if_blank, parse_aoi
 
 
@@ -35,6 +37,17 @@ class LazyXarraySource(DataSource):
     version = moczarr.__version__
     partition_access = False
     _object = None
+
+    @property
+    def open_options(self) -> dict | None:
+        """The storage options an open uses: the caller's laid over the entry's published ones.
+
+        A catalog entry records only where and how to reach the data
+        (``metadata["storage_options"]``: anonymous access, endpoint, region);
+        ``entry(storage_options={"key": ..., "secret": ...})`` adds credentials.
+        """
+        published = (self.metadata or {}).get("storage_options")
+        return merge_storage_options(published if isinstance(published, dict) else None, self.storage_options)
 
     def _open_object(self):
         raise NotImplementedError
@@ -67,7 +80,13 @@ class LazyXarraySource(DataSource):
 
 
 class MortonLevelSource(LazyXarraySource):
-    """One resolution of a morton-hive product as a lazy ``xarray.Dataset``."""
+    """One resolution of a morton-hive product as a lazy ``xarray.Dataset``.
+
+    ``order``, ``cell_order``, ``zoom`` and ``level`` name the cell order (the
+    native one when none is given); two different values raise
+    :class:`~moczarr.errors.ArgumentTypeError`. ``order_parameter`` is what a
+    catalog entry renders its ``order`` parameter into (see :func:`level_args`).
+    """
 
     name = "morton_level"
 
@@ -84,11 +103,15 @@ class MortonLevelSource(LazyXarraySource):
         cell_order: int | None = None,
         zoom: int | None = None,
         level: int | None = None,
+        order_parameter: str | None = None,
     ):
         self.store_root = store_root
-        # the aliases, when given, override the entry's templated ``order`` parameter
-        alias = resolve_cell_order(none_if_blank(cell_order), zoom=none_if_blank(zoom), level=none_if_blank(level))
-        self.order = alias if alias is not None else resolve_cell_order(none_if_blank(order))
+        # an entry renders its ``order`` parameter into order_parameter only when the caller gives one (it
+        # declares no default), so order and a different alias are refused, as the version-2 readers refuse them
+        order = resolve_cell_order(none_if_blank(order_parameter), order=none_if_blank(order))
+        self.order = resolve_cell_order(
+            none_if_blank(cell_order), order=order, zoom=none_if_blank(zoom), level=none_if_blank(level)
+        )
         self.window = none_if_blank(window)
         self.aoi = parse_aoi(aoi)
         self.all_time = bool(all_time)
@@ -96,7 +119,7 @@ class MortonLevelSource(LazyXarraySource):
 
     def _open_object(self):
         return moczarr.open_level(
-            self.store_root, self.order, self.window, self.aoi, self.all_time, storage_options=self.storage_options
+            self.store_root, self.order, self.window, self.aoi, self.all_time, storage_options=self.open_options
         )
 
 
@@ -122,42 +145,69 @@ class MortonStoreSource(LazyXarraySource):
 
     def _open_object(self):
         return moczarr.open_store(
-            self.store_root, self.products, self.aoi, self.window, storage_options=self.storage_options
+            self.store_root, self.products, self.aoi, self.window, storage_options=self.open_options
         )
 
 
 def level_parameters(product: ProductSummary) -> list[UserParameter]:
-    """The user parameters of a product's level entry: ``order``, ``window`` (windowed only), ``aoi``."""
-    params = [
+    """The declared user parameter of a product's level entry: ``order``, checked against the levels.
+
+    Its type is ``other`` with no default, so intake passes a cell order only
+    when the caller gives one (the entry then opens the native level), the
+    reader can refuse ``order=`` together with a different ``zoom=``, and intake
+    has no string to expand (intake 2.0.9 warns on every string parameter
+    value). ``window`` and ``aoi`` are plain keyword arguments of the entry
+    (:func:`level_args`, :data:`ENTRY_ARGUMENTS`), checked by the reader.
+    """
+    levels = ", ".join(f"{lv.cell_order} ({lv.artifact})" for lv in product.levels)
+    return [
         UserParameter(
             "order",
-            description="cell order (resolution) to open; levels: "
-            + ", ".join(f"{lv.cell_order} ({lv.artifact})" for lv in product.levels),
-            type="int",
-            default=product.native_order,
+            description=f"cell order (resolution) to open, default the native {product.native_order}; "
+            f"levels: {levels} (zoom= and level= are aliases)",
+            type="other",
             allowed=product.orders,
         )
     ]
-    if product.windowed:
-        params.append(
-            UserParameter(
-                "window",
-                description="time window label",
-                type="str",
-                default=product.windows[0] if product.windows else "",
-                allowed=product.windows or None,
-            )
-        )
-    params.append(UserParameter("aoi", description=AOI_HELP, type="str", default=""))
-    return params
+
+
+#: keyword arguments every level entry takes besides ``order`` (described in its metadata, not declared to intake)
+ENTRY_ARGUMENTS = {
+    "aoi": AOI_HELP,
+    "window": "time window label, one of the product's windows (metadata windows); default the first",
+    "zoom": "alias of order",
+    "level": "alias of order",
+    "cell_order": "alias of order",
+}
+
+
+def entry_arguments(product: ProductSummary) -> dict[str, str]:
+    """:data:`ENTRY_ARGUMENTS` that apply to ``product`` (``window`` only on windowed products)."""
+    return {k: v for k, v in ENTRY_ARGUMENTS.items() if k != "window" or product.windowed}
 
 
 def level_args(product: ProductSummary, root: str, storage_options: dict | None) -> dict:
-    args = {"store_root": root, "order": "{{ order }}", "aoi": "{{ aoi }}"}
+    """The arguments of a level entry: the root, the templated ``order``, the first window, the storage options.
+
+    The ``order`` parameter is rendered into ``order_parameter``, an argument of
+    another name: intake would otherwise hand the source the unrendered template
+    when the caller gives no order (the parameter has no default).
+    """
+    args: dict = {"store_root": root, "order_parameter": "{{ order }}"}
     if product.windowed:
-        args["window"] = "{{ window }}"
+        args["window"] = product.windows[0] if product.windows else None
     if storage_options:
         args["storage_options"] = storage_options
+    return args
+
+
+def tree_entry_args(product: ProductSummary, root: str, products: list[str] | None) -> dict:
+    """The arguments of a tree entry: the root, the product of a multi-product root, the first window."""
+    args: dict = {"store_root": root}
+    if products:
+        args["products"] = list(products)
+    if product.windowed:
+        args["window"] = product.windows[0] if product.windows else None
     return args
 
 
@@ -173,6 +223,7 @@ def product_entries(
 ) -> dict[str, LocalCatalogEntry]:
     """The level entry and the tree entry of one product."""
     metadata = product.metadata()
+    metadata["arguments"] = entry_arguments(product)
     if stac_href:
         metadata["stac_href"] = stac_href
     title = product.dataset.get("short_name") or product.name
@@ -185,11 +236,7 @@ def product_entries(
         metadata=metadata,
         catalog=catalog,
     )
-    tree_args = {"store_root": store_root or root}
-    if product_name:
-        tree_args["products"] = [product_name]
-    if product.windowed:
-        tree_args["window"] = "{{ window }}"
+    tree_args = tree_entry_args(product, store_root or root, [product_name] if product_name else None)
     if storage_options:
         tree_args["storage_options"] = storage_options
     tree = LocalCatalogEntry(
@@ -197,7 +244,7 @@ def product_entries(
         f"{title}: every stored order as a DataTree",
         MortonStoreSource,
         args=tree_args,
-        parameters=[p for p in level_parameters(product) if p.name == "window"],
+        parameters=[],
         metadata=metadata,
         catalog=catalog,
     )

@@ -3,12 +3,12 @@
 One policy (:class:`HrefPolicy`) for STAC and both YAML flavours:
 
 - a root given as a URL (``s3://``, ``https://``...) stays as given;
-- a local store inside the catalog folder is written relative to the document
-  (``{{ CATALOG_DIR }}/...`` in YAML, a relative href in STAC), so the folder
-  moves as a whole;
-- with ``href_base``, any other local store becomes ``href_base`` joined with
-  its path relative to ``stores_root`` (default: the common parent of the
-  roots): where the stores will be published;
+- with ``href_base``, every local store, inside the catalog folder or not,
+  becomes ``href_base`` joined with its path relative to ``stores_root``
+  (default: the common parent of the roots): where the stores will be published;
+- without it, a local store inside the catalog folder is written relative to
+  the document (``{{ CATALOG_DIR }}/...`` in YAML, a relative href in STAC), so
+  the folder moves as a whole;
 - otherwise the absolute local path is written, and :attr:`HrefPolicy.machine_paths`
   records it, so the builder can say which flag fixes it.
 """
@@ -40,8 +40,9 @@ def common_parent(roots: list[str]) -> str | None:
 class HrefPolicy:
     """Where a catalog written to ``out_dir`` says each store lives (see the module docstring).
 
-    Raises :class:`ValueError` (from :meth:`locate`) for a local store outside
-    ``stores_root`` when ``href_base`` is given: it would have no published address.
+    Raises :class:`~moczarr.errors.ArgumentError` (from :meth:`locate`) for a local
+    store outside ``stores_root`` when ``href_base`` is given: it would have no
+    published address.
     """
 
     out_dir: Path | None = None
@@ -68,12 +69,13 @@ class HrefPolicy:
 
     def locate(self, location: str) -> tuple[str, str]:
         """``(kind, address)``: ``kind`` is ``"url"`` (address is a URL), ``"inside"`` (an absolute
-        path inside ``out_dir``) or ``"machine"`` (an absolute path of this machine)."""
+        path inside ``out_dir``) or ``"machine"`` (an absolute path of this machine).
+
+        Raises :class:`~moczarr.errors.ArgumentError` for a local store outside
+        ``stores_root`` when ``href_base`` is given."""
         if is_remote(location):
             return URL, normalize_location(location)
         path = normalize_location(location)
-        if self.out_dir is not None and Path(path).resolve().is_relative_to(self.out_dir):
-            return INSIDE, str(Path(path).resolve())
         if self.href_base is not None:
             base = self.stores_root
             if base is None or not Path(path).is_relative_to(base):
@@ -82,6 +84,8 @@ class HrefPolicy:
                 )
             rel = Path(path).relative_to(base).as_posix()
             return URL, self.href_base if rel == "." else posixpath.join(self.href_base, rel)
+        if self.out_dir is not None and Path(path).resolve().is_relative_to(self.out_dir):
+            return INSIDE, str(Path(path).resolve())
         if path not in self.machine_paths:
             self.machine_paths.append(path)
         return MACHINE, path

@@ -33,6 +33,7 @@ from moczarr.moraine import (
     open_moraine_points,
 )
 
+from .access import public_storage_options
 from .drivers import LazyXarraySource
 from .hrefs import HrefPolicy
 from .naming import identifier
@@ -93,7 +94,7 @@ class MoraineLevelSource(LazyXarraySource):
         super().__init__(storage_options=storage_options, metadata=metadata)
 
     def _open_object(self):
-        return open_moraine_level(self.path, self.level, storage_options=self.storage_options or None)
+        return open_moraine_level(self.path, self.level, storage_options=self.open_options)
 
     def _get_schema(self):
         arr = self._open()
@@ -116,7 +117,7 @@ class MorainePointsSource(LazyXarraySource):
         super().__init__(storage_options=storage_options, metadata=metadata)
 
     def _open_object(self):
-        return open_moraine_points(self.path, storage_options=self.storage_options or None)
+        return open_moraine_points(self.path, storage_options=self.open_options)
 
 
 # --------------------------------------------------------------------------- intake YAML
@@ -161,14 +162,18 @@ def moraine_sources(
     point clouds, ``{name}_points`` (driver ``moraine_points``). ``name`` is the folder name made a
     safe identifier (or ``name``, as :func:`moczarr_intake.entries.catalog_entries` gives it). The
     path is spelled by ``policy`` (default: relative to ``{{ CATALOG_DIR }}`` inside ``out_dir``,
-    other local paths absolute, URLs unchanged). ``stac_hrefs`` maps pyramid paths to STAC hrefs."""
+    other local paths absolute, URLs unchanged). ``stac_hrefs`` maps pyramid paths to STAC hrefs. Of
+    ``storage_options`` only the public part is written (:func:`moczarr_intake.access.public_storage_options`)."""
     name = name or moraine_entry_name(info)
     location = (policy or HrefPolicy(Path(out_dir))).yaml_location(info.path)
     metadata = _entry_metadata(info, location, _stac_href(info, stac_hrefs))
+    options = public_storage_options(storage_options)
+    if options:
+        metadata["storage_options"] = options
     top = info.n_levels - 1
     args: dict[str, Any] = {"path": location, "level": "{{ level }}"}
-    if storage_options:
-        args["storage_options"] = storage_options
+    if options:
+        args["storage_options"] = options
     shapes = ", ".join(f"{lv}: {tuple(s)}" for lv, s in enumerate(info.shapes))
     origin = "legacy" if info.legacy else f"v{info.version}"
     sources = {
@@ -192,8 +197,8 @@ def moraine_sources(
     }
     if info.kind == POINT_CLOUD and info.n_points is not None:  # n_points is None when pc.zarr is missing
         pargs: dict[str, Any] = {"path": location}
-        if storage_options:
-            pargs["storage_options"] = storage_options
+        if options:
+            pargs["storage_options"] = options
         pmeta = {
             k: metadata[k]
             for k in (
@@ -211,6 +216,7 @@ def moraine_sources(
                 "georeferenced",
                 "crs",
                 "stac_href",
+                "storage_options",
             )
             if k in metadata
         }

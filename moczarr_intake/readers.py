@@ -16,6 +16,7 @@ from intake.readers.readers import BaseReader
 
 import moczarr
 
+from .access import merge_storage_options
 from .params import parse_aoi
 
 
@@ -78,16 +79,16 @@ class MortonLevelReader(BaseReader):
     ):
         """:func:`moczarr.open_level`; ``order``/``zoom``/``level`` are aliases of ``cell_order``.
 
-        Arguments not given default to the data's STAC hints (``xarray:open_kwargs``).
+        Arguments not given default to the data's STAC hints (``xarray:open_kwargs``);
+        ``storage_options=`` (credentials, say) are laid over the data's own.
         """
         hints = _asset_hints(data)
         r = moczarr.resolve_cell_order(cell_order, order=order, zoom=zoom, level=level)
         r = hints.get("cell_order") if r is None else r
         window = window or hints.get("window")
         all_time = bool(all_time or hints.get("all_time"))
-        return moczarr.open_level(
-            data.url, r, window, parse_aoi(aoi), all_time, storage_options=_storage_options(data), **kw
-        )
+        options = merge_storage_options(_storage_options(data), kw.pop("storage_options", None))
+        return moczarr.open_level(data.url, r, window, parse_aoi(aoi), all_time, storage_options=options, **kw)
 
 
 class MortonStoreReader(BaseReader):
@@ -100,6 +101,6 @@ class MortonStoreReader(BaseReader):
     url_arg = "store_root"
 
     def _read(self, data, products=None, aoi=None, window=None, **kw):
-        return moczarr.open_store(
-            data.url, products, parse_aoi(aoi), window, storage_options=_storage_options(data), **kw
-        )
+        """:func:`moczarr.open_store`; ``storage_options=`` (credentials) are laid over the data's own."""
+        options = merge_storage_options(_storage_options(data), kw.pop("storage_options", None))
+        return moczarr.open_store(data.url, products, parse_aoi(aoi), window, storage_options=options, **kw)

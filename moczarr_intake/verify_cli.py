@@ -11,16 +11,15 @@ document listing every report). Exit status: 0 when no root has an error,
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import warnings
 from collections import Counter
+from typing import TYPE_CHECKING
 
-from tqdm import tqdm
-
-from moczarr import VerifyReport, verify_store
 from moczarr.errors import NotAHiveStoreError, WindowError
-from moczarr.moraine import is_moraine_pyramid, verify_moraine
+
+if TYPE_CHECKING:  # the reader is loaded when a root is verified, not when the command line is parsed
+    from moczarr import VerifyReport
 
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -51,6 +50,11 @@ def verify_root(
     root: str, *, deep: bool, window: str | None, storage_options: dict | None, progress: bool
 ) -> VerifyReport:
     """One root's report: a moraine pyramid or a morton-hive root, with a progress bar over leaves on stderr."""
+    from tqdm import tqdm
+
+    from moczarr import verify_store
+    from moczarr.moraine import is_moraine_pyramid, verify_moraine
+
     if is_moraine_pyramid(root, storage_options=storage_options):
         return verify_moraine(root, storage_options=storage_options)
     bar = tqdm(total=0, desc=root, unit="obj", file=sys.stderr, disable=not progress, leave=False)
@@ -110,6 +114,8 @@ def run(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.json:
+        import json
+
         print(json.dumps([r.to_dict() for r in reports], indent=1))
     else:
         print("\n\n".join(format_report(r) for r in reports))

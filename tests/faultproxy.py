@@ -10,6 +10,9 @@ fault, a given number of times or forever:
 - ``reset``: close the connection without an answer (a TCP reset);
 - ``truncate``: forward, but send only the first half of the body under the
   full ``Content-Length``, then close;
+- ``cut``: forward only the first half of the body, with an honest
+  ``Content-Length`` for that half and no ``ETag`` or checksum header: a
+  server that serves a short object, which only the content can give away;
 - ``corrupt``: forward with every byte of the body flipped (same length, so
   only a checksum can tell);
 - ``stall``: hold the request ``seconds`` before answering (or until the
@@ -174,6 +177,10 @@ class FaultProxy:
         status, headers, data = self._forward(h, body)
         if kind == "corrupt":
             data = bytes(b ^ 0xFF for b in data)
+        if kind == "cut":
+            data = data[: len(data) // 2]
+            drop = ("etag", "content-md5")  # a multipart object's ETag is no MD5 either: nothing to check the body by
+            headers = [(k, v) for k, v in headers if k.lower() not in drop and "checksum" not in k.lower()]
         h.send_response(status)
         for name, value in headers:
             if name.lower() not in _HOP and name.lower() != "content-length":

@@ -126,7 +126,9 @@ def test_href_base_and_stores_root(colliding, tmp_path):
     inside = write_sample_store(tmp_path / "cat" / "sample")
     policy = HrefPolicy.for_roots([str(a), str(b), str(inside)], tmp_path / "cat", "https://data.example.org/hive/")
     assert policy.yaml_location(str(a)) == "https://data.example.org/hive/A/store"
-    assert policy.yaml_location(str(inside)) == "{{ CATALOG_DIR }}/sample"
+    assert policy.yaml_location(str(inside)) == "https://data.example.org/hive/cat/sample"  # inside --out too
+    without_base = HrefPolicy.for_roots([str(inside)], tmp_path / "cat")
+    assert without_base.yaml_location(str(inside)) == "{{ CATALOG_DIR }}/sample"
     assert policy.yaml_location("s3://bucket/x/") == "s3://bucket/x"
     explicit = HrefPolicy.for_roots([str(a)], tmp_path / "cat", "https://h/x", str(tmp_path / "A"))
     assert explicit.yaml_location(str(a)) == "https://h/x/store"
@@ -137,7 +139,7 @@ def test_href_base_and_stores_root(colliding, tmp_path):
     )
     assert not [n for n in written["notes"] if "paths of this machine" in n]
     text = (tmp_path / "cat" / "catalog.yaml").read_text() + (tmp_path / "cat" / "catalog_v2.yaml").read_text()
-    assert "https://h/x/A/store" in text and "CATALOG_DIR}/sample" in text and str(tmp_path) not in text
+    assert "https://h/x/A/store" in text and "https://h/x/cat/sample" in text and str(tmp_path) not in text
     item = json.loads(next((tmp_path / "cat" / "stac").rglob("*-o8.json")).read_text())
     assert item["assets"]["data"]["href"] == "https://h/x/A/store"
 
@@ -238,3 +240,18 @@ def test_license_and_providers_come_from_the_manifest(colliding, tmp_path):
     other = by_store["B-store"]
     assert other.license == "CC-BY-4.0" and not other.providers
     assert mine.title != other.title and "A-store" in mine.title and "B-store" in other.title
+
+
+def test_every_entry_names_the_stac_document_of_its_product(colliding, tmp_path):
+    a, b = colliding
+    out = tmp_path / "cat"
+    build([str(a), str(b)], out, progress=False)
+    sources = yaml.safe_load((out / "catalog.yaml").read_text())["sources"]
+    levels = {name: s for name, s in sources.items() if s["driver"] == "morton_level"}
+    assert len(levels) == 6
+    for name, source in levels.items():
+        href = source["metadata"]["stac_href"]
+        assert href.startswith("{{ CATALOG_DIR }}/stac/"), href
+        doc = json.loads((out / href.removeprefix("{{ CATALOG_DIR }}/")).read_text())
+        assert doc["type"] == "Collection" and doc["id"] == source["metadata"]["stac_collection"], name
+        assert doc["moczarr:product"] == source["metadata"]["product"]

@@ -71,12 +71,14 @@ def test_parameters_are_validated_with_clear_messages():
     cat = intake.open_catalog(str(COMMITTED))
     with pytest.raises(ValueError, match="allowed values: 8,6,4"):
         cat["elevation"](order=7).read()
-    with pytest.raises(ValueError, match="2019,2020"):
+    with pytest.raises(moczarr.errors.WindowError, match="2019, 2020"):
         cat["elevation_yearly"](window="2030").read()
     aoi = cat["elevation"](aoi=["4331421"]).read()
     _same(aoi, moczarr.open_level(SAMPLE / "elevation", 8, aoi=["4331421"]))
-    params = {p["name"]: p for p in cat["elevation_yearly"].describe()["user_parameters"]}
-    assert params["order"]["allowed"] == [8] and params["window"]["allowed"] == ["2019", "2020"]
+    described = cat["elevation_yearly"].describe()
+    params = {p["name"]: p for p in described["user_parameters"]}
+    assert params["order"]["allowed"] == [8] and described["metadata"]["windows"] == ["2019", "2020"]
+    assert set(described["metadata"]["arguments"]) >= {"aoi", "window", "zoom"}
 
 
 def test_open_functions_and_readers():

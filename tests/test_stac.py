@@ -28,6 +28,7 @@ from PIL import Image
 from pystac.errors import STACValidationError
 from shapely.geometry import Point, shape
 
+import moczarr
 from moczarr import ids, open_store
 from moczarr.errors import LevelOmittedError
 from moczarr.format.manifest import parse_manifest
@@ -49,7 +50,6 @@ from moczarr_intake.stac import (
     open_hint,
     open_stac,
     product_collection,
-    stac_hrefs,
     validate_offline,
     window_interval,
 )
@@ -190,8 +190,18 @@ def test_in_memory_catalog_validates(built):
     assert len(validate_offline(built.catalog)) == len(linked_documents(built.out))
 
 
-def test_api_collections_are_the_collections_location_free(built):
-    served = sorted(Path(built.out, stac.API_COLLECTIONS).glob("*.json"))
+def test_api_outputs_are_not_written_with_machine_paths(built):
+    """The stores are local paths here (no href_base): a STAC API served elsewhere could not reach them."""
+    assert not Path(built.out, stac.API_COLLECTIONS).exists() and not Path(built.out, stac.API_ITEMS).exists()
+    local = stac.machine_paths(built.disk)
+    assert set(built.products) <= set(local)
+    with pytest.warns(moczarr.errors.MoczarrWarning, match="STAC API outputs .* not written"):
+        build_stac([str(fixture_path("zagg/column/store"))], built.out.parent / "again")
+
+
+def test_api_collections_are_the_collections_location_free(built, tmp_path):
+    stac.write_api_collections(built.disk, tmp_path)  # the function itself writes what it is given
+    served = sorted(tmp_path.glob("*.json"))
     collections = {c.id: c for c in built.disk.get_all_collections()}
     assert [p.stem for p in served] == sorted(collections)
     for path in served:
@@ -381,7 +391,7 @@ def test_item_times(built):
         props = item.properties
         window = props["moczarr:window"]
         if p.windowed:
-            assert props["datetime"] is None and props["moczarr:datetime_source"] == "window"
+            assert props["datetime"] == props["start_datetime"] and props["moczarr:datetime_source"] == "window"
             if window != "all":
                 start, end = window_interval(window, p.schedule, p.manifest.raw.get("temporal"))
                 assert (item.common_metadata.start_datetime, item.common_metadata.end_datetime) == (start, end)
@@ -437,13 +447,6 @@ def test_thumbnails(built):
 def test_thumbnails_need_a_folder():
     with pytest.raises(ValueError, match="out_dir"):
         build_stac(str(fixture_path("zagg/column/store")), thumbnails=True)
-
-
-def test_stac_hrefs_map_product_roots(built):
-    hrefs = stac_hrefs(built.catalog)
-    assert set(hrefs) == set(built.products)
-    for root, href in hrefs.items():
-        assert Path(href).is_file() and json.loads(Path(href).read_text())["moczarr:store_root"] == root
 
 
 def test_catalog_reads_nothing_beyond_the_summary(tmp_path):
@@ -661,5 +664,5 @@ def test_moraine_pyramids_become_items_under_the_top_catalog(tmp_path):
     catalog = quiet(build_stac, [str(fixture_path("zagg/column/store"))], tmp_path, moraine=[info])
     (item,) = catalog.get_items()
     assert item.id == "ras_mean_v1" and item.properties["moczarr:store_root"] == info.path
-    assert stac_hrefs(catalog)[info.path] == item.get_self_href()
+    assert Path(item.get_self_href()).is_file()
     assert len(validate_offline(tmp_path / "catalog.json")) == 1 + 1 + 8 + 1

@@ -2,22 +2,27 @@
 
 The catalog is built by ``moczarr-catalog build`` over copies of the bundled
 sample (``catalogs/sample``: a root of two products) and of two shared fixtures, all inside
-the output folder, so the catalog's hrefs are relative and the geoparquet
-export must resolve them. ``rustac serve`` (its in-memory backend) serves
-``OUT/stac/items.parquet`` and the Collections ``OUT/stac/api-collections/*.json``
-on a free 127.0.0.1 port for the module; searches go
-through pystac-client, and what they find is checked against the Items whose
-geometry meets the box (shapely) and whose time overlaps (STAC API closed
-intervals), computed from the built catalog on disk.
+the output folder, which a real ``http.server`` serves on 127.0.0.1; the build
+gets ``--href-base`` pointing there, so every store address in the STAC API
+outputs is a URL. ``rustac serve`` (its in-memory backend) serves the Items
+``OUT/stac/api-items/*.parquet`` (one file per Collection and key shape) and
+the Collections ``OUT/stac/api-collections/*.json`` on a free 127.0.0.1 port
+for the module; searches go through pystac-client, and what they find is
+checked against the Items whose geometry meets the box (shapely) and whose
+time overlaps (STAC API closed intervals), computed from the built catalog on
+disk. Every document the server serves must validate against its schemas.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import http.server
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -36,7 +41,7 @@ from shapely.geometry import shape
 import moczarr
 from moczarr.metadata import parse_time
 from moczarr_intake import cli
-from moczarr_intake.stac import open_stac, write_geoparquet
+from moczarr_intake.stac import open_stac, validate_document, write_geoparquet
 
 from .conftest import REPO, fixture_path
 
@@ -76,12 +81,25 @@ def quiet(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
+class StoreServer(http.server.ThreadingHTTPServer):
+    """The output folder over HTTP on 127.0.0.1 (a listen backlog the reader's concurrent GETs do not overflow)."""
+
+    request_queue_size = 128
+    daemon_threads = True
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> SimpleNamespace:
     """The stores of the catalog, copied into its output folder (the one place that says where they come from).
 
     ``roots``: what the build is given (the sample's multi-product root and two
-    bare stores); ``products``: every product root, where an Item's data is.
+    bare stores); ``products``: every product root's URL, where an Item's data
+    is. The folder is served over HTTP for the module.
     """
     out = tmp_path_factory.mktemp("stacapi")
     sample = out / "sample"
@@ -92,21 +110,41 @@ def stores(tmp_path_factory) -> SimpleNamespace:
         roots.append(out / name)
     for path in [out, *out.rglob("*")]:  # the shared copy is read-only
         path.chmod(0o755 if path.is_dir() else 0o644)
+    server = StoreServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(out)))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
     products = [sample / "elevation", sample / "elevation_yearly", *roots[1:]]
-    return SimpleNamespace(out=out, roots=roots, products={str(p) for p in products})
+
+    def to_url(path: Path) -> str:
+        return f"{url}/{path.relative_to(out).as_posix()}"
+
+    try:
+        with pytest.MonkeyPatch.context() as mp:  # loopback traffic must not go to a configured proxy
+            for name in ("NO_PROXY", "no_proxy"):
+                mp.setenv(name, "127.0.0.1,localhost")
+            yield SimpleNamespace(
+                out=out,
+                url=url,
+                roots=roots,
+                products={to_url(p) for p in products},
+                root_urls={to_url(r) for r in roots},
+            )
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.fixture(scope="module")
 def built(stores):
     out = stores.out  # the stores sit in the output folder, as catalogs/sample does in catalogs/
-    rc = quiet(cli.main, ["build", *map(str, stores.roots), "--out", str(out)])
+    rc = quiet(cli.main, ["build", *map(str, stores.roots), "--out", str(out), "--href-base", stores.url])
     assert rc == 0
     catalog = pystac.Catalog.from_file(str(out / "stac" / "catalog.json"))
     items = list(catalog.get_items(recursive=True))
     collections = sorted((out / "stac" / "api-collections").glob("*.json"))
-    return SimpleNamespace(
-        out=out, parquet=out / "stac" / "items.parquet", collections=collections, catalog=catalog, items=items
-    )
+    parquets = sorted((out / "stac" / "api-items").glob("*.parquet"))
+    return SimpleNamespace(out=out, parquets=parquets, collections=collections, catalog=catalog, items=items)
 
 
 def free_port() -> int:
@@ -136,7 +174,7 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
 
 
-def start_server(parquet: Path, collections: list[Path], log: Path) -> tuple[subprocess.Popen, str]:
+def start_server(parquets: list[Path], collections: list[Path], log: Path) -> tuple[subprocess.Popen, str]:
     """``rustac serve`` on a free 127.0.0.1 port, answering within SERVER_START_SECONDS, or the test fails.
 
     A port taken between choosing and binding it makes the server exit: up to
@@ -149,7 +187,7 @@ def start_server(parquet: Path, collections: list[Path], log: Path) -> tuple[sub
         cmd = [
             rustac_command(),
             "serve",
-            str(parquet),
+            *map(str, parquets),
             *map(str, collections),
             "--use-duckdb",
             "false",
@@ -179,12 +217,9 @@ def start_server(parquet: Path, collections: list[Path], log: Path) -> tuple[sub
 def api(built, tmp_path_factory):
     """``rustac serve`` over the built geoparquet on 127.0.0.1; stopped when the module is done."""
     log = tmp_path_factory.mktemp("rustac") / "stderr.txt"
-    proc, url = start_server(built.parquet, built.collections, log)
+    proc, url = start_server(built.parquets, built.collections, log)
     try:
-        with pytest.MonkeyPatch.context() as mp:  # pystac-client (requests) must not send loopback traffic to a proxy
-            for name in ("NO_PROXY", "no_proxy"):
-                mp.setenv(name, "127.0.0.1,localhost")
-            yield SimpleNamespace(url=url, client=Client.open(url))
+        yield SimpleNamespace(url=url, client=Client.open(url))
     finally:
         stop(proc)
 
@@ -231,22 +266,33 @@ def search(api, bbox, datetime, collections):
     return api.client.search(**kwargs)
 
 
+def rows_of(built) -> list[dict]:
+    return [row for path in built.parquets for row in rustac.read_sync(str(path))["features"]]
+
+
 def test_build_writes_every_item_as_geoparquet(built, stores):
-    assert built.parquet.is_file()
-    rows = rustac.read_sync(str(built.parquet))["features"]
+    rows = rows_of(built)
     assert sorted(r["id"] for r in rows) == sorted(i.id for i in built.items)
-    roots = stores.products
     for row in rows:
         assert not {link["rel"] for link in row["links"]} & {"self", "root", "parent", "collection"}
         hint = row["assets"]["data"]["moczarr:open"]
-        assert hint["kwargs"]["store_root"] in roots  # relative in the catalog, absolute in the export
-        assert row["assets"]["data"]["href"] in roots
-        assert all(Path(a["href"]).is_absolute() for a in row["assets"].values())
+        assert hint["kwargs"]["store_root"] in stores.products  # a published URL, never a path of this machine
+        assert row["assets"]["data"]["href"] in stores.products
+        assert all(a["href"].startswith(stores.url + "/") for a in row["assets"].values())
 
 
-def test_the_catalog_hints_are_relative_so_the_export_resolved_them(built):
-    hints = [i.assets["data"].extra_fields["moczarr:open"]["kwargs"]["store_root"] for i in built.items]
-    assert hints and not any(Path(h).is_absolute() for h in hints)
+def test_one_file_holds_one_collection_and_rows_of_one_shape(built):
+    """No row of a file carries a key another row lacks: no product's variables turn up as null in another's."""
+    for path in built.parquets:
+        rows = rustac.read_sync(str(path))["features"]
+        assert len({r["collection"] for r in rows}) == 1, path.name
+        for row in rows:
+            want = next(i for i in built.items if i.id == row["id"]).to_dict(transform_hrefs=False)
+            assert set(row["properties"]["cube:variables"]) == set(want["properties"]["cube:variables"]), row["id"]
+            assert None not in row["properties"]["cube:variables"].values()
+    assert len({rustac.read_sync(str(p))["features"][0]["collection"] for p in built.parquets}) == len(
+        list(built.catalog.get_all_collections())
+    )
 
 
 def test_write_geoparquet_leaves_out_items_without_geometry(built, tmp_path):
@@ -267,7 +313,7 @@ def test_write_geoparquet_leaves_out_items_without_geometry(built, tmp_path):
 def test_relative_hrefs_without_a_self_href_are_refused(built, tmp_path):
     doc = built.items[0].to_dict(include_self_link=False, transform_hrefs=False)
     doc["links"] = []
-    assert not Path(doc["assets"]["data"]["href"]).is_absolute()
+    doc["assets"]["data"]["href"] = "../sample/elevation"
     with pytest.raises(ValueError, match="no self href"):
         write_geoparquet([doc], tmp_path / "x.parquet")
 
@@ -299,7 +345,7 @@ TIME_KEYS = {"datetime", "start_datetime", "end_datetime", "created", "updated"}
 
 
 def prune_nulls(value):
-    """stac-geoparquet reads an absent key back as null (one Arrow schema for all rows): compare without them.
+    """A document without its nulls: the server drops some (asset fields), the built Items hold others.
 
     Timestamps compare as instants: the server may spell UTC ``+00:00`` where the document says ``Z``.
     """
@@ -324,6 +370,23 @@ def test_served_items_are_the_built_items(api, built, stores):
         assert got["assets"].keys() == want["assets"].keys()
         self_link = [link["href"] for link in got["links"] if link["rel"] == "self"]
         assert self_link == [f"{api.url}/collections/{item.collection_id}/items/{item.id}"]
+
+
+def test_every_served_document_validates_against_its_schemas(api, built):
+    """What the server serves, as a client gets it, is valid STAC: core, datacube, every declared extension."""
+    served = list(search(api, WORLD, None, None).items_as_dicts())
+    assert len(served) == len(built.items)
+    for doc in served:
+        checked = validate_document(doc, where=f"served Item {doc['id']!r}")
+        assert checked[0].endswith("item.json") and set(doc["stac_extensions"]) <= set(checked)
+        assert doc["properties"]["datetime"] is not None  # a window Item carries its start, not null
+        assert None not in doc["properties"]["cube:variables"].values()  # no variable of another product
+    collections = [c.to_dict() for c in api.client.get_collections()]
+    assert len(collections) == len(built.collections)
+    for doc in collections:
+        assert validate_document(doc, where=f"served Collection {doc['id']!r}")[0].endswith("collection.json")
+    windowed = [i for i in built.items if i.properties.get("moczarr:datetime_source") == "window"]
+    assert windowed and all(i.datetime == parse_time(i.properties["start_datetime"]) for i in windowed)
 
 
 def test_the_api_serves_the_catalogs_own_collections(api, built):
@@ -354,7 +417,7 @@ def test_served_collections_open_to_what_open_store_gives(api, stores):
         if collection.summaries.get_list("moczarr:window"):
             continue  # a windowed product's tree needs window=: the Items cover each window
         hint = collection.assets["data"].extra_fields["moczarr:open"]["kwargs"]
-        assert hint["store_root"] in stores.products | {str(r) for r in stores.roots}  # resolved, not relative
+        assert hint["store_root"] in stores.products | stores.root_urls  # a published URL
         tree = quiet(open_stac, collection)
         want = quiet(moczarr.open_store, hint["store_root"], **{k: v for k, v in hint.items() if k != "store_root"})
         xr.testing.assert_identical(tree.load(), want.load())
@@ -369,6 +432,7 @@ def served_level_items(api, bbox, datetime):
 
 
 def direct_open(item: pystac.Item, stores, aoi=None):
+    """``open_level`` on the store an Item's data asset names."""
     root = item.assets["data"].href
     assert root in stores.products
     props = item.properties

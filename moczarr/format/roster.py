@@ -13,14 +13,18 @@ from ..storage.keys import PRODUCT_RE, is_product_name
 from .manifest import MANIFEST_NAME, SUPPORTED_SPECS, Manifest, parse_manifest
 
 
-def read_roster(storage: Storage) -> tuple[dict | None, dict[str, dict]]:
+def read_roster(
+    storage: Storage, damaged: dict[str, ManifestError] | None = None
+) -> tuple[dict | None, dict[str, dict]]:
     """``(root manifest, {product: manifest})`` of a store root, each parsed once.
 
     A bare store gives its manifest and ``{}`` (one GET). Otherwise one LIST of
     the root plus one manifest GET per grammar-conforming child; children
     without a manifest are not products. A malformed manifest raises
-    :class:`ManifestError`; a well-formed one of an unsupported
-    ``morton-hive/N`` is still listed.
+    :class:`ManifestError`, unless ``damaged`` is given: a product's malformed
+    manifest is then recorded there (``{product: error}``) and the product left
+    out (a malformed root manifest still raises). A well-formed manifest of an
+    unsupported ``morton-hive/N`` is still listed.
     """
 
     def parse(payload: bytes, rel: str) -> dict:
@@ -41,7 +45,17 @@ def read_roster(storage: Storage) -> tuple[dict | None, dict[str, dict]]:
         return parse(root, MANIFEST_NAME), {}
     names = [n for n in storage.list_dir("") if is_product_name(n)]
     docs = storage.get_many([f"{n}/{MANIFEST_NAME}" for n in names])
-    return None, {n: parse(d, f"{n}/{MANIFEST_NAME}") for n, d in zip(names, docs) if d is not None}
+    products = {}
+    for name, doc in zip(names, docs, strict=True):
+        if doc is None:
+            continue
+        try:
+            products[name] = parse(doc, f"{name}/{MANIFEST_NAME}")
+        except ManifestError as exc:
+            if damaged is None:
+                raise
+            damaged[name] = exc
+    return None, products
 
 
 def list_products(

@@ -3,8 +3,10 @@
 Per product it reads the manifest, the root coverage MOC and a bounded number
 of small objects (one committed leaf's schema, a few shard-node listings for
 window labels on generative schedules), so its cost does not grow with the
-leaf count. Levels are what the manifest declares (declared is not
-materialized; opening a level says what is on disk).
+leaf count. Without a usable root coverage MOC it falls back, as the reader
+does, to the discovery walk (LISTs over the leaf tree) and says so with a
+:class:`~moczarr.errors.CoverageFallbackWarning`. Levels are what the manifest
+declares (declared is not materialized; opening a level says what is on disk).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ import mortie
 from .. import ids
 from ..dataplane.assemble import read_schema
 from ..errors import (
+    ContentError,
+    CoverageFallbackWarning,
+    ManifestError,
     MoczarrError,
     NotAHiveStoreError,
     ObjectDroppedWarning,
@@ -77,11 +82,12 @@ class ProductSummary:
     windows: list[str]
     time_range: list[str] | None
     n_shards: int | None
-    shards: list[str]  # decimal shard ids from the root MOC (empty without one)
+    shards: list[str]  # decimal shard ids from the root MOC, else from the discovery walk
     bbox: list[float] | None
     footprint: dict | None  # GeoJSON MultiPolygon of the root MOC's shards (mortie polygons, dissolved)
     levels: list[LevelInfo]
     variables: list[VariableInfo]
+    #: False when the root coverage MOC is missing or unusable (``shards`` then come from the discovery walk)
     coverage_usable: bool = True
     #: ``{name: bytes}`` of the small root objects the summary read (``morton_hive.json``, ``coverage.moc``)
     object_sizes: dict[str, int] = field(default_factory=dict)
@@ -136,27 +142,41 @@ class StoreSummary:
     root: str
     layout: str  # "bare" | "multi"
     products: list[ProductSummary]
+    #: products of a multi-product root left out as damaged (``summarize_store(skip_damaged=True)``): name -> why
+    damaged: dict[str, str] = field(default_factory=dict)
 
 
-def summarize_store(root, storage_options: dict | None = None) -> StoreSummary:
+def summarize_store(root, storage_options: dict | None = None, *, skip_damaged: bool = False) -> StoreSummary:
     """Describe a bare store or a multi-product root (see the module docstring for the cost).
 
     Raises :class:`~moczarr.errors.NotAHiveStoreError` when the root holds
-    neither a manifest nor products, and the manifest's own errors.
+    neither a manifest nor products, and the content errors
+    (:class:`~moczarr.errors.ContentError`: a malformed manifest, root MOC or
+    leaf) of its products. With ``skip_damaged=True`` a product of a
+    multi-product root whose content raises is left out instead, and named
+    with the error's message in :attr:`StoreSummary.damaged`; the other
+    products are summarized as usual (a bare store's own damage still raises).
     """
     storage = Storage.open(root, storage_options)
-    root_doc, manifests = read_roster(storage)
+    found: dict[str, ManifestError] | None = {} if skip_damaged else None
+    root_doc, manifests = read_roster(storage, found)
     if root_doc is not None:
         manifest = parse_manifest(root_doc, storage.describe())
         name = (manifest.short_name or "product").lower()
         return StoreSummary(storage.location, "bare", [summarize_product(storage, manifest, name)])
-    if not manifests:
+    if not manifests and not found:
         raise NotAHiveStoreError(f"{storage.describe()} holds neither a morton-hive manifest nor products")
     out = []
+    damaged = {name: str(exc) for name, exc in (found or {}).items()}
     for name in sorted(manifests):
         child = storage.child(name)
-        out.append(summarize_product(child, parse_manifest(manifests[name], child.describe()), name))
-    return StoreSummary(storage.location, "multi", out)
+        try:
+            out.append(summarize_product(child, parse_manifest(manifests[name], child.describe()), name))
+        except ContentError as exc:
+            if not skip_damaged:
+                raise
+            damaged[name] = str(exc)
+    return StoreSummary(storage.location, "multi", out, dict(sorted(damaged.items())))
 
 
 def summarize_product(storage: Storage, manifest: Manifest, name: str) -> ProductSummary:
@@ -166,9 +186,12 @@ def summarize_product(storage: Storage, manifest: Manifest, name: str) -> Produc
         n: storage.sizes[storage.key(n)] for n in (MANIFEST_NAME, ROOT_MOC_NAME) if storage.key(n) in storage.sizes
     }
     shards = parse_root_moc(moc_bytes, manifest.shard_order, storage.describe())
-    envelope = parse_json(moc_bytes, storage.describe(ROOT_MOC_NAME)) if shards is not None else None
-    decimals = ids.to_decimals(shards) if shards is not None else []
-    footprint = footprint_geometry(shards) if shards is not None and shards.size else None
+    usable = shards is not None
+    envelope = parse_json(moc_bytes, storage.describe(ROOT_MOC_NAME)) if usable else None
+    if shards is None:
+        shards = _walked_shards(storage, manifest)
+    decimals = ids.to_decimals(shards)
+    footprint = footprint_geometry(shards) if shards.size else None
     windows = _windows(storage, manifest, decimals)
     variables = _source_variables(storage, manifest, decimals, windows)
     decl = pyramid_declaration(manifest)
@@ -194,15 +217,26 @@ def summarize_product(storage: Storage, manifest: Manifest, name: str) -> Produc
         declaration=decl,
         windows=windows,
         time_range=_time_range(manifest, envelope),
-        n_shards=None if shards is None else int(shards.size),
+        n_shards=int(shards.size),
         shards=decimals,
         bbox=geometry_bbox(footprint) if footprint else None,
         footprint=footprint,
         levels=levels,
         variables=variables,
-        coverage_usable=shards is not None,
+        coverage_usable=usable,
         object_sizes=sizes,
     )
+
+
+def _walked_shards(storage: Storage, manifest: Manifest):
+    """Shard words of the leaves the discovery walk finds (any window), as the reader falls back to them."""
+    refs = walk_leaves(storage, manifest.shard_order, manifest.path_grouping)
+    warn(
+        f"{storage.describe()}: no usable root coverage.moc; the summary falls back to the discovery walk "
+        f"({len({r.decimal for r in refs})} shard(s) found)",
+        CoverageFallbackWarning,
+    )
+    return ids.to_words(list(dict.fromkeys(r.decimal for r in refs)))
 
 
 def _windows(storage: Storage, manifest: Manifest, decimals: list[str]) -> list[str]:

@@ -8,6 +8,7 @@ server), :mod:`.open` (open an Item or Collection with the reader it names).
 
 from moczarr.metadata import geometry_bbox, window_interval
 
+from ..access import public_storage_options
 from .build import (
     DATACUBE,
     ENGINE,
@@ -22,17 +23,24 @@ from .build import (
     apply_href_policy,
     build_stac,
     product_collection,
-    public_storage_options,
-    relativize_local_hrefs,
-    stac_hrefs,
 )
-from .geoparquet import API_COLLECTIONS, write_api_collections, write_geoparquet
+from .geoparquet import (
+    API_COLLECTIONS,
+    API_ITEMS,
+    ApiOutputs,
+    machine_paths,
+    write_api_collections,
+    write_api_items,
+    write_api_outputs,
+    write_geoparquet,
+)
 from .open import StacDocumentError, StacNotFoundError, open_hint, open_stac, read_stac
 from .thumbnails import draw_level_thumbnail, draw_moraine_thumbnail, draw_thumbnail
 from .validate import MissingSchemaError, schema_dir, validate_document, validate_offline
 
 __all__ = [
     "API_COLLECTIONS",
+    "API_ITEMS",
     "DATACUBE",
     "ENGINE",
     "FILE",
@@ -43,6 +51,7 @@ __all__ = [
     "STORAGE",
     "VERSION",
     "XARRAY",
+    "ApiOutputs",
     "MissingSchemaError",
     "StacDocumentError",
     "StacNotFoundError",
@@ -52,17 +61,18 @@ __all__ = [
     "draw_moraine_thumbnail",
     "draw_thumbnail",
     "geometry_bbox",
+    "machine_paths",
     "open_hint",
     "open_stac",
     "product_collection",
     "public_storage_options",
     "read_stac",
-    "relativize_local_hrefs",
     "schema_dir",
-    "stac_hrefs",
     "validate_document",
     "validate_offline",
     "window_interval",
     "write_api_collections",
+    "write_api_items",
+    "write_api_outputs",
     "write_geoparquet",
 ]

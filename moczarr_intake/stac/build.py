@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import posixpath
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -32,10 +33,11 @@ import numpy as np
 import pystac
 from tqdm import tqdm
 
-from moczarr.errors import ArgumentError
+from moczarr.errors import ArgumentError, MoczarrWarning
 from moczarr.metadata import (
     MANIFEST_NAME,
     ROOT_MOC_NAME,
+    LevelInfo,
     ProductSummary,
     StoreSummary,
     geometry_bbox,
@@ -45,13 +47,15 @@ from moczarr.metadata import (
     parse_time,
     summarize_store,
     to_words,
+    warn,
     window_interval,
 )
 
+from ..access import public_storage_options
 from ..entries import catalog_entries
 from ..hrefs import HrefPolicy
 from ..naming import root_labels, slug
-from .geoparquet import API_COLLECTIONS, write_api_collections, write_geoparquet
+from .geoparquet import check_api_names, write_api_outputs
 from .moraine import moraine_stac_item
 from .thumbnails import (
     PNG_TYPE,
@@ -76,8 +80,6 @@ XARRAY = "https://stac-extensions.github.io/xarray-assets/v1.0.0/schema.json"
 ENGINE = "moczarr"
 #: ``datetime`` of an Item whose store records no observation time (stated in the Item)
 PLACEHOLDER_TIME = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-#: storage options safe to publish (no credential is ever written)
-PUBLIC_STORAGE_OPTIONS = ("anon", "endpoint_url", "requester_pays", "region_name")
 
 #: the reader calls an open hint names (open_stac calls nothing else; the module paths are accepted too)
 OPEN_LEVEL = "moczarr.open_level"
@@ -178,12 +180,12 @@ def _cube_variables(p: ProductSummary, names: list[str], derived_fields: dict | 
     return out
 
 
-def _level_items(prod: _Product, now: dt.datetime) -> list[pystac.Item]:
+def _level_items(prod: _Product) -> list[pystac.Item]:
+    """One Item per declared level (per window on windowed products; plus the all-time folds)."""
     p = prod.summary
-    manifest, decl = p.manifest, p.declaration
-    fields = decl.fields if decl else None
+    decl = p.declaration
     windows: list[tuple[str | None, bool]] = [(w, False) for w in p.windows] if p.windowed else [(None, False)]
-    intervals = {w: window_interval(w, p.schedule, manifest.temporal) for w in p.windows}
+    intervals = {w: window_interval(w, p.schedule, p.manifest.temporal) for w in p.windows}
     known = [iv for iv in intervals.values() if iv]
     all_time_span = (min(a for a, _ in known), max(b for _, b in known)) if known else None
     items = []
@@ -192,59 +194,69 @@ def _level_items(prod: _Product, now: dt.datetime) -> list[pystac.Item]:
         if p.windowed and level.artifact == "overview" and decl and decl.all_time:
             targets.append((None, True))
         for window, all_time in targets:
-            suffix = f"-{window}" if window else ("-all" if all_time else "")
-            item_id = f"{prod.collection_id}-o{level.cell_order}{suffix}"
-            props: dict[str, Any] = {
-                "title": f"{prod.title}: cell order {level.cell_order} ({level.artifact}, ~{level.resolution_km:.3g} km)"
-                + (f", window {window}" if window else ", all-time folds" if all_time else ""),
-                "moczarr:product": p.name,
-                "moczarr:cell_order": level.cell_order,
-                "moczarr:node_order": level.node_order,
-                "moczarr:artifact": level.artifact,
-                "moczarr:window": window if window else ("all" if all_time else None),
-                "moczarr:resolution_km": level.resolution_km,
-                "moczarr:spec": p.spec,
-                "gsd": level.resolution_km * 1000.0,
-            }
             span = intervals.get(window) if window else (all_time_span if all_time else None)
-            _set_time(props, p, manifest.generated_at, span, window, all_time)
-            dims = {"cells": _cells_dimension(p, level.cell_order, level.node_order)}
-            variables = _cube_variables(p, level.variables, fields, level.artifact != "source")
-            if any("time" in v["dimensions"] for v in variables.values()):
-                dims["time"] = {"type": "temporal", "extent": [props.get("start_datetime"), props.get("end_datetime")]}
-            props["cube:dimensions"] = dims
-            props["cube:variables"] = variables
-            extensions = {DATACUBE}
-            if p.dataset.get("version") is not None:
-                props["version"] = str(p.dataset["version"])
-                extensions.add(VERSION)
-            if prod.scheme:
-                props["storage:schemes"] = {prod.scheme[0]: prod.scheme[1]}
-                extensions.add(STORAGE)
-            item = pystac.Item(
-                id=item_id,
-                geometry=prod.geometry,
-                bbox=prod.bbox if prod.geometry else None,
-                datetime=parse_time(props.pop("datetime", None)),
-                properties=props,
-            )
-            hint = {"store_root": prod.product_root, "cell_order": level.cell_order, "window": window}
-            if all_time:
-                hint["all_time"] = True
-            open_kwargs = {"engine": ENGINE, "cell_order": level.cell_order, "window": window}
-            if all_time:
-                open_kwargs["all_time"] = True
-            extensions |= _add_assets(item, prod, {"function": OPEN_LEVEL, "kwargs": hint}, open_kwargs)
-            item.stac_extensions = sorted(extensions)
-            items.append(item)
+            items.append(_level_item(prod, level, window, all_time, span))
     return items
+
+
+def _level_item(prod: _Product, level: LevelInfo, window: str | None, all_time: bool, span) -> pystac.Item:
+    """The Item of one level (and window, or the all-time folds), its assets and open hints included."""
+    p = prod.summary
+    suffix = f"-{window}" if window else ("-all" if all_time else "")
+    props: dict[str, Any] = {
+        "title": f"{prod.title}: cell order {level.cell_order} ({level.artifact}, ~{level.resolution_km:.3g} km)"
+        + (f", window {window}" if window else ", all-time folds" if all_time else ""),
+        "moczarr:product": p.name,
+        "moczarr:cell_order": level.cell_order,
+        "moczarr:node_order": level.node_order,
+        "moczarr:artifact": level.artifact,
+        "moczarr:window": window if window else ("all" if all_time else None),
+        "moczarr:resolution_km": level.resolution_km,
+        "moczarr:spec": p.spec,
+        "gsd": level.resolution_km * 1000.0,
+    }
+    _set_time(props, p, p.manifest.generated_at, span, window, all_time)
+    extensions = _set_cube(props, p, level)
+    if p.dataset.get("version") is not None:
+        props["version"] = str(p.dataset["version"])
+        extensions.add(VERSION)
+    if prod.scheme:
+        props["storage:schemes"] = {prod.scheme[0]: prod.scheme[1]}
+        extensions.add(STORAGE)
+    item = pystac.Item(
+        id=f"{prod.collection_id}-o{level.cell_order}{suffix}",
+        geometry=prod.geometry,
+        bbox=prod.bbox if prod.geometry else None,
+        datetime=parse_time(props.pop("datetime", None)),
+        properties=props,
+    )
+    hint = {"store_root": prod.product_root, "cell_order": level.cell_order, "window": window}
+    open_kwargs = {"engine": ENGINE, "cell_order": level.cell_order, "window": window}
+    if all_time:
+        hint["all_time"] = open_kwargs["all_time"] = True
+    extensions |= _add_assets(item, prod, {"function": OPEN_LEVEL, "kwargs": hint}, open_kwargs)
+    item.stac_extensions = sorted(extensions)
+    return item
+
+
+def _set_cube(props: dict, p: ProductSummary, level: LevelInfo) -> set[str]:
+    """The datacube fields of a level Item (``cells``, ``time`` when a variable has it); returns the extensions."""
+    fields = p.declaration.fields if p.declaration else None
+    dims = {"cells": _cells_dimension(p, level.cell_order, level.node_order)}
+    variables = _cube_variables(p, level.variables, fields, level.artifact != "source")
+    if any("time" in v["dimensions"] for v in variables.values()):
+        dims["time"] = {"type": "temporal", "extent": [props.get("start_datetime"), props.get("end_datetime")]}
+    props["cube:dimensions"] = dims
+    props["cube:variables"] = variables
+    return {DATACUBE}
 
 
 def _set_time(props: dict, p: ProductSummary, generated_at, span, window, all_time) -> None:
     """``datetime`` / ``start_datetime`` / ``end_datetime`` (observation time only), ``created``, and the rule used.
 
     Observation time: the window's interval, else the time range the root
-    coverage or the manifest's temporal section records. The generation time
+    coverage or the manifest's temporal section records; ``datetime`` is then
+    the interval's start (a STAC API server may drop a ``null`` one). The generation time
     (manifest ``generated_at``) goes to ``created``, never to ``datetime``.
     Without any observation time, ``datetime`` is :data:`PLACEHOLDER_TIME`,
     stated as such in ``moczarr:datetime_source`` and the description.
@@ -253,20 +265,21 @@ def _set_time(props: dict, p: ProductSummary, generated_at, span, window, all_ti
     if generated is not None:
         props["created"] = iso(generated)
     if span is not None:
-        props["datetime"] = None
+        props["datetime"] = iso(span[0])
         props["start_datetime"], props["end_datetime"] = iso(span[0]), iso(span[1])
         props["moczarr:datetime_source"] = "window"
         props["description"] = (
             "the cross-window (all-time) folds; " if all_time else f"window {window}: "
-        ) + "end_datetime is the exclusive end of the half-open [start, end) window interval"
+        ) + "end_datetime is the exclusive end of the half-open [start, end) window interval; datetime is its start"
         return
     recorded = [parse_time(t) for t in (p.time_range or [])]
     if len(recorded) == 2 and all(recorded) and not window:
-        props["datetime"] = None
+        props["datetime"] = iso(recorded[0])
         props["start_datetime"], props["end_datetime"] = iso(recorded[0]), iso(recorded[1])
         props["moczarr:datetime_source"] = "time_range"
         props["description"] = (
-            "start/end_datetime: the observation time range the store records (root coverage.moc or manifest temporal section)"
+            "start/end_datetime: the observation time range the store records (root coverage.moc or manifest "
+            "temporal section); datetime is its start"
         )
         return
     props["datetime"] = iso(PLACEHOLDER_TIME)
@@ -275,16 +288,6 @@ def _set_time(props: dict, p: ProductSummary, generated_at, span, window, all_ti
         "the store records no observation time: datetime (1970-01-01) is a placeholder, not a time of data"
         + ("; created is the product's generation time (manifest generated_at)" if generated else "")
     )
-
-
-def public_storage_options(storage_options: dict | None) -> dict | None:
-    """The part of ``storage_options`` a published catalog may carry: ``anon``, the endpoint, the region."""
-    opts = storage_options or {}
-    out = {k: opts[k] for k in PUBLIC_STORAGE_OPTIONS if k in opts}
-    client = {k: v for k, v in (opts.get("client_kwargs") or {}).items() if k in ("endpoint_url", "region_name")}
-    if client:
-        out["client_kwargs"] = client
-    return out or None
 
 
 def _add_assets(owner, prod: _Product, hint: dict, open_kwargs: dict | None = None) -> set[str]:
@@ -420,7 +423,7 @@ def product_collection(
     without it the metadata assets are listed when the summary shows them
     (manifest always; coverage when usable) without ``file:size``.
     ``storage_options`` feeds the storage extension and the Items'
-    ``xarray:storage_options`` (only :data:`PUBLIC_STORAGE_OPTIONS`; nothing secret is written).
+    ``xarray:storage_options`` (only :func:`moczarr_intake.access.public_storage_options`; nothing secret).
     """
     if sizes is None:
         sizes = {"manifest": None, **({"coverage": None} if product.coverage_usable else {})}
@@ -485,36 +488,76 @@ def _item_assets(windowed: bool) -> dict[str, pystac.ItemAssetDefinition]:
 
 
 def _collection(prod: _Product, *, license: str | None = None, license_url: str | None = None) -> pystac.Collection:
+    """The Collection of one product with its level Items, assets and open hint."""
     p = prod.summary
-    manifest = p.manifest
-    items = _level_items(prod, dt.datetime.now(dt.UTC))
-    intervals = [window_interval(w, p.schedule, manifest.temporal) for w in p.windows]
-    known = sorted(iv for iv in intervals if iv)
+    known = sorted(iv for iv in (window_interval(w, p.schedule, p.manifest.temporal) for w in p.windows) if iv)
+    extra, extensions = _collection_fields(prod)
+    licence, licence_url = _license(p, license, license_url)
+    short = p.dataset.get("short_name")
+    collection = pystac.Collection(
+        id=prod.collection_id,
+        description=_collection_description(prod, bool(known)),
+        extent=pystac.Extent(
+            pystac.SpatialExtent([prod.bbox or [-180.0, -90.0, 180.0, 90.0]]),
+            pystac.TemporalExtent(_temporal_extent(p, known)),
+        ),
+        title=prod.title,
+        license=licence,
+        keywords=[k for k in ("morton-hive", "HEALPix", "zarr", short) if k],
+        providers=_providers(p),
+        summaries=pystac.Summaries(_summaries(p)),
+        extra_fields=extra,
+    )
+    collection.item_assets = _item_assets(p.windowed)
+    if licence_url:
+        collection.add_link(pystac.Link("license", licence_url, media_type="text/html", title=f"license: {licence}"))
+    kwargs: dict[str, Any] = {"store_root": prod.store_root}
+    if prod.products_arg is not None:
+        kwargs["products"] = list(prod.products_arg)
+    extensions |= _add_assets(collection, prod, {"function": OPEN_STORE, "kwargs": kwargs})
+    collection.stac_extensions = sorted(extensions)
+    for item in _level_items(prod):
+        collection.add_item(item, title=item.properties.get("title"))
+    return collection
+
+
+def _temporal_extent(p: ProductSummary, known: list) -> list[list]:
+    """Windowed: the overall span, then one interval per window; else the recorded time range, or unknown."""
     if known:
-        temporal = [[known[0][0], max(b for _, b in known)]] + ([list(iv) for iv in known] if len(known) > 1 else [])
-    elif p.time_range and all(parse_time(t) for t in p.time_range):
-        temporal = [[parse_time(p.time_range[0]), parse_time(p.time_range[1])]]
-    else:
-        temporal = [[None, None]]
-    bbox = prod.bbox or [-180.0, -90.0, 180.0, 90.0]
+        return [[known[0][0], max(b for _, b in known)]] + ([list(iv) for iv in known] if len(known) > 1 else [])
+    if p.time_range and all(parse_time(t) for t in p.time_range):
+        return [[parse_time(p.time_range[0]), parse_time(p.time_range[1])]]
+    return [[None, None]]
+
+
+def _collection_description(prod: _Product, timed: bool) -> str:
+    p = prod.summary
     short, version = p.dataset.get("short_name"), p.dataset.get("version")
-    description = (
+    return (
         f"{short or p.name}{f' version {version}' if version else ''}: product '{p.name}' of the morton-hive "
         f"store {prod.store_label} ({p.spec}; HEALPix cells at order {p.cell_order} in leaves at order "
         f"{p.shard_order}; levels {', '.join(f'o{lv.cell_order} ({lv.artifact})' for lv in p.levels)}"
         + (f"; {p.schedule} windows {', '.join(p.windows)}" if p.windowed else "")
         + ")."
         + ("" if prod.geometry else " Spatial extent unknown: no usable root coverage.moc.")
-        + ("" if known or p.time_range else " The store records no observation time.")
+        + ("" if timed or p.time_range else " The store records no observation time.")
     )
-    summaries: dict[str, Any] = {
+
+
+def _summaries(p: ProductSummary) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "moczarr:cell_order": [lv.cell_order for lv in p.levels],
         "moczarr:artifact": sorted({lv.artifact for lv in p.levels}),
         "gsd": [lv.resolution_km * 1000.0 for lv in p.levels],
     }
     if p.windowed and p.windows:
-        summaries["moczarr:window"] = list(p.windows)
-    native = p.level(p.cell_order) if p.cell_order in p.orders else (p.levels[0] if p.levels else None)
+        out["moczarr:window"] = list(p.windows)
+    return out
+
+
+def _collection_fields(prod: _Product) -> tuple[dict[str, Any], set[str]]:
+    """The Collection's own fields (``moczarr:*``, datacube, ``created``, version, storage) and their extensions."""
+    p = prod.summary
     extra: dict[str, Any] = {
         "moczarr:product": p.name,
         "moczarr:store": prod.store_label,
@@ -542,42 +585,22 @@ def _collection(prod: _Product, *, license: str | None = None, license_url: str 
         ],
     }
     extensions: set[str] = set()
+    native = p.level(p.cell_order) if p.cell_order in p.orders else (p.levels[0] if p.levels else None)
     if native is not None:
         extra["cube:dimensions"] = {"cells": _cells_dimension(p, native.cell_order, native.node_order)}
         names = list(dict.fromkeys(n for lv in p.levels for n in lv.variables))
         extra["cube:variables"] = _cube_variables(p, names, p.declaration.fields if p.declaration else None, False)
         extensions.add(DATACUBE)
-    if manifest.generated_at and parse_time(manifest.generated_at):
-        extra["created"] = iso(parse_time(manifest.generated_at))
-    if version is not None:
-        extra["version"] = str(version)
+    generated = parse_time(p.manifest.generated_at) if p.manifest.generated_at else None
+    if generated:
+        extra["created"] = iso(generated)
+    if p.dataset.get("version") is not None:
+        extra["version"] = str(p.dataset["version"])
         extensions.add(VERSION)
     if prod.scheme:
         extra["storage:schemes"] = {prod.scheme[0]: prod.scheme[1]}
         extensions.add(STORAGE)
-    licence, licence_url = _license(p, license, license_url)
-    collection = pystac.Collection(
-        id=prod.collection_id,
-        description=description,
-        extent=pystac.Extent(pystac.SpatialExtent([bbox]), pystac.TemporalExtent(temporal)),
-        title=prod.title,
-        license=licence,
-        keywords=[k for k in ("morton-hive", "HEALPix", "zarr", short) if k],
-        providers=_providers(p),
-        summaries=pystac.Summaries(summaries),
-        extra_fields=extra,
-    )
-    collection.item_assets = _item_assets(p.windowed)
-    if licence_url:
-        collection.add_link(pystac.Link("license", licence_url, media_type="text/html", title=f"license: {licence}"))
-    kwargs: dict[str, Any] = {"store_root": prod.store_root}
-    if prod.products_arg is not None:
-        kwargs["products"] = list(prod.products_arg)
-    extensions |= _add_assets(collection, prod, {"function": OPEN_STORE, "kwargs": kwargs})
-    collection.stac_extensions = sorted(extensions)
-    for item in items:
-        collection.add_item(item, title=item.properties.get("title"))
-    return collection
+    return extra, extensions
 
 
 def _sizes(p: ProductSummary) -> dict[str, int | None]:
@@ -612,6 +635,7 @@ def build_stac(
     license: str | None = None,
     license_url: str | None = None,
     dest_dir: str | os.PathLike | None = None,
+    api_outputs: bool = True,
 ) -> pystac.Catalog:
     """A static STAC catalog over one or many morton-hive store roots (local or URLs) and moraine pyramids.
 
@@ -628,28 +652,56 @@ def build_stac(
     spelled by ``policy`` (default: relative for stores inside ``relative_to``,
     else absolute; see :class:`moczarr_intake.hrefs.HrefPolicy` and its
     ``href_base``), the catalog is SELF_CONTAINED, or RELATIVE_PUBLISHED under
-    ``catalog_url`` (an absolute self link on the root). ``thumbnails=True``
-    (needs ``out_dir``) reads each level once and writes a quicklook PNG per
-    Item (and per Collection). ``license``/``license_url``: used where the
-    manifest records none. ``progress``: True for a progress bar over products
-    (stderr), or a callable ``progress(kind, name)``. ``dest_dir``: write the
-    files there instead of ``out_dir`` (hrefs are still those of ``out_dir``: the
-    CLI writes to a temporary sibling and renames). Returns the top Catalog.
-    Without thumbnails no request is made beyond the summaries'.
-    Its Items are also written as stac-geoparquet (``items.parquet``,
-    :func:`.geoparquet.write_geoparquet`) and its Collections as location-free
-    JSON (``api-collections/{id}.json``, :func:`.geoparquet.write_api_collections`):
-    what a STAC API server loads.
+    ``catalog_url`` (an absolute self link on every Catalog and Collection).
+    ``thumbnails=True`` (needs ``out_dir``) reads each level once and writes a
+    quicklook PNG per Item (and per Collection). ``license``/``license_url``:
+    used where the manifest records none. ``progress``: True for a progress bar
+    over products (stderr), or a callable ``progress(kind, name)``.
+    ``dest_dir``: write the files there instead of ``out_dir`` (hrefs are still
+    those of ``out_dir``: the CLI writes to a temporary sibling and renames).
+    With ``api_outputs`` (the default) the STAC API outputs are written beside
+    the catalog (:func:`.geoparquet.write_api_outputs`: ``api-items/*.parquet``
+    and ``api-collections/*.json``) unless a document would name a path of this
+    machine, which a :class:`moczarr.errors.MoczarrWarning` then says. Returns
+    the top Catalog. Without thumbnails no request is made beyond the summaries'.
+    Raises :class:`moczarr.errors.ArgumentError` for no root, a root given
+    twice, or thumbnails without ``out_dir``.
     """
+    if thumbnails and out_dir is None:
+        raise ArgumentError("thumbnails=True writes PNG files: pass out_dir")
+    moraine = list(moraine or [])
+    report, bar = _progress(progress)
+    stores = _store_summaries(roots, summaries, moraine, storage_options, report)
+    entries = catalog_entries(stores, moraine)
+    if bar is not None:
+        bar.total = len(entries.products)
+        bar.refresh()
+    top = _top_catalog(catalog_id, title, stores, moraine, len(entries.products))
+    built = _add_stores(top, entries, storage_options, report, license=license, license_url=license_url)
+    moraine_items = _add_moraine(top, entries, storage_options)
+    if bar is not None:
+        bar.close()
+    if out_dir is not None:
+        out_dir = Path(out_dir)
+        dest = Path(dest_dir) if dest_dir is not None else out_dir
+        policy = policy or HrefPolicy(Path(relative_to) if relative_to is not None else None)
+        if api_outputs:
+            check_api_names(top)
+        _save(top, out_dir, dest, policy, catalog_url, thumbnails and (built, moraine_items), storage_options)
+        if api_outputs:
+            written = write_api_outputs(top, dest)
+            if written.skipped:
+                warn(written.skipped, MoczarrWarning)
+    return top
+
+
+def _store_summaries(roots, summaries, moraine, storage_options, report) -> list[StoreSummary]:
+    """The summaries of ``roots`` (summarized here unless given as summaries) and ``summaries``, each root once."""
     if isinstance(roots, (str, os.PathLike, StoreSummary)):
         roots = [roots]
     given = list(roots or []) + list(summaries or [])
-    moraine = list(moraine or [])
     if not given and not moraine:
         raise ArgumentError("build_stac needs at least one store root (or summary)")
-    if thumbnails and out_dir is None:
-        raise ArgumentError("thumbnails=True writes PNG files: pass out_dir")
-    report, bar = _progress(progress, given)
     stores: list[StoreSummary] = []
     for root in given:
         store = root if isinstance(root, StoreSummary) else summarize_store(root, storage_options)
@@ -658,31 +710,35 @@ def build_stac(
     locations = [normalize_location(s.root) for s in stores]
     if len(set(locations)) != len(locations):
         raise ArgumentError(f"a store root is given twice: {locations}")
-    entries = catalog_entries(stores, moraine)
-    labels = root_labels([s.root for s in stores]) if stores else []
-    names = [p.name for s in stores for p in s.products]
-    if bar is not None:
-        bar.total = len(names)
-        bar.refresh()
-    n_products = len(entries.products)
+    return stores
+
+
+def _top_catalog(catalog_id: str, title: str | None, stores, moraine, n_products: int) -> pystac.Catalog:
     parts = [_plural(len(stores), "morton-hive store")] + (
         [_plural(len(moraine), "moraine pyramid")] if moraine else []
     )
-    top = pystac.Catalog(
+    return pystac.Catalog(
         id=catalog_id,
         title=title or "moczarr catalog: " + " and ".join(parts),
         description=f"{' and '.join(parts)} ({_plural(n_products, 'product')}). Morton-hive stores are sparse "
         "HEALPix datasets: a Collection per product, an Item per resolution level (and window); each level "
         "Item's data asset opens with xarray (engine moczarr, its xarray:open_kwargs) or "
-        "moczarr_intake.open_stac. A moraine pyramid is one Item, an asset per level; open_stac(item, level=L) opens a level.",
+        "moczarr_intake.open_stac. A moraine pyramid is one Item, an asset per level; "
+        "open_stac(item, level=L) opens a level.",
     )
+
+
+def _add_stores(top, entries, storage_options, report, **license_kw) -> list[tuple[_Product, pystac.Collection]]:
+    """A Collection per product under ``top`` (under a store Catalog for a multi-product root)."""
+    stores = entries.stores
+    labels = root_labels([s.root for s in stores]) if stores else []
+    names = [p.name for s in stores for p in s.products]
     built: list[tuple[_Product, pystac.Collection]] = []
     for i, store in enumerate(stores):
         multi = store.layout == "multi"
         collections = []
         for e in entries.for_store(i):
             p = e.product
-            product_title = _product_title(p, labels[i] if names.count(p.name) > 1 else None)
             prod = _product(
                 p,
                 e.collection_id,
@@ -690,57 +746,72 @@ def build_stac(
                 [p.name] if multi else None,
                 _sizes(p),
                 storage_options,
-                title=product_title,
+                title=_product_title(p, labels[i] if names.count(p.name) > 1 else None),
                 store_label=labels[i],
             )
-            collections.append(_collection(prod, license=license, license_url=license_url))
+            collections.append(_collection(prod, **license_kw))
             built.append((prod, collections[-1]))
             report("product", p.root)
+        parent = _store_catalog(store, entries.sub_catalog_ids[i], labels[i]) if multi else top
+        for c in collections:
+            parent.add_child(c, title=c.title)
         if multi:
-            sub = pystac.Catalog(
-                id=entries.sub_catalog_ids[i],
-                title=f"morton-hive store {labels[i]} ({_plural(len(store.products), 'product')})",
-                description=f"Multi-product morton-hive store {labels[i]}: products "
-                + ", ".join(p.name for p in store.products),
-                extra_fields={
-                    "moczarr:store": labels[i],
-                    "moczarr:store_root": normalize_location(store.root),
-                    "moczarr:products": [p.name for p in store.products],
-                },
-            )
-            for c in collections:
-                sub.add_child(c, title=c.title)
-            top.add_child(sub, title=sub.title)
-        else:
-            for c in collections:
-                top.add_child(c, title=c.title)
-    moraine_items = []
+            top.add_child(parent, title=parent.title)
+    return built
+
+
+def _store_catalog(store: StoreSummary, catalog_id: str, label: str) -> pystac.Catalog:
+    """The Catalog of a multi-product root."""
+    return pystac.Catalog(
+        id=catalog_id,
+        title=f"morton-hive store {label} ({_plural(len(store.products), 'product')})",
+        description=f"Multi-product morton-hive store {label}: products " + ", ".join(p.name for p in store.products),
+        extra_fields={
+            "moczarr:store": label,
+            "moczarr:store_root": normalize_location(store.root),
+            "moczarr:products": [p.name for p in store.products],
+        },
+    )
+
+
+def _add_moraine(top: pystac.Catalog, entries, storage_options) -> list:
+    """An Item per moraine pyramid under ``top``; returns ``[(entry, item)]``."""
+    out = []
     for m in entries.moraine:
         item = moraine_stac_item(m.info, storage_options=storage_options)
         item.id = m.item_id
         item.properties["moczarr:store_root"] = normalize_location(m.info.path)
         top.add_item(item, title=item.properties.get("title"))
-        moraine_items.append((m, item))
-    if bar is not None:
-        bar.close()
-    if out_dir is not None:
-        out_dir = Path(out_dir)
-        if policy is None:
-            policy = HrefPolicy(Path(relative_to) if relative_to is not None else None)
-        dest = Path(dest_dir) if dest_dir is not None else out_dir
-        if any(child.id == API_COLLECTIONS for child in top.get_children()):
-            raise ArgumentError(
-                f"a store or product named {API_COLLECTIONS!r} would share the folder of the API Collections"
-            )
-        top.normalize_hrefs(catalog_url.rstrip("/") if catalog_url else os.fspath(out_dir))
-        if thumbnails:
-            _write_thumbnails(built, moraine_items, _local_dirs(out_dir, dest, catalog_url), storage_options)
-        apply_href_policy(top, policy, _local_dirs(out_dir, out_dir, catalog_url))
-        kind = pystac.CatalogType.RELATIVE_PUBLISHED if catalog_url else pystac.CatalogType.SELF_CONTAINED
-        top.save(kind, dest_href=os.fspath(dest))
-        write_geoparquet(top, dest / "items.parquet")  # what a STAC API server loads: the Items ...
-        write_api_collections(top, dest / API_COLLECTIONS)  # ... and the Collections
-    return top
+        out.append((m, item))
+    return out
+
+
+def _save(top, out_dir: Path, dest: Path, policy: HrefPolicy, catalog_url, thumbnails, storage_options) -> None:
+    """Normalize under ``out_dir`` (or ``catalog_url``), draw thumbnails, spell store addresses, write to ``dest``.
+
+    ``thumbnails``: False, or ``(built, moraine_items)`` to draw them for.
+    """
+    top.normalize_hrefs(catalog_url.rstrip("/") if catalog_url else os.fspath(out_dir))
+    if thumbnails:
+        _write_thumbnails(*thumbnails, _local_dirs(out_dir, dest, catalog_url), storage_options)
+    apply_href_policy(top, policy, _local_dirs(out_dir, out_dir, catalog_url))
+    kind = pystac.CatalogType.RELATIVE_PUBLISHED if catalog_url else pystac.CatalogType.SELF_CONTAINED
+    top.save(kind, dest_href=os.fspath(dest))
+    if catalog_url:
+        _save_self_links(top, _local_dirs(out_dir, dest, catalog_url))
+
+
+def _save_self_links(top: pystac.Catalog, local_dir: Callable[[pystac.STACObject], Path]) -> None:
+    """Write every Catalog and Collection below the root again, with its absolute self link.
+
+    pystac's RELATIVE_PUBLISHED gives only the root one; a published document
+    read on its own (a crawler, stac-check) is then not told where it lives.
+    Links between documents stay relative.
+    """
+    below = {id(obj): obj for obj in [*top.get_children(), *top.get_all_collections()]}
+    for obj in below.values():
+        name = posixpath.basename(obj.get_self_href())
+        obj.save_object(include_self_link=True, dest_href=os.fspath(local_dir(obj) / name))
 
 
 def _local_dirs(out_dir: Path, dest: Path, catalog_url: str | None) -> Callable[[pystac.STACObject], Path]:
@@ -845,16 +916,7 @@ def apply_href_policy(
                         hint["kwargs"][key] = spell(hint["kwargs"][key], obj_dir)
 
 
-def relativize_local_hrefs(catalog: pystac.Catalog, base: Path) -> None:
-    """Rewrite absolute hrefs (assets and open hints) of local stores under ``base`` relative to each document.
-
-    :func:`apply_href_policy` with ``HrefPolicy(base)``; :func:`open_stac` resolves a relative hint
-    against the document's own location.
-    """
-    apply_href_policy(catalog, HrefPolicy(Path(base)))
-
-
-def _progress(progress, items: list):
+def _progress(progress):
     """``(report(kind, name), bar or None)`` for ``build_stac(progress=...)``."""
     if callable(progress):
         return progress, None
@@ -868,22 +930,3 @@ def _progress(progress, items: list):
             bar.update(1)
 
     return report, bar
-
-
-def stac_hrefs(catalog: pystac.Catalog) -> dict[str, str | None]:
-    """``{root: self href}`` of every Collection (product root) and moraine Item (pyramid path) of a catalog.
-
-    Roots are as the documents record them (``moczarr:store_root``: local
-    paths absolute, URLs as given); hrefs are None before the catalog is saved
-    or normalized.
-    """
-    out = {}
-    for collection in catalog.get_all_collections():
-        root = collection.extra_fields.get("moczarr:store_root")
-        if root:
-            out[root] = collection.get_self_href()
-    for item in catalog.get_items():
-        root = item.properties.get("moczarr:store_root")
-        if root:
-            out[root] = item.get_self_href()
-    return out

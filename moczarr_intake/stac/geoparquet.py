@@ -8,16 +8,24 @@ links, the ``moczarr:open`` hint's ``store_root``, an Item's
 ``moczarr:store_root``) is resolved against the Item's own document. A served
 Item then opens with :func:`moczarr_intake.open_stac` wherever the API runs.
 
-stac-geoparquet stores Items in one Arrow schema, so a key absent from one Item
-but present in another (a variable in ``cube:variables``, an optional hint
-argument) reads back as ``null``: readers treat null and absent alike. An
-Item without geometry (a store with no usable root coverage) has no row: the
-format needs a geometry, and a STAC API searches by it.
+stac-geoparquet stores the rows of one file in one Arrow schema, so a key
+present in one Item and absent in another (a variable in ``cube:variables``,
+an optional hint argument) would read back as ``null``, and a served Item
+would list variables it does not have. :func:`write_api_items` therefore
+writes one file per Collection, and splits a Collection's Items further where
+their keys differ (levels whose variables differ): no row of a file has a key
+another lacks. An Item without geometry (a store with no usable coverage) or
+outside any Collection has no row: the format needs a geometry, and a STAC
+API searches by it and serves Items of Collections.
 
 The Collections are written the same way, one location-free JSON document
 each (:func:`write_api_collections`), so the API serves the catalog's own
 Collections (titles, license, providers, extents, datacube fields, their
 ``open_store`` hints) rather than ones it derives from the Items.
+
+:func:`write_api_outputs` writes both, only when no document would hold a
+path of the building machine (a published catalog: stores under
+``--href-base`` URLs, thumbnails under ``--catalog-url``).
 """
 
 from __future__ import annotations
@@ -25,7 +33,9 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Iterable
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pystac
@@ -36,8 +46,20 @@ from moczarr.metadata import is_remote, join_location, warn
 
 #: links that tie an Item or Collection to the static catalog's files; a STAC API adds its own
 STRUCTURAL_RELS = {"self", "root", "parent", "collection", "child", "item"}
-#: the folder, beside ``items.parquet``, of the Collections a STAC API server loads
+#: the folder, beside the static catalog, of the Collections a STAC API server loads
 API_COLLECTIONS = "api-collections"
+#: the folder, beside the static catalog, of the stac-geoparquet Item files a STAC API server loads
+API_ITEMS = "api-items"
+
+
+@dataclass
+class ApiOutputs:
+    """What :func:`write_api_outputs` wrote: the Item files and Collection documents, or why nothing."""
+
+    items: list[Path] = field(default_factory=list)
+    collections: list[Path] = field(default_factory=list)
+    skipped: str | None = None  # one line: why nothing was written (a machine path would be)
+    notes: list[str] = field(default_factory=list)  # what the caller has to say about them (the CLI's lines)
 
 
 def write_geoparquet(catalog_or_items, path: str | os.PathLike) -> Path | None:
@@ -133,3 +155,124 @@ def location_free(item: pystac.Item | pystac.Collection | dict) -> dict:
         if isinstance(hint, dict) and isinstance(hint.get("kwargs"), dict) and "store_root" in hint["kwargs"]:
             hint["kwargs"]["store_root"] = absolute(hint["kwargs"]["store_root"])
     return doc
+
+
+def write_api_items(catalog: pystac.Catalog, folder: str | os.PathLike) -> list[Path]:
+    """Write the Items of ``catalog`` as stac-geoparquet files in ``folder``, one per Collection (and key shape).
+
+    ``{folder}/{collection}.parquet``; a Collection whose Items do not all
+    have the same keys (levels with different variables) is split into
+    ``{collection}.1.parquet``, ``{collection}.2.parquet``, ... in the order of
+    its Items, so no row carries another's keys as ``null``. Items without
+    geometry or outside any Collection are left out with a
+    :class:`moczarr.errors.MoczarrWarning` naming them. ``folder`` is emptied
+    of earlier ``*.parquet`` first. Returns the files written.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.parquet"):
+        old.unlink()
+    docs = [location_free(item) for item in catalog.get_items(recursive=True)]
+    loose = [doc["id"] for doc in docs if not doc.get("collection")]
+    if loose:
+        warn(f"STAC API Items: Items outside any Collection left out: {loose}", MoczarrWarning)
+    written = []
+    for collection, groups in _groups_by_collection([d for d in docs if d.get("collection")]):
+        for n, rows in enumerate(groups, start=1):
+            name = f"{collection}.parquet" if len(groups) == 1 else f"{collection}.{n}.parquet"
+            path = _write_rows(rows, folder / name)
+            if path is not None:
+                written.append(path)
+    return written
+
+
+def _groups_by_collection(docs: list[dict]) -> Iterator[tuple[str, list[list[dict]]]]:
+    """``(collection id, [rows of one key shape, ...])`` in the order the Items come."""
+    by_collection: dict[str, dict[frozenset, list[dict]]] = {}
+    for doc in docs:
+        shapes = by_collection.setdefault(doc["collection"], {})
+        shapes.setdefault(frozenset(_key_paths(doc)), []).append(doc)
+    for collection, shapes in by_collection.items():
+        yield collection, list(shapes.values())
+
+
+def _key_paths(value, prefix: str = "") -> Iterator[str]:
+    """Every key path of a JSON document's objects (``links`` aside: the server writes its own)."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if prefix == "" and key == "links":
+                continue
+            yield f"{prefix}/{key}"
+            yield from _key_paths(inner, f"{prefix}/{key}")
+
+
+def _write_rows(docs: list[dict], path: Path) -> Path | None:
+    rows = [doc for doc in docs if doc.get("geometry")]
+    if len(rows) < len(docs):
+        left_out = [doc.get("id") for doc in docs if not doc.get("geometry")]
+        warn(f"STAC API Items: Items without geometry left out: {left_out}", MoczarrWarning)
+    if not rows:
+        return None
+    rustac.write_sync(os.fspath(path), rows, format="parquet")
+    return path
+
+
+def machine_paths(catalog: pystac.Catalog) -> list[str]:
+    """Hrefs of the location-free Item and Collection documents that are paths of this machine, not URLs."""
+    docs = [location_free(c) for c in catalog.get_all_collections()]
+    docs += [location_free(i) for i in catalog.get_items(recursive=True)]
+    found: list[str] = []
+    for doc in docs:
+        for href in _hrefs(doc):
+            if not is_remote(href) and href not in found:
+                found.append(href)
+    return found
+
+
+def _hrefs(doc: dict) -> Iterator[str]:
+    """Every location a location-free document names: links, assets, open hints, ``moczarr:store_root``."""
+    yield from (link["href"] for link in doc.get("links", []))
+    fields = doc.get("properties", {}) if doc.get("type") == "Feature" else doc
+    if isinstance(fields.get("moczarr:store_root"), str):
+        yield fields["moczarr:store_root"]
+    for asset in doc.get("assets", {}).values():
+        yield asset["href"]
+        kwargs = (asset.get("moczarr:open") or {}).get("kwargs") or {}
+        yield from (kwargs[k] for k in ("store_root", "path") if isinstance(kwargs.get(k), str))
+
+
+def check_api_names(catalog: pystac.Catalog) -> None:
+    """Raise :class:`moczarr.errors.ArgumentError` when a child of ``catalog`` would share a STAC API folder's name."""
+    clash = {child.id for child in catalog.get_children()} & {API_ITEMS, API_COLLECTIONS}
+    if clash:
+        raise ArgumentError(
+            f"a store or product named {sorted(clash)[0]!r} would share the folder of the STAC API outputs"
+        )
+
+
+def write_api_outputs(catalog: pystac.Catalog, folder: str | os.PathLike) -> ApiOutputs:
+    """The Items (:func:`write_api_items`) and Collections (:func:`write_api_collections`) in ``folder``.
+
+    Written into ``{folder}/api-items/`` and ``{folder}/api-collections/``
+    only when no document names a path of this machine (:func:`machine_paths`):
+    a STAC API serves them from elsewhere, where such a path means nothing.
+    Otherwise nothing is written (earlier outputs in ``folder`` are removed)
+    and :attr:`ApiOutputs.skipped` says why in one line. Raises
+    :class:`moczarr.errors.ArgumentError` when a store or product would share
+    one of the two folders' names.
+    """
+    folder = Path(folder)
+    check_api_names(catalog)
+    local = machine_paths(catalog)
+    if local:
+        for name in (API_ITEMS, API_COLLECTIONS):
+            shutil.rmtree(folder / name, ignore_errors=True)
+        return ApiOutputs(
+            skipped=f"STAC API outputs ({API_ITEMS}/, {API_COLLECTIONS}/) not written: they would hold "
+            f"{len(local)} path(s) of this machine (e.g. {local[0]}); publish the stores with --href-base URL "
+            "(and the catalog with --catalog-url URL when it has thumbnails)"
+        )
+    return ApiOutputs(
+        items=write_api_items(catalog, folder / API_ITEMS),
+        collections=write_api_collections(catalog, folder / API_COLLECTIONS),
+    )

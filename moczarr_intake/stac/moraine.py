@@ -269,10 +269,39 @@ def moraine_stac_item(
     Each level asset carries a ``moczarr:open`` hint (``open_moraine_level``), the points asset
     one for ``open_moraine_points``: :func:`moczarr_intake.open_stac` follows them.
     ``crs``: ``"auto"`` (:func:`moraine_crs`), ``"EPSG:3857"`` to declare a point cloud's
-    coordinates spherical-mercator metres, or ``None`` for no geographic reference."""
+    coordinates spherical-mercator metres, or ``None`` for no geographic reference.
+    Raises :class:`moczarr.errors.ArgumentError` for a ``crs`` the pyramid cannot be in."""
+    crs = _checked_crs(info, crs)
+    base = (href_base if href_base is not None else info.path).rstrip("/")
+    when, when_source = _item_time(info, datetime)
+    props = _properties(info, when_source)
+    geometry, bbox, extensions = _georeference(info, crs, props)
+    item = pystac.Item(
+        id=pyramid_name(info),
+        geometry=geometry,
+        bbox=bbox,
+        datetime=when,
+        properties=props,
+        stac_extensions=extensions,
+    )
+    for level in info.levels:
+        asset = _level_asset(info, level, f"{base}/{level}.zarr", crs)
+        asset.extra_fields["moczarr:open"] = {"function": OPEN_MORAINE_LEVEL, "kwargs": {"path": base, "level": level}}
+        item.add_asset(level_name(level), asset)
+    if info.kind == POINT_CLOUD:
+        _add_point_assets(item, info, base, crs)
+    if info.channel_stats is not None:
+        item.add_asset(
+            "stats", _zarr_asset(info, f"{base}/stats.zarr", "per-channel statistics (stats.zarr)", "metadata")
+        )
+    return item
+
+
+def _checked_crs(info: MorainePyramid, crs: str | None) -> str | None:
+    """The CRS an Item declares: :func:`moraine_crs` for ``"auto"``, else ``crs`` when the pyramid can be in it."""
     if crs == "auto":
-        crs = moraine_crs(info)
-    elif crs is not None:
+        return moraine_crs(info)
+    if crs is not None:
         if crs != "EPSG:3857":
             raise ArgumentError(f"crs must be 'auto', 'EPSG:3857' or None, got {crs!r}")
         if info.kind != POINT_CLOUD:
@@ -281,27 +310,28 @@ def moraine_stac_item(
             raise ArgumentError(
                 f"{info.path}: bounds {list(info.bounds)} do not fit in {crs} (|x|, |y| <= {MERCATOR_LIMIT})"
             )
-    name = pyramid_name(info)
-    base = (href_base if href_base is not None else info.path).rstrip("/")
+    return crs
 
-    if datetime is not None:
-        when = datetime if datetime.tzinfo else datetime.replace(tzinfo=_dt.UTC)
-        when_source = "given"
-    else:
-        when, key = _recorded_time(info)
-        when_source = f"recorded: marker {key}" if when is not None else None
-        if when is None:
-            when = EPOCH
-            when_source = "placeholder: the pyramid records no time (neither its marker nor its level metadata)"
 
-    shape0 = info.shapes[0]
+def _item_time(info: MorainePyramid, given: _dt.datetime | None) -> tuple[_dt.datetime, str]:
+    """``(datetime, moraine:datetime_source)``: the given time, else a recorded one, else the stated placeholder."""
+    if given is not None:
+        return (given if given.tzinfo else given.replace(tzinfo=_dt.UTC)), "given"
+    when, key = _recorded_time(info)
+    if when is not None:
+        return when, f"recorded: marker {key}"
+    return EPOCH, "placeholder: the pyramid records no time (neither its marker nor its level metadata)"
+
+
+def _properties(info: MorainePyramid, when_source: str) -> dict[str, Any]:
+    """The Item's ``moraine:*`` properties, title and description (no geographic reference yet)."""
     origin = f"contract version {info.version}" if not info.legacy else "legacy (made before the marker)"
     method = info.method + ("" if info.method_declared else " (default; not recorded)")
     props: dict[str, Any] = {
-        "title": f"moraine {info.kind} pyramid {name}",
+        "title": f"moraine {info.kind} pyramid {pyramid_name(info)}",
         "description": (
             f"moraine {info.kind} pyramid, {origin}: {info.n_levels} levels, level 0 "
-            f"{' x '.join(map(str, shape0))} {info.dtype}, method {method}"
+            f"{' x '.join(map(str, info.shapes[0]))} {info.dtype}, method {method}"
         ),
         "moraine:kind": info.kind,
         "moraine:version": info.version,
@@ -323,23 +353,12 @@ def moraine_stac_item(
         props["moraine:n_points"] = info.n_points
         props["moraine:point_dtype"] = info.point_dtype
         props["moraine:has_rtree"] = info.has_rtree
+    return props
 
-    geometry = bbox = None
-    extensions = [RASTER_EXT]
-    if crs is not None:
-        props["moraine:georeferenced"] = True
-        props["proj:code"] = crs
-        edges = _grid_edges(info, 0)
-        props["proj:bbox"] = edges
-        west, south = mercator_to_wgs84(edges[0], edges[1])
-        east, north = mercator_to_wgs84(edges[2], edges[3])
-        bbox = [west, south, east, north]
-        geometry = {
-            "type": "Polygon",
-            "coordinates": [[[west, south], [east, south], [east, north], [west, north], [west, south]]],
-        }
-        extensions.append(PROJECTION_EXT)
-    else:
+
+def _georeference(info: MorainePyramid, crs: str | None, props: dict) -> tuple[dict | None, list | None, list[str]]:
+    """``(geometry, bbox, stac_extensions)``; adds the projection (or the no-reference) properties to ``props``."""
+    if crs is None:
         props["moraine:georeferenced"] = False
         props["moraine:coordinates"] = (
             "grid or radar coordinates: the pyramid has no geographic reference, so the Item has no geometry"
@@ -347,20 +366,23 @@ def moraine_stac_item(
             else "pixel (radar) coordinates: the raster carries no coordinates and no geographic reference, "
             "so the Item has no geometry"
         )
+        return None, None, [RASTER_EXT]
+    props["moraine:georeferenced"] = True
+    props["proj:code"] = crs
+    edges = _grid_edges(info, 0)
+    props["proj:bbox"] = edges
+    west, south = mercator_to_wgs84(edges[0], edges[1])
+    east, north = mercator_to_wgs84(edges[2], edges[3])
+    geometry = {
+        "type": "Polygon",
+        "coordinates": [[[west, south], [east, south], [east, north], [west, north], [west, south]]],
+    }
+    return geometry, [west, south, east, north], [RASTER_EXT, PROJECTION_EXT]
 
-    item = pystac.Item(
-        id=name,
-        geometry=geometry,
-        bbox=bbox,
-        datetime=when,
-        properties=props,
-        stac_extensions=extensions,
-    )
-    for level in info.levels:
-        asset = _level_asset(info, level, f"{base}/{level}.zarr", crs)
-        asset.extra_fields["moczarr:open"] = {"function": OPEN_MORAINE_LEVEL, "kwargs": {"path": base, "level": level}}
-        item.add_asset(level_name(level), asset)
-    if info.kind == POINT_CLOUD and info.n_points is not None:  # n_points is None when pc.zarr is missing
+
+def _add_point_assets(item: pystac.Item, info: MorainePyramid, base: str, crs: str | None) -> None:
+    """A point cloud's ``points``, ``x`` and ``y`` assets (when ``pc.zarr`` is there), per-level index and rtree."""
+    if info.n_points is not None:  # n_points is None when pc.zarr is missing
         unit = "EPSG:3857 metres" if crs else "grid units"
         points_extra: dict[str, Any] = {"moraine:n_points": info.n_points, "moraine:dtype": info.point_dtype}
         if info.point_dtype is not None:
@@ -382,22 +404,16 @@ def moraine_stac_item(
             item.add_asset(
                 axis, _zarr_asset(info, f"{base}/{axis}.zarr", f"{axis} coordinates of the points ({unit})", "data")
             )
-    if info.kind == POINT_CLOUD:
-        for level in info.levels:
-            title = f"level {level}: index of the point shown in each cell (-1: empty)"
-            asset = _zarr_asset(info, f"{base}/idx_{level}.zarr", title, "metadata")
-            asset.extra_fields["moraine:level"] = level
-            item.add_asset(f"idx_{level_name(level)}", asset)
-        if info.has_rtree:
-            item.add_asset(
-                "rtree",
-                _zarr_asset(info, f"{base}/rtree.zarr", "bounding-box tree of the points (rtree.zarr)", "metadata"),
-            )
-    if info.channel_stats is not None:
+    for level in info.levels:
+        title = f"level {level}: index of the point shown in each cell (-1: empty)"
+        asset = _zarr_asset(info, f"{base}/idx_{level}.zarr", title, "metadata")
+        asset.extra_fields["moraine:level"] = level
+        item.add_asset(f"idx_{level_name(level)}", asset)
+    if info.has_rtree:
         item.add_asset(
-            "stats", _zarr_asset(info, f"{base}/stats.zarr", "per-channel statistics (stats.zarr)", "metadata")
+            "rtree",
+            _zarr_asset(info, f"{base}/rtree.zarr", "bounding-box tree of the points (rtree.zarr)", "metadata"),
         )
-    return item
 
 
 def _zarr_asset(info: MorainePyramid, href: str, title: str, role: str) -> pystac.Asset:
