@@ -69,7 +69,7 @@ def join_coarse(fine: xr.Dataset, coarse: xr.Dataset, *, suffix: str = "") -> xr
             if not found.all():
                 joined = joined.where(mask)
         else:  # nothing to take from: every row is missing, the schema stays
-            shape = tuple(parents.size if d == CELLS else n for d, n in zip(var.dims, var.shape))
+            shape = tuple(parents.size if d == CELLS else n for d, n in zip(var.dims, var.shape, strict=True))
             joined = xr.DataArray(np.zeros(shape, dtype=var.dtype), dims=var.dims).where(False)
         out[name + suffix] = joined.assign_attrs(var.attrs)
     return out

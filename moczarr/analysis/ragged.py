@@ -122,7 +122,7 @@ def read_ragged(
     spec = parse_ragged_attrs(ds[field].attrs, field)
     have = ds["morton"].values
     if place.words is None:  # a geometry: every row of the level meeting it
-        return {int(w): decode_cell(p, spec) for w, p in zip(have, ds[field].values)}
+        return {int(w): decode_cell(p, spec) for w, p in zip(have, ds[field].values, strict=True)}
     words = place.words
     pos = np.searchsorted(have, words)
     missing = (
@@ -133,4 +133,4 @@ def read_ragged(
     if missing.any():
         raise SelectionError(f"{store_root}: cells {ids.to_decimals(words[missing])} are not in the level's domain")
     payloads = ds[field].isel(cells=pos).values
-    return {int(w): decode_cell(p, spec) for w, p in zip(words, payloads)}
+    return {int(w): decode_cell(p, spec) for w, p in zip(words, payloads, strict=True)}

@@ -145,10 +145,10 @@ def read_schema(storage: Storage, group: str, array_names: list[str] | None = No
         array_names = [n for n in storage.list_dir(group) if n != "zarr.json"]
     array_names = [keys.array_name(n, where) for n in array_names]
     docs = storage.get_many_json([f"{group}/{n}/zarr.json" for n in array_names])
-    present = {n: d for n, d in zip(array_names, docs) if d is not None}
+    present = {n: d for n, d in zip(array_names, docs, strict=True) if d is not None}
     check_declared_arrays(array_names, present, where, "the stamp or provenance block" if declared else "the listing")
     arrays = {}
-    for name, meta in sorted(zip(array_names, docs)):
+    for name, meta in sorted(zip(array_names, docs, strict=True)):
         parse_array_metadata(meta, storage.describe(f"{group}/{name}"))
         check_array_contract(meta, storage.describe(f"{group}/{name}"))
         dims = meta.get("dimension_names") or [f"{name}_dim_{i}" for i in range(len(meta["shape"]))]

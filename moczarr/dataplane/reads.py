@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -94,7 +95,7 @@ class ChunkDecoder:
     @functools.cached_property
     def single_chunk(self) -> bool:
         """One chunk holds the whole array (zagg's leaves)."""
-        return all(c >= s for c, s in zip(self.chunk_shape, self.shape))
+        return all(c >= s for c, s in zip(self.chunk_shape, self.shape, strict=True))
 
     def chunk_key(self, coords: tuple[int, ...]) -> str:
         key = self._chunk_keys.get(coords)
@@ -215,7 +216,9 @@ class CellsSource:
         self.groups = list(groups)
         self.sels = list(sels)
         self.n_cells = [int(n) for n in n_cells]
-        counts = np.array([n if s is None else s.size for n, s in zip(self.n_cells, self.sels)], dtype=np.int64)
+        counts = np.array(
+            [n if s is None else s.size for n, s in zip(self.n_cells, self.sels, strict=True)], dtype=np.int64
+        )
         self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.token = token
         self._decoder: ChunkDecoder | None = None
@@ -255,7 +258,7 @@ class CellsSource:
         local = rows - self.offsets[seg]
         cuts = np.flatnonzero(np.diff(seg)) + 1
         groups, sels, n_cells = [], [], []
-        for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [rows.size]])):
+        for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [rows.size]]), strict=True):
             if a == b:
                 continue
             p = int(seg[a])
@@ -299,7 +302,7 @@ class CellsSource:
 
         def pieces():
             bounds = self.offsets[first : last + 1].tolist()
-            for p, a, b in zip(range(first, last), bounds, bounds[1:]):
+            for p, (a, b) in enumerate(pairwise(bounds), start=first):
                 lo, hi = max(start, a), min(stop, b)
                 if lo < hi:
                     yield p, slice(lo - a, hi - a), lo - start
@@ -316,7 +319,7 @@ class CellsSource:
         cuts = np.flatnonzero(np.diff(seg)) + 1
         pieces = (
             (int(seg[a]), uniq[a:b] - self.offsets[seg[a]], int(a))
-            for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [uniq.size]]))
+            for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [uniq.size]]), strict=True)
         )
         values = self._fill(pieces, uniq.size)
         return values if inverse is None else np.take(values, inverse, axis=self.axis)
@@ -334,7 +337,9 @@ class CellsSource:
         out = np.empty(shape, dtype=self.dtype)
         dec = self.decoder
         per_object = (
-            1 if dec.single_chunk else int(np.prod([-(-s // c) for s, c in zip(self._leaf_shape, dec.chunk_shape)]))
+            1
+            if dec.single_chunk
+            else int(np.prod([-(-s // c) for s, c in zip(self._leaf_shape, dec.chunk_shape, strict=True)]))
         )
         batch: dict[str, list] = {}
         for piece in pieces:
@@ -362,9 +367,9 @@ class CellsSource:
         along = sorted(along)
         cshape, axis = dec.chunk_shape, self.axis
         coords_list = [()]
-        for i, (s, c) in enumerate(zip(self._leaf_shape, cshape)):
+        for i, (s, c) in enumerate(zip(self._leaf_shape, cshape, strict=True)):
             choices = along if i == axis else range(-(-s // c))
-            coords_list = [cc + (int(x),) for cc in coords_list for x in choices]
+            coords_list = [(*cc, int(x)) for cc in coords_list for x in choices]
         return coords_list
 
     def _object_positions(self, seg: int, rows) -> np.ndarray | slice:
@@ -381,7 +386,7 @@ class CellsSource:
         if dec.single_chunk:
             suffix = f"/{self.name}/{dec.chunk_key((0,) * len(self._leaf_shape))}"
             payloads = self.storage.get_many([group + suffix for group in batch])
-            gone = [group for group, p in zip(batch, payloads) if p is None]
+            gone = [group for group, p in zip(batch, payloads, strict=True) if p is None]
         else:
             keys = [f"{group}/{self.name}/{dec.chunk_key(c)}" for group, coords_list, _ in plans for c in coords_list]
             payloads = self.storage.get_many(keys)
@@ -410,7 +415,7 @@ class CellsSource:
                 )
 
     def _fill_joined(self, out: np.ndarray, plans: list, payloads: list) -> bool:
-        """Whole single-chunk objects of a plain ``bytes`` array, landing on consecutive rows: one copy of their joined bytes.
+        """Whole single-chunk objects of a plain ``bytes`` array on consecutive rows: one copy of their joined bytes.
 
         False (nothing written) when the shortcut does not apply: a
         sub-selection, another codec chain, a missing or odd-sized chunk, an
@@ -456,9 +461,9 @@ class CellsSource:
         if dec.single_chunk:
             return dec.decode(payloads[0], where(coords_list[0]))[tuple(slice(0, s) for s in lshape)]
         leaf = dec.fill(lshape)
-        for coords, payload in zip(coords_list, payloads):
+        for coords, payload in zip(coords_list, payloads, strict=True):
             chunk = dec.decode(payload, where(coords))
-            region = tuple(slice(c * cs, min((c + 1) * cs, s)) for c, cs, s in zip(coords, cshape, lshape))
+            region = tuple(slice(c * cs, min((c + 1) * cs, s)) for c, cs, s in zip(coords, cshape, lshape, strict=True))
             leaf[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
         return leaf
 

@@ -41,7 +41,7 @@ def read_roster(storage: Storage) -> tuple[dict | None, dict[str, dict]]:
         return parse(root, MANIFEST_NAME), {}
     names = [n for n in storage.list_dir("") if is_product_name(n)]
     docs = storage.get_many([f"{n}/{MANIFEST_NAME}" for n in names])
-    return None, {n: parse(d, f"{n}/{MANIFEST_NAME}") for n, d in zip(names, docs) if d is not None}
+    return None, {n: parse(d, f"{n}/{MANIFEST_NAME}") for n, d in zip(names, docs, strict=True) if d is not None}
 
 
 def list_products(

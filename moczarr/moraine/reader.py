@@ -385,12 +385,11 @@ def _resolution(loc: _Location, bounds, shape0) -> float | None:
     nlines, width = int(shape0[0]), int(shape0[1])
     rx = (xm - x0) / (width - 1) if width > 1 else None
     ry = (ym - y0) / (nlines - 1) if nlines > 1 else None
-    if rx is not None and ry is not None:
-        if not math.isclose(rx, ry, rel_tol=1e-6, abs_tol=1e-12):
-            raise PyramidError(
-                f"{loc.path}: bounds {list(bounds)} and the {nlines} x {width} grid give "
-                f"different cell sizes in x ({rx}) and y ({ry})"
-            )
+    if rx is not None and ry is not None and not math.isclose(rx, ry, rel_tol=1e-6, abs_tol=1e-12):
+        raise PyramidError(
+            f"{loc.path}: bounds {list(bounds)} and the {nlines} x {width} grid give "
+            f"different cell sizes in x ({rx}) and y ({ry})"
+        )
     res = rx if rx is not None else ry
     if res is not None and not res > 0:
         raise PyramidError(f"{loc.path}: bounds {list(bounds)} give a non-positive cell size {res}")

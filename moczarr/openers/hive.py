@@ -235,7 +235,7 @@ def candidate_leaves(
         refs = [r for r in walk_leaves(storage, manifest.shard_order, pg) if r.window == window]
         if cover is not None and refs:
             keep = meets(ids.to_words([r.decimal for r in refs]), cover)
-            refs = [r for r, k in zip(refs, keep) if k]
+            refs = [r for r, k in zip(refs, keep, strict=True) if k]
         return refs
     if cover is not None and shards.size:
         shards = shards[meets(shards, cover)]
@@ -262,14 +262,14 @@ def admit_leaves(
     """
     docs = read_roots(storage, [c.path for c in candidates])
     admitted: list[Leaf] = []
-    missing = [ref.path for ref, doc in zip(candidates, docs) if doc is None]
+    missing = [ref.path for ref, doc in zip(candidates, docs, strict=True) if doc is None]
     if named_by_moc and missing and not manifest.windowed:
         warn(
             f"{storage.describe()}: the root coverage.moc names {len(missing)} shard(s) with no leaf at all "
             f"(e.g. {missing[0]}): removed out of band, or a stale MOC; left out",
             MissingLeafWarning,
         )
-    for ref, doc in zip(candidates, docs):
+    for ref, doc in zip(candidates, docs, strict=True):
         stamp = stamp_of(doc)
         if stamp is None:
             continue
@@ -294,11 +294,11 @@ def drop_missing_versions(storage: Storage, manifest: Manifest, leaves: list[Lea
         return leaves, set()
     group = str(manifest.cell_order)
     groups = storage.get_many([f"{lf.prefix}/{group}/zarr.json" for lf in versioned])
-    missing = [lf for lf, g in zip(versioned, groups) if g is None]
+    missing = [lf for lf, g in zip(versioned, groups, strict=True) if g is None]
     if not missing:
         return leaves, set()
     corrupted = set()
-    for lf, doc in zip(missing, read_roots(storage, [lf.prefix for lf in missing])):
+    for lf, doc in zip(missing, read_roots(storage, [lf.prefix for lf in missing]), strict=True):
         if stamp_of(doc) is not None:
             raise StampError(
                 f"{storage.describe(lf.prefix)}: stamped version has no {group}/ data group (malformed leaf)"
@@ -365,7 +365,7 @@ def leaves_dataset(
     first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
     n_cells = manifest.cells_per_leaf
     sels = rows_in(domain, first, n_cells)
-    parts = [Part(f"{lf.prefix}/{group}", int(f), n_cells, s) for lf, f, s in zip(leaves, first, sels)]
+    parts = [Part(f"{lf.prefix}/{group}", int(f), n_cells, s) for lf, f, s in zip(leaves, first, sels, strict=True)]
     return build_dataset(
         storage,
         schema,
@@ -474,7 +474,7 @@ def read_coverage_bitmap(
     """
     storage = Storage.open(store_root, storage_options)
     manifest = read_manifest(storage)
-    decimal, window, path = resolve_leaf(leaf, manifest)
+    decimal, _window, path = resolve_leaf(leaf, manifest)
     if stamp is None:
         stamp = read_stamp(storage, path)
         if stamp is None:

@@ -66,7 +66,8 @@ def open_level(
 ) -> xr.Dataset | None:
     """One resolution of a store as a Dataset, whichever artifact kind materializes it.
 
-    ``cell_order`` picks the level (default: the store's native cell order). The same shape for every kind: a ``cells`` dimension in ascending word
+    ``cell_order`` picks the level (default: the store's native cell order).
+    The same shape for every kind: a ``cells`` dimension in ascending word
     order, the ``morton`` coordinate (lazy MOC index by default), fabricated
     NESTED ``cell_ids``, dense and ragged (vlen-bytes) variables, and attrs
     ``morton_hive``, ``zagg_objects`` and ``zagg_level``.
@@ -225,7 +226,8 @@ def open_level_in(
     stem = ALL_TOKEN if (all_time or window is None) else window
     if shards is None:
         return _omit(
-            f"{manifest.location}: no usable root coverage.moc, so {level.artifact} level o{cell_order} cannot be enumerated"
+            f"{manifest.location}: no usable root coverage.moc, "
+            f"so {level.artifact} level o{cell_order} cannot be enumerated"
         )
     if level.artifact == "overview" and manifest.path_grouping > 1:
         return _omit(
@@ -305,7 +307,7 @@ def overview_objects(
     docs = read_cache_roots(storage, [p for _, p in cands])
     out = []
     window = None if stem == ALL_TOKEN and not manifest.windowed else stem
-    for (node, path), doc in zip(cands, docs):
+    for (node, path), doc in zip(cands, docs, strict=True):
         stamp = stamp_of(doc)
         if stamp is None:
             continue
@@ -326,7 +328,8 @@ def overview_objects(
             if lenient and block.get("spec") == "zagg-overview/2":
                 _drop(
                     f"{where}: a zagg-overview/2 object at cell_order {block['cell_order']!r} sits where the /1 "
-                    f"declaration derives level o{level.cell_order}; dropped (open /2 levels by their declared cell order)"
+                    f"declaration derives level o{level.cell_order}; "
+                    "dropped (open /2 levels by their declared cell order)"
                 )
                 continue
             raise PyramidError(
@@ -351,7 +354,7 @@ def _column_objects(
     pg = manifest.path_grouping
     paths = [f"{ids.hive_node(d, pg)}/{stem}.pyramid.zarr" for d in shard_decimals]
     out = []
-    for node, path, doc in zip(shard_decimals, paths, read_cache_roots(storage, paths)):
+    for node, path, doc in zip(shard_decimals, paths, read_cache_roots(storage, paths), strict=True):
         stamp = stamp_of(doc)
         if stamp is None:
             continue
@@ -390,7 +393,7 @@ def provenance_arrays(fields, where: str) -> tuple[str, ...] | None:
     """
     if not isinstance(fields, dict) or not fields:
         return None
-    return tuple(sorted(keys.array_name(name, where) for name in fields)) + ("morton",)
+    return (*sorted(keys.array_name(name, where) for name in fields), "morton")
 
 
 def readable_level(
@@ -437,7 +440,7 @@ def _objects_dataset(
     first, _ = ids.subtree_rank_bounds(words, k, r)
     n_cells = 4 ** (r - k)
     sels = rows_in(domain, first, n_cells) if objects else []
-    parts = [Part(f"{o.path}/{group}", int(f), n_cells, s) for o, f, s in zip(objects, first, sels)]
+    parts = [Part(f"{o.path}/{group}", int(f), n_cells, s) for o, f, s in zip(objects, first, sels, strict=True)]
     schema_group = f"{schema_object.path}/{group}"
     names = list(schema_object.array_names) if schema_object.array_names else None
     schema = read_schema(storage, schema_group, names)
@@ -510,7 +513,8 @@ def pyramid_tree(
         unknown = wanted - {lv.cell_order for lv in table}
         if unknown:
             raise PyramidError(
-                f"{manifest.location}: cell orders {sorted(unknown)} are not levels; levels: {[lv.cell_order for lv in table]}"
+                f"{manifest.location}: cell orders {sorted(unknown)} are not levels; "
+                f"levels: {[lv.cell_order for lv in table]}"
             )
         table = [lv for lv in table if lv.cell_order in wanted]
     if all_time:
@@ -542,15 +546,15 @@ def level_demotions(obj) -> list[dict]:
     for ds in datasets:
         for entry in ds.attrs.get("zagg_objects") or []:
             block = entry.get("zagg_overview") or {}
-            for record in block.get("demotions") or []:
-                out.append(
-                    {
-                        "node": entry.get("node"),
-                        "window": entry.get("window"),
-                        "cell_order": block.get("cell_order"),
-                        **record,
-                    }
-                )
+            out.extend(
+                {
+                    "node": entry.get("node"),
+                    "window": entry.get("window"),
+                    "cell_order": block.get("cell_order"),
+                    **record,
+                }
+                for record in block.get("demotions") or []
+            )
     return out
 
 

@@ -217,7 +217,7 @@ def stack_windows(parts: list[xr.Dataset], labels: list[str], span: TimeRange) -
             for k in ("n_leaves", "leaves", "time_range")
             if k in p.attrs.get("morton_hive", {})
         }
-        for label, p in zip(labels, parts)
+        for label, p in zip(labels, parts, strict=True)
     }
     for key in ("leaves", "n_leaves", "n_versioned", "cells_with_data", "granule_count", "written_at", "time_range"):
         hive.pop(key, None)

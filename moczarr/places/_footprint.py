@@ -130,15 +130,12 @@ def _wrap_antimeridian(geom):
     west, _, east, _ = geom.bounds
     if west >= -180.0 and east <= 180.0:
         return geom
+    turn = np.array([360.0, 0.0])  # one turn of longitude, broadcast over shapely's (n, 2) coordinate arrays
     pieces = [shapely.clip_by_rect(geom, -180.0, -90.0, 180.0, 90.0)]
     if east > 180.0:
-        pieces.append(
-            shapely.transform(shapely.clip_by_rect(geom, 180.0, -90.0, 540.0, 90.0), lambda c: c - [360.0, 0.0])
-        )
+        pieces.append(shapely.transform(shapely.clip_by_rect(geom, 180.0, -90.0, 540.0, 90.0), lambda c: c - turn))
     if west < -180.0:
-        pieces.append(
-            shapely.transform(shapely.clip_by_rect(geom, -540.0, -90.0, -180.0, 90.0), lambda c: c + [360.0, 0.0])
-        )
+        pieces.append(shapely.transform(shapely.clip_by_rect(geom, -540.0, -90.0, -180.0, 90.0), lambda c: c + turn))
     return shapely.union_all([p for p in pieces if not p.is_empty])
 
 

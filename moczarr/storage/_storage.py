@@ -49,7 +49,8 @@ from .keys import product_name, relative_key
 
 DEFAULT_CONCURRENCY = 32
 #: ``storage_options`` key choosing the client of an object-store root: ``"obstore"`` (the default for ``s3://``,
-#: ``gs://``, ``az://`` when installed and the options map, see :func:`obstore_options`) or ``"fsspec"`` (alias ``"s3fs"``)
+#: ``gs://``, ``az://`` when installed and the options map, see :func:`obstore_options`) or ``"fsspec"``
+#: (alias ``"s3fs"``)
 BACKEND_OPTION = "moczarr_backend"
 BACKENDS = ("obstore", "fsspec", "s3fs")
 #: botocore socket timeouts of every object-store request, in seconds (``config_kwargs`` overrides)
@@ -579,7 +580,7 @@ class Storage:
 
     def get_many_json(self, rels: Sequence[str]) -> list[Any]:
         """:meth:`get_many` parsed as JSON (None for missing objects)."""
-        return [parse_json(b, self.describe(r)) for b, r in zip(self.get_many(rels), rels)]
+        return [parse_json(b, self.describe(r)) for b, r in zip(self.get_many(rels), rels, strict=True)]
 
     def list_dir(self, rel: str = "") -> list[str]:
         """Immediate child names under ``rel`` (one delimiter-LIST)."""

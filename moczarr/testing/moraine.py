@@ -103,7 +103,8 @@ def _stats_row(values: np.ndarray) -> list[float]:
         return row + [math.nan] * 7
     sample = finite[:: max(1, math.ceil(finite.size / SAMPLE_LIMIT))]
     p01, p50, p99 = np.percentile(sample, [1, 50, 99])
-    return row + [
+    return [
+        *row,
         float(finite.min()),
         float(finite.max()),
         float(finite.mean()),
@@ -122,14 +123,14 @@ def marker_statistics(values: np.ndarray) -> dict:
     row = _stats_row(values)
     prefix = "amplitude_" if values.dtype.kind == "c" else ""
     out = {}
-    for i, (name, value) in enumerate(zip(STAT_COLUMNS, row)):
+    for i, (name, value) in enumerate(zip(STAT_COLUMNS, row, strict=True)):
         key = name if i == 0 else prefix + name
         out[key] = None if math.isnan(value) else float(f"{value:.6g}")
     return out
 
 
 def channel_statistics(values: np.ndarray, n_leading: int) -> np.ndarray:
-    """``stats.zarr``: shape ``(*channels, 8)`` float64, one exact row per channel (nan where a channel has no finite value).
+    """``stats.zarr``: ``(*channels, 8)`` float64, one exact row per channel (nan where a channel has no finite value).
 
     ``n_leading`` is the number of non-channel axes (2 for rasters, 1 for points).
     """
@@ -141,7 +142,7 @@ def channel_statistics(values: np.ndarray, n_leading: int) -> np.ndarray:
 
 # -- the point index (r-tree) ----------------------------------------------------------------------------------
 def _hilbert_rank(i: np.ndarray, j: np.ndarray, order: int) -> np.ndarray:
-    """Rank of cells ``(i, j)`` along the Hilbert curve over a ``2**order`` square (the classic rotate-and-flip walk)."""
+    """Rank of cells ``(i, j)`` on the Hilbert curve over a ``2**order`` square (the classic rotate-and-flip walk)."""
     x, y = j.astype(np.int64).copy(), i.astype(np.int64).copy()
     rank = np.zeros_like(x)
     n = 1 << order

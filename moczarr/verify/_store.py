@@ -153,7 +153,7 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
             report.add("not-a-store", "error", "", "neither a morton-hive manifest nor any product with one")
         return []
     others = [n for n in names if not is_product_name(n) and not ids.DECIMAL_RE.match(n)]
-    for name, payload in zip(others, storage.get_many([f"{n}/{MANIFEST_NAME}" for n in others])):
+    for name, payload in zip(others, storage.get_many([f"{n}/{MANIFEST_NAME}" for n in others]), strict=True):
         if payload is not None:
             report.add(
                 "product-name-invalid",
@@ -288,7 +288,7 @@ class _ProductCheck:
     def _stamps(self, refs: list[LeafRef]) -> list[_Leaf]:
         docs = self.storage.get_many([f"{r.path}/zarr.json" for r in refs])
         leaves = []
-        for ref, payload in zip(refs, docs):
+        for ref, payload in zip(refs, docs, strict=True):
             try:
                 stamp = stamp_of(parse_json(payload, self.storage.describe(f"{ref.path}/zarr.json")))
             except StampError as exc:
@@ -309,7 +309,8 @@ class _ProductCheck:
                     "stamp-window-mismatch",
                     "warning",
                     ref.path,
-                    f"the stamp says window {stamp['window']!r}, the leaf's name {ref.window!r}: readers go by the name",
+                    f"the stamp says window {stamp['window']!r}, the leaf's name {ref.window!r}: "
+                    "readers go by the name",
                 )
             try:
                 prefix = leaf_data_prefix(ref.path, stamp, where=self.storage.describe(ref.path))
@@ -329,7 +330,7 @@ class _ProductCheck:
         listings = self.storage.list_many([lf.ref.path for lf in versioned])
         docs = self.storage.get_many([f"{lf.prefix}/zarr.json" for lf in versioned])
         groups = self.storage.get_many([f"{lf.prefix}/{self.group}/zarr.json" for lf in versioned])
-        for lf, names, payload, group in zip(versioned, listings, docs, groups):
+        for lf, names, payload, group in zip(versioned, listings, docs, groups, strict=True):
             current = version_of(lf.stamp)
             for name in names:
                 if name.startswith("run-") and name != current:
@@ -390,18 +391,19 @@ class _ProductCheck:
                     "version-stamp-differs",
                     "warning",
                     lf.prefix,
-                    f"the root stamp is not the version's stamp plus 'current' (differ: {', '.join(differ)}); readers use the root's",
+                    f"the root stamp is not the version's stamp plus 'current' (differ: {', '.join(differ)}); "
+                    "readers use the root's",
                 )
 
     # -- coverage ------------------------------------------------------------------------------------
     def _moc_agreement(self, shards, usable: bool) -> None:
         if not usable:
             return
-        named = set(int(w) for w in shards)
+        named = {int(w) for w in shards}
         stamped = self.stamped
         words = ids.to_words([r.decimal for r in stamped]) if stamped else np.empty(0, np.uint64)
         held = set()
-        for ref, w in zip(stamped, words):
+        for ref, w in zip(stamped, words, strict=True):
             held.add(int(w))
             if int(w) not in named:
                 self.add(
@@ -545,7 +547,8 @@ class _ProductCheck:
                     "level-unswept",
                     "warning",
                     MANIFEST_NAME,
-                    f"declared level {name} has no stamped object in any window: never swept (or deleted); readers omit it",
+                    f"declared level {name} has no stamped object in any window: "
+                    "never swept (or deleted); readers omit it",
                 )
         return sorted(set(derived))
 
@@ -561,7 +564,7 @@ class _ProductCheck:
             objects = _read_objects(self.storage, [data for data, _ in batch], [lf is not None for _, lf in batch])
             decoded = _decode_arrays(objects)
             sidecars = self._read_sidecars([lf for _, lf in batch])
-            for (data, lf), objs, arrays, records in zip(batch, objects, decoded, sidecars):
+            for (data, lf), objs, arrays, records in zip(batch, objects, decoded, sidecars, strict=True):
                 if lf is not None:
                     stamp = lf.stamp
                     if f"{self.group}/zarr.json" not in objs:
@@ -765,7 +768,8 @@ class _ProductCheck:
                 "granules-unmatched",
                 "warning",
                 key,
-                "granules_sha256 differs from the D20 record's: the list is of another run and untrusted (FORMAT.md §8.2)",
+                "granules_sha256 differs from the D20 record's: "
+                "the list is of another run and untrusted (FORMAT.md §8.2)",
             )
             return
         count = lf.stamp.get("granule_count")
@@ -921,7 +925,7 @@ def _decode_arrays(objects: list[dict[str, bytes]]) -> list[dict[str, np.ndarray
 
     where, results = sync(go())
     out: list[dict] = [{} for _ in objects]
-    for (i, name), result in zip(where, results):
+    for (i, name), result in zip(where, results, strict=True):
         out[i][name] = result
     return out
 
@@ -930,7 +934,7 @@ def _chunk_presence(name: str, objs: dict[str, bytes]) -> str:
     meta = parse_json(objs[f"{name}/zarr.json"], name)
     shape = meta.get("shape") or []
     chunk = ((meta.get("chunk_grid") or {}).get("configuration") or {}).get("chunk_shape") or shape
-    expected = int(np.prod([-(-s // c) for s, c in zip(shape, chunk)])) if shape else 1
+    expected = int(np.prod([-(-s // c) for s, c in zip(shape, chunk, strict=True)])) if shape else 1
     present = sum(1 for k in objs if k.startswith(f"{name}/c/") or k == f"{name}/c")
     return f"{present} of {expected} chunk objects on disk"
 
@@ -956,7 +960,7 @@ def _read_objects(storage: Storage, targets: list[str], skip_root_doc: list[bool
     listings = sync(list_all())
     keys: list[str] = []
     owners: list[tuple[int, str]] = []
-    for i, (data, rels) in enumerate(zip(targets, listings)):
+    for i, (data, rels) in enumerate(zip(targets, listings, strict=True)):
         for rel in rels:
             if rel.startswith("run-") or (skip_root_doc[i] and rel == "zarr.json"):
                 continue
@@ -964,7 +968,7 @@ def _read_objects(storage: Storage, targets: list[str], skip_root_doc: list[bool
             owners.append((i, rel))
     payloads = storage.get_many(keys)
     out: list[dict[str, bytes]] = [{} for _ in targets]
-    for (i, rel), payload in zip(owners, payloads):
+    for (i, rel), payload in zip(owners, payloads, strict=True):
         if payload is not None:
             out[i][rel] = payload
     return out
