@@ -100,8 +100,9 @@ def build(
     with their path relative to ``stores_root``, default the roots' common
     parent) or, without it, absolute paths of this machine (reported in
     ``"notes"``). ``catalog_url``: the URL ``out`` will be published at (the
-    STAC root then carries an absolute self link, RELATIVE_PUBLISHED). Everything is written to a temporary sibling of ``out`` and
-    moved in at the end, so a failed build leaves ``out`` as it was.
+    STAC root then carries an absolute self link, RELATIVE_PUBLISHED).
+    Everything is written to a temporary sibling of ``out`` and moved in at
+    the end, so a failed build leaves ``out`` as it was.
 
     The result holds ``"notes"``: one line per degraded product (naming why),
     per distinct reader warning, and one about machine-local hrefs. With
@@ -122,9 +123,11 @@ def build(
             else:
                 summaries.append(summarize_store(location, storage_options))
     entries = catalog_entries(summaries, moraine)
-    for e in entries.products:
-        for reason in degrade_reasons(e.store, e.product):
-            notes.append(f"degraded: {e.collection_id}: {reason}")
+    notes.extend(
+        f"degraded: {e.collection_id}: {reason}"
+        for e in entries.products
+        for reason in degrade_reasons(e.store, e.product)
+    )
     seen = set()
     for w in caught:
         if issubclass(w.category, MoczarrWarning) and str(w.message) not in seen:
@@ -218,7 +221,8 @@ def show(root: str, storage_options=None) -> str:
     lines = [f"{summary.layout} store {summary.root}: {len(summary.products)} product(s)"]
     for p in summary.products:
         lines.append(
-            f"- {p.name}: {p.dataset.get('short_name')} v{p.dataset.get('version')} ({p.spec}, {p.pyramid_spec or 'no pyramid'})"
+            f"- {p.name}: {p.dataset.get('short_name')} v{p.dataset.get('version')} "
+            f"({p.spec}, {p.pyramid_spec or 'no pyramid'})"
         )
         lines.append(
             f"    shards {p.n_shards} at order {p.shard_order}; bbox {_fmt_bbox(p.bbox)}; time {p.time_range or '-'}"

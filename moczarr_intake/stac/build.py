@@ -195,7 +195,8 @@ def _level_items(prod: _Product, now: dt.datetime) -> list[pystac.Item]:
             suffix = f"-{window}" if window else ("-all" if all_time else "")
             item_id = f"{prod.collection_id}-o{level.cell_order}{suffix}"
             props: dict[str, Any] = {
-                "title": f"{prod.title}: cell order {level.cell_order} ({level.artifact}, ~{level.resolution_km:.3g} km)"
+                "title": f"{prod.title}: cell order {level.cell_order} "
+                f"({level.artifact}, ~{level.resolution_km:.3g} km)"
                 + (f", window {window}" if window else ", all-time folds" if all_time else ""),
                 "moczarr:product": p.name,
                 "moczarr:cell_order": level.cell_order,
@@ -266,7 +267,8 @@ def _set_time(props: dict, p: ProductSummary, generated_at, span, window, all_ti
         props["start_datetime"], props["end_datetime"] = iso(recorded[0]), iso(recorded[1])
         props["moczarr:datetime_source"] = "time_range"
         props["description"] = (
-            "start/end_datetime: the observation time range the store records (root coverage.moc or manifest temporal section)"
+            "start/end_datetime: the observation time range the store records "
+            "(root coverage.moc or manifest temporal section)"
         )
         return
     props["datetime"] = iso(PLACEHOLDER_TIME)
@@ -674,7 +676,8 @@ def build_stac(
         description=f"{' and '.join(parts)} ({_plural(n_products, 'product')}). Morton-hive stores are sparse "
         "HEALPix datasets: a Collection per product, an Item per resolution level (and window); each level "
         "Item's data asset opens with xarray (engine moczarr, its xarray:open_kwargs) or "
-        "moczarr_intake.open_stac. A moraine pyramid is one Item, an asset per level; open_stac(item, level=L) opens a level.",
+        "moczarr_intake.open_stac. A moraine pyramid is one Item, an asset per level; "
+        "open_stac(item, level=L) opens a level.",
     )
     built: list[tuple[_Product, pystac.Collection]] = []
     for i, store in enumerate(stores):
