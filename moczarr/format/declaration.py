@@ -59,8 +59,6 @@ class PyramidDeclaration:
             return self.as_dict() == other
         return isinstance(other, PyramidDeclaration) and self.as_dict() == other.as_dict()
 
-    __hash__ = None  # type: ignore[assignment]
-
     def as_dict(self) -> dict:
         """The record as a plain dict (integer ``cell_orders`` keys)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}

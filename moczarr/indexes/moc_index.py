@@ -228,9 +228,10 @@ class MortonMocIndex(CoordinateTransformIndex):
             )
         ((_, label),) = labels.items()
         if isinstance(label, slice):
-            bound = lambda b, side, default: (  # noqa: E731
-                default if b is None else int(self.ranges.searchsorted(b, side))
-            )
+
+            def bound(b, side: str, default: int) -> int:
+                return default if b is None else int(self.ranges.searchsorted(b, side))
+
             start = bound(label.start, "left", 0)
             stop = max(start, bound(label.stop, "right", len(self.ranges)))
             return IndexSelResult({self.dim: slice(start, stop, label.step)})

@@ -278,7 +278,7 @@ def obstore_options(url: str, storage_options: dict | None, policy: RetryPolicy,
     in-flight limit itself is :class:`Storage`'s).
     """
     try:
-        import obstore  # noqa: F401
+        import obstore  # noqa: F401 -- imported only to learn whether it is installed
     except ImportError:
         return "obstore is not installed"
     scheme, _, rest = url.partition("://")
