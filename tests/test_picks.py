@@ -19,7 +19,7 @@ from moczarr import pick_cells
 from moczarr.storage import count_requests
 
 from .conftest import fixture_path
-from .test_distributed import client  # noqa: F401  (the module-scoped LocalCluster)
+from .test_distributed import client  # noqa: F401 -- a fixture (the module-scoped LocalCluster), requested by name
 
 STORE = "zagg/single_8/store"
 
@@ -139,7 +139,7 @@ def test_pick_refuses_bad_arguments():
         pick_cells(ds, np.ones(3, dtype=bool))
 
 
-def test_pick_computes_on_a_process_cluster(client):  # noqa: F811
+def test_pick_computes_on_a_process_cluster(client):  # noqa: F811 -- the imported fixture, requested by name
     ds, per_leaf = _open()
     positions = np.array([3 * per_leaf + 1, 2, 2])
     with _quiet():

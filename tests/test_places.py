@@ -141,7 +141,7 @@ def test_circle_cover_holds_every_cell_within_the_radius(circle, order):
     home = np.asarray(mortie.geo2mort(np.array([circle.lat]), np.array([circle.lon]), order=order), dtype=np.uint64)[0]
     rings = mortie.mort2polygon(candidates, step=16)
     nearest = []
-    for word, ring in zip(candidates, rings):
+    for word, ring in zip(candidates, rings, strict=True):
         ring = np.asarray(ring)
         nearest.append(0.0 if word == home else _haversine_m(circle.lat, circle.lon, ring[:, 0], ring[:, 1]).min())
     nearest = np.asarray(nearest)
@@ -271,7 +271,7 @@ def test_bad_aoi_raises_a_typed_error_and_prints_nothing(aoi, message, capfd):
 
 def test_read_ragged_names_its_cells_argument(capfd):
     root = fixture_path("spec/minimal")
-    with pytest.raises(AOIError, match="cells.*canonical"):
+    with pytest.raises(AOIError, match=r"cells.*canonical"):
         moczarr.read_ragged(root, "h_tdigest", 4331421)
     assert capfd.readouterr().err == ""
 
