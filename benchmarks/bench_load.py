@@ -66,10 +66,7 @@ def raw_floor(plan) -> float:
 
 
 def median_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        times.append(fn())
-    return statistics.median(times)
+    return statistics.median([fn() for _ in range(repeats)])
 
 
 def timed_load(store: Path) -> float:
@@ -102,7 +99,8 @@ def main() -> None:
         excess = peak - 2 * decoded
         print(
             f"{'load single_' + str(n):<22}{load * 1e3:>10.1f}{floor * 1e3:>10.1f}{load / floor:>7.1f}x"
-            f"{counter.kind('chunk:data'):>8}{tasks:>7}{peak / 1e6:>9.2f}{decoded / 1e6:>12.2f}{peak / max(decoded, 1):>9.1f}x"
+            f"{counter.kind('chunk:data'):>8}{tasks:>7}{peak / 1e6:>9.2f}{decoded / 1e6:>12.2f}"
+            f"{peak / max(decoded, 1):>9.1f}x"
             f"{excess / 1e6:>11.2f}{record / 1e6:>11.2f}{(peak - decoded - record) / 1e6:>10.2f}",
             flush=True,
         )
