@@ -43,8 +43,8 @@ def occupied_words(store_root, ds: xr.Dataset, *, storage_options: dict | None =
     depth = manifest.cell_order - manifest.shard_order
     found, unknown, sidecars = [], [], []
     for decimal, path, stamp in zip(leaves, paths, stamps, strict=True):
-        cov = stamp_coverage(stamp)
-        encoding = cov.get("encoding") if cov else None
+        cov = stamp_coverage(stamp) or {}
+        encoding = cov.get("encoding")
         if encoding == "full":
             shard = ids.to_words(decimal)[0]
             found.append(

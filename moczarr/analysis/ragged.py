@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ids
-from ..errors import RaggedError, SelectionError
+from ..errors import AOIError, RaggedError, SelectionError
 from ..format.roster import read_manifest
 from ..openers.pyramid import check_order, open_level
 from ..places import as_place
@@ -112,6 +112,8 @@ def read_ragged(
     lacks and for cells outside the level's domain.
     """
     place = as_place(cells, "cells")
+    if place is None:
+        raise AOIError("read_ragged: cells=None names no cells")
     if cell_order is not None:
         cell_order = check_order(cell_order, "cell_order")
     storage = Storage.open(store_root, storage_options)

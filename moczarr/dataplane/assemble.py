@@ -15,6 +15,7 @@ import functools
 import gc
 import weakref
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import dask.array as da
 import mortie
@@ -22,6 +23,9 @@ import numpy as np
 import xarray as xr
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
+
+if TYPE_CHECKING:
+    from dask.typing import Key
 
 from .. import ids
 from ..errors import (
@@ -195,7 +199,7 @@ def cells_array(source: CellsSource, row_chunks: tuple[int, ...], name: str) -> 
     key, so it reads only the objects the slice touches.
     """
     axis = source.axis
-    chunks = [(s,) for i, s in enumerate(source.shape) if i != axis]
+    chunks: list[tuple[int, ...]] = [(s,) for i, s in enumerate(source.shape) if i != axis]
     chunks.insert(axis, row_chunks)
     meta = np.empty((0,) * source.ndim, dtype=source.dtype)
     arr = da.from_array(source, chunks=tuple(chunks), name=name, meta=meta, asarray=False)
@@ -243,7 +247,9 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None) -> xr.Dataset:
     rows, _ = cells_rows(positions, ds.sizes[CELLS])
     out = ds.isel({CELLS: rows})
     for name, var in ds.variables.items():
-        source = _source_of(var.data) if CELLS in var.dims and var.chunks else None
+        if CELLS not in var.dims or not var.chunks:
+            continue
+        source = _source_of(var.data)
         if source is not None:
             out.variables[name].data = picked_array(source, rows, max(var.chunks[var.dims.index(CELLS)]))
     return out
@@ -251,7 +257,8 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None) -> xr.Dataset:
 
 def _source_of(arr) -> CellsSource | None:
     """The source of an array still exactly as built (not persisted: its blocks still come from reads)."""
-    source = _SOURCES.get(getattr(arr, "name", None))
+    name = getattr(arr, "name", None)
+    source = _SOURCES.get(name) if isinstance(name, str) else None
     if source is None or not arr.__dask_graph__().dependencies.get(arr.name):
         return None
     return source
@@ -267,6 +274,7 @@ def lazy_cells_array(
     touches (scattered picks: :func:`pick_cells`).
     """
     axis = schema.cells_axis
+    assert axis is not None  # only arrays with a cells axis are built over parts
     if not parts:
         shape = list(schema.shape)
         shape[axis] = 0
@@ -293,8 +301,8 @@ def parts_token_of(storage: Storage, parts: list[Part]) -> str:
 def lazy_whole_array(storage: Storage, schema: ArraySchema, group: str) -> da.Array:
     """A dask array of one object's whole array (arrays without a ``cells`` axis)."""
     name = f"moczarr-{schema.name}-" + tokenize(storage.location, group, schema.name, schema.metadata)
-    key = (name, *([0] * len(schema.shape)))
-    dsk = {key: (read_whole, storage, schema.name, schema.metadata, group)}
+    key: tuple[str | int, ...] = (name, *([0] * len(schema.shape)))
+    dsk: dict[Key, tuple] = {key: (read_whole, storage, schema.name, schema.metadata, group)}
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[])
     return da.Array(graph, name, tuple((s,) for s in schema.shape), dtype=schema.dtype)
 
@@ -322,7 +330,9 @@ def fabricated_cell_ids(domain: MortonRanges, row_chunks: tuple[int, ...], where
         return da.from_array(np.empty(0, dtype=np.uint64), chunks=-1)
     name = "moczarr-cell_ids-" + tokenize(domain, row_chunks)
     bounds = np.concatenate([[0], np.cumsum(row_chunks)])
-    dsk = {(name, i): (_nested_block, domain, int(bounds[i]), int(bounds[i + 1])) for i in range(len(row_chunks))}
+    dsk: dict[Key, tuple] = {
+        (name, i): (_nested_block, domain, int(bounds[i]), int(bounds[i + 1])) for i in range(len(row_chunks))
+    }
     return da.Array(
         HighLevelGraph.from_collections(name, dsk, dependencies=[]), name, (tuple(row_chunks),), dtype=np.uint64
     )
@@ -390,7 +400,8 @@ def build_dataset(
     )
     row_chunks = batch_row_chunks([p.n_rows for p in live], widest, batch_bytes or DEFAULT_BATCH_BYTES)
     parts_token = parts_token_of(storage, live) if live else ""
-    data_vars, coords = {}, {}
+    data_vars: dict[str, xr.Variable] = {}
+    coords: dict[str, xr.Variable] = {}
     for name, arr in schema.arrays.items():
         if name == COORD:
             continue

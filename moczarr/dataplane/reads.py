@@ -21,11 +21,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import ArrayContractError, ChunkError, MoczarrError, StampError
 from ..storage import Storage
+
+if TYPE_CHECKING:
+    from .._zarr import ArraySpec, ChunkTransform
 
 DEFAULT_BATCH_BYTES = 4 * 2**20
 #: chunks whose payloads one read holds at once (a task reads its batch in sub-batches of this many)
@@ -58,7 +62,8 @@ class ChunkDecoder:
         self.fill_value = meta.fill_value
         self._chunk_keys: dict[tuple[int, ...], str] = {}
         self._raw_dtype, self._zstd = self._fast_path(metadata.get("codecs") or []) if shortcuts else (None, False)
-        self._transform = self._spec = None
+        self._transform: ChunkTransform | _AsyncChain | None = None
+        self._spec: ArraySpec | None = None
         if self._raw_dtype is None:
             self._zarr_chain()
 
@@ -129,6 +134,7 @@ class ChunkDecoder:
             return values if values.dtype == self.dtype else values.astype(self.dtype)
         from .._zarr import default_buffer_prototype
 
+        assert self._transform is not None and self._spec is not None  # _zarr_chain set them: no fast path
         try:
             out = self._transform.decode_chunk(default_buffer_prototype().buffer.from_bytes(payload), self._spec)
         except MoczarrError:
@@ -357,16 +363,17 @@ class CellsSource:
         dec = self.decoder
         if dec.single_chunk:
             return self._origin
-        step, along = dec.chunk_shape[self.axis], set()
+        step = dec.chunk_shape[self.axis]
+        wanted: set[int] = set()
         for seg, rows, _ in pieces:
             pos = self._object_positions(seg, rows)
             if isinstance(pos, slice):
-                along.update(range(pos.start // step, -(-pos.stop // step)))
+                wanted.update(range(pos.start // step, -(-pos.stop // step)))
             else:
-                along.update(np.unique(pos // step).tolist())
-        along = sorted(along)
+                wanted.update(np.unique(pos // step).tolist())
+        along = sorted(wanted)
         cshape, axis = dec.chunk_shape, self.axis
-        coords_list = [()]
+        coords_list: list[tuple[int, ...]] = [()]
         for i, (s, c) in enumerate(zip(self._leaf_shape, cshape, strict=True)):
             choices = along if i == axis else range(-(-s // c))
             coords_list = [(*cc, int(x)) for cc in coords_list for x in choices]

@@ -217,26 +217,28 @@ def open_level_in(
     if level.artifact == "source":
         ds = open_source(storage, manifest, aoi, window, index_kind=index_kind)
         hive = ds.attrs["morton_hive"]
-        objects = [{"node": leaf, "window": window, "role": "source"} for leaf in hive["leaves"]]
-        ds.attrs.update(zagg_objects=objects, zagg_level=level_attrs)
+        entries = [{"node": leaf, "window": window, "role": "source"} for leaf in hive["leaves"]]
+        ds.attrs.update(zagg_objects=entries, zagg_level=level_attrs)
         return ds
     shards = root_shards(storage, manifest)
     if not all_time:
         window = check_window(manifest, window, lambda: manifest.declared_windows)
     stem = ALL_TOKEN if (all_time or window is None) else window
     if shards is None:
-        return _omit(
+        _omit(
             f"{manifest.location}: no usable root coverage.moc, "
             f"so {level.artifact} level o{cell_order} cannot be enumerated"
         )
+        return None
     if level.artifact == "overview" and manifest.path_grouping > 1:
-        return _omit(
+        _omit(
             f"{manifest.location}: path_grouping {manifest.path_grouping} > 1 leaves no settled path for "
             f"overview nodes; level o{cell_order} omitted"
         )
+        return None
     cover = aoi_cover(aoi, cell_order)
     if level.artifact == "overview":
-        lenient = not named and decl.spec == "zagg-pyramid/1"
+        lenient = not named and decl is not None and decl.spec == "zagg-pyramid/1"
         objects = overview_objects(storage, manifest, level, shards, stem, lenient=lenient)
         schema_objects = objects
     else:
@@ -249,9 +251,8 @@ def open_level_in(
             every = candidate_leaves(storage, manifest, shards, None, None)
             schema_objects = _column_objects(storage, manifest, level, [r.decimal for r in every], stem, window)
     if not schema_objects:
-        return _omit(
-            f"{manifest.location}: no stamped {level.artifact} object at cell order {cell_order}; level omitted"
-        )
+        _omit(f"{manifest.location}: no stamped {level.artifact} object at cell order {cell_order}; level omitted")
+        return None
     attrs = {
         "morton_hive": {
             **manifest.summary(),
@@ -264,9 +265,8 @@ def open_level_in(
     }
     ds = readable_level(storage, level, objects, schema_objects, cover, index_kind, attrs)
     if ds is None:
-        return _omit(
-            f"{manifest.location}: no {level.artifact} object at cell order {cell_order} is readable; level omitted"
-        )
+        _omit(f"{manifest.location}: no {level.artifact} object at cell order {cell_order} is readable; level omitted")
+        return None
     if cover is not None and ds.sizes["cells"] == 0:
         warn(
             f"{manifest.location}: the AOI selects no cell of {level.artifact} level o{cell_order}; "
@@ -278,7 +278,6 @@ def open_level_in(
 
 def _omit(message: str) -> None:
     warn(message, LevelOmittedWarning)
-    return None
 
 
 @dataclass(frozen=True)
@@ -308,8 +307,7 @@ def overview_objects(
     out = []
     window = None if stem == ALL_TOKEN and not manifest.windowed else stem
     for (node, path), doc in zip(cands, docs, strict=True):
-        stamp = stamp_of(doc)
-        if stamp is None:
+        if doc is None or stamp_of(doc) is None:
             continue
         attrs = doc.get("attributes") or {}
         role = attrs.get("role")
@@ -355,8 +353,7 @@ def _column_objects(
     paths = [f"{ids.hive_node(d, pg)}/{stem}.pyramid.zarr" for d in shard_decimals]
     out = []
     for node, path, doc in zip(shard_decimals, paths, read_cache_roots(storage, paths), strict=True):
-        stamp = stamp_of(doc)
-        if stamp is None:
+        if doc is None or stamp_of(doc) is None:
             continue
         attrs = doc.get("attributes") or {}
         block = attrs.get("zagg_column")
@@ -510,6 +507,7 @@ def pyramid_tree(
     table = pyramid_levels(manifest)
     if levels is not None:
         wanted = check_levels(levels)
+        assert wanted is not None  # levels is not None, so check_levels gave a set (or raised)
         unknown = wanted - {lv.cell_order for lv in table}
         if unknown:
             raise PyramidError(
@@ -542,7 +540,7 @@ def level_demotions(obj) -> list[dict]:
     datasets = (
         [obj] if isinstance(obj, xr.Dataset) else [n.ds for n in obj.subtree] if isinstance(obj, xr.DataTree) else [obj]
     )
-    out = []
+    out: list[dict] = []
     for ds in datasets:
         for entry in ds.attrs.get("zagg_objects") or []:
             block = entry.get("zagg_overview") or {}

@@ -111,14 +111,14 @@ def _pole_edge(ring: np.ndarray) -> np.ndarray:
     """A closed ring whose pole corner is replaced by an edge along the pole latitude."""
     pts = ring[:-1]
     n = len(pts)
-    out = []
+    corners = []
     for i, (lon, lat) in enumerate(pts):
         if abs(lat) >= 90.0 - 1e-12:
-            out.append((pts[i - 1][0], lat))
-            out.append((pts[(i + 1) % n][0], lat))
+            corners.append((pts[i - 1][0], lat))
+            corners.append((pts[(i + 1) % n][0], lat))
         else:
-            out.append((lon, lat))
-    out = np.asarray(out, dtype=float)
+            corners.append((lon, lat))
+    out = np.asarray(corners, dtype=float)
     _unwrap(out[None])
     return np.vstack([out, out[:1]])
 

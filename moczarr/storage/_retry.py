@@ -27,6 +27,7 @@ import errno
 import re
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 
 from ..errors import (
@@ -76,22 +77,22 @@ def policy_from_options(value) -> RetryPolicy:
         raise StorageError(f"storage_options['moczarr_retry'] must be a mapping of {sorted(known)}, got {value!r}")
     try:
         policy = RetryPolicy(**value)
-        ok = int(policy.attempts) >= 1 and float(policy.deadline) > 0 and float(policy.backoff) >= 0
+        if int(policy.attempts) >= 1 and float(policy.deadline) > 0 and float(policy.backoff) >= 0:
+            return policy
     except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise StorageError(
-            f"storage_options['moczarr_retry'] = {value!r}: attempts must be >= 1, deadline > 0, backoff >= 0"
-        )
-    return policy
+        pass
+    raise StorageError(
+        f"storage_options['moczarr_retry'] = {value!r}: attempts must be >= 1, deadline > 0, backoff >= 0"
+    )
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException) -> Iterator[BaseException]:
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        yield exc
-        exc = exc.__cause__ or exc.__context__
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or link.__context__
 
 
 def _status(exc: BaseException) -> tuple[int | None, str]:

@@ -30,9 +30,8 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
-import zarr
 from zarr.abc.store import ByteRequest, Store
-from zarr.storage import FsspecStore, LocalStore, ObjectStore, StorePath, WrapperStore
+from zarr.storage import FsspecStore, LocalStore, ObjectStore, WrapperStore
 
 from .._zarr import default_buffer_prototype, sync
 from ..errors import (
@@ -540,6 +539,7 @@ class Storage:
         return payload
 
     def _read_local(self, rel: str) -> bytes | None:
+        assert self._local is not None  # only called for local roots
         key = self.key(rel)
         _record("GET", key)
         try:
@@ -595,12 +595,6 @@ class Storage:
             return sorted([name async for name in self.store.list_dir(self.key(rel))])
 
         return list(sync(self._batch([lambda r=r: one(r) for r in rels])))
-
-    def array(self, rel: str, metadata: dict) -> zarr.Array:
-        """A zarr array at ``rel`` built from already-read metadata: no request is made."""
-        from .._zarr import AsyncArray
-
-        return zarr.Array(AsyncArray(metadata=metadata, store_path=StorePath(self.store, self.key(rel))))
 
     def __repr__(self) -> str:
         return f"Storage({self.location!r})"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import shutil
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import zarr
@@ -197,7 +198,9 @@ def hilbert_rtree(x: np.ndarray, y: np.ndarray, resolution: float, page_size: in
 
 
 # -- zarr ------------------------------------------------------------------------------------------------------
-def _write_array(path: Path, data: np.ndarray, chunks, *, zarr_format: int = 3, attributes: dict | None = None):
+def _write_array(
+    path: Path, data: np.ndarray, chunks, *, zarr_format: Literal[2, 3] = 3, attributes: dict | None = None
+):
     if zarr_format == 2:
         from numcodecs import Zstd
 
@@ -240,7 +243,7 @@ def write_raster_pyramid(
     *,
     method: str = "decimate",
     chunks: tuple[int, int] = (64, 64),
-    zarr_format: int = 3,
+    zarr_format: Literal[2, 3] = 3,
     legacy: bool = False,
     overwrite: bool = False,
 ) -> Path:

@@ -135,9 +135,12 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
             if payload is None:
                 continue
             try:
-                manifests[name] = read_roster(child)[0]
+                doc = read_roster(child)[0]
             except ManifestError as bad:
                 report.add("manifest-invalid", "error", f"{name}/{MANIFEST_NAME}", str(bad))
+                continue
+            if doc is not None:  # None only if the manifest just read went away
+                manifests[name] = doc
     if root_doc is not None:
         return [("", storage, root_doc)]
     names = storage.list_dir("")
@@ -498,7 +501,8 @@ class _ProductCheck:
                 )
                 continue
             scopes = [(w, False) for w in windows]
-            if level.artifact == "overview" and self.m.windowed and decl["all_time"] and self.window is None:
+            all_time = decl is not None and decl.all_time
+            if level.artifact == "overview" and self.m.windowed and all_time and self.window is None:
                 scopes.append((None, True))
             found = 0
             for w, all_time in scopes:
@@ -565,6 +569,7 @@ class _ProductCheck:
             decoded = _decode_arrays(objects)
             sidecars = self._read_sidecars([lf for _, lf in batch])
             for (data, lf), objs, arrays, records in zip(batch, objects, decoded, sidecars, strict=True):
+                stamp: dict | None
                 if lf is not None:
                     stamp = lf.stamp
                     if f"{self.group}/zarr.json" not in objs:
@@ -582,10 +587,10 @@ class _ProductCheck:
                         self.add("stamp-unparsable", "error", f"{data}/zarr.json", str(exc))
                         continue
                 recorded = _recorded_hashes(stamp)
-                arrays, digests = self._hash_object(data, objs, arrays, stamp, recorded)
+                values, digests = self._hash_object(data, objs, arrays, stamp, recorded)
                 verified_by_record = False
                 if lf is not None:
-                    self._occupancy(lf, objs, arrays)
+                    self._occupancy(lf, objs, values)
                     verified_by_record = self._check_sidecars(lf, records, digests, recorded)
                 if recorded is None and not verified_by_record:
                     unrecorded += 1
@@ -623,6 +628,7 @@ class _ProductCheck:
         self.count("arrays_hashed", len(digests))
         if recorded is None:
             return values, digests
+        assert stamp is not None  # recorded hashes are read from the stamp
         combined = stamp["content_hashes"].get("combined")
         if isinstance(combined, str) and combined != combined_digest(list(recorded.values())):
             self.add(
@@ -881,11 +887,9 @@ def _recorded_hashes(stamp: dict | None) -> dict[str, str] | None:
     block = (stamp or {}).get("content_hashes")
     if not isinstance(block, dict):
         return None
-    arrays = (
-        block.get("arrays")
-        if isinstance(block.get("arrays"), dict)
-        else {k: v for k, v in block.items() if k != "combined"}
-    )
+    arrays = block.get("arrays")
+    if not isinstance(arrays, dict):
+        arrays = {k: v for k, v in block.items() if k != "combined"}
     return {k: v for k, v in arrays.items() if isinstance(v, str)} or None
 
 
@@ -900,7 +904,8 @@ def _decode_arrays(objects: list[dict[str, bytes]]) -> list[dict[str, np.ndarray
 
     async def one(store: MemoryStore, name: str, meta: dict):
         try:
-            arr = AsyncArray(metadata=meta, store_path=StorePath(store, name))
+            # AsyncArray parses the metadata document itself (any zarr_format); its overloads name zarr's TypedDicts
+            arr = AsyncArray(metadata=meta, store_path=StorePath(store, name))  # type: ignore[call-overload]
             return await arr.getitem(Ellipsis, prototype=proto)
         except Exception as exc:  # a chunk that does not decode: any codec error
             return exc
