@@ -160,7 +160,7 @@ def level_parameters(product: ProductSummary) -> list[UserParameter]:
 
 
 def level_args(product: ProductSummary, root: str, storage_options: dict | None) -> dict:
-    args = {"store_root": root, "order": "{{ order }}", "aoi": "{{ aoi }}"}
+    args: dict[str, object] = {"store_root": root, "order": "{{ order }}", "aoi": "{{ aoi }}"}
     if product.windowed:
         args["window"] = "{{ window }}"
     if storage_options:
@@ -216,6 +216,7 @@ class MortonHiveCatalog(Catalog):
 
     name = "morton_hive"
     version = moczarr.__version__
+    metadata: dict  # set by intake's Catalog.__init__
 
     def __init__(self, store_root: str, storage_options: dict | None = None, stac_hrefs: dict | None = None, **kwargs):
         self.store_root = str(store_root)

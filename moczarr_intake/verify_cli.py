@@ -57,7 +57,7 @@ def verify_root(
 
     def tick(checked: int, found: int) -> None:
         if found:
-            bar.total += found
+            bar.total = (bar.total or 0) + found
             bar.refresh()
         if checked:
             bar.update(checked)

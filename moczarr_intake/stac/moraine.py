@@ -76,6 +76,7 @@ def mercator_to_wgs84(x: float, y: float) -> tuple[float, float]:
 
 def _grid_edges(info: MorainePyramid, level: int) -> list[float]:
     """[xmin, ymin, xmax, ymax] of the cell edges of ``level`` (cells centred at ``x0 + j * cs``)."""
+    assert info.bounds is not None and info.resolution is not None  # a point cloud with a cell size
     x0, y0 = info.bounds[0], info.bounds[1]
     cs = info.resolution * 2**level
     h, w = info.shapes[level][0], info.shapes[level][1]
@@ -85,6 +86,7 @@ def _grid_edges(info: MorainePyramid, level: int) -> list[float]:
 def _grid_transform(info: MorainePyramid, level: int) -> list[float]:
     """Affine ``[a, b, c, d, e, f]`` from (column, row) cell corners to x, y. Row 0 is the
     smallest y (rows of a moraine grid go with increasing y), so ``e`` is positive."""
+    assert info.bounds is not None and info.resolution is not None  # a point cloud with a cell size
     cs = info.resolution * 2**level
     return [cs, 0.0, info.bounds[0] - cs / 2, 0.0, cs, info.bounds[1] - cs / 2]
 
@@ -277,6 +279,7 @@ def moraine_stac_item(
             raise ArgumentError(f"crs must be 'auto', 'EPSG:3857' or None, got {crs!r}")
         if info.kind != POINT_CLOUD:
             raise ArgumentError(f"{info.path}: a raster pyramid has no coordinates, so it cannot be in {crs}")
+        assert info.bounds is not None  # read_moraine_info requires a point cloud's bounds.toml
         if info.resolution is None or max(abs(v) for v in _grid_edges(info, 0)) > MERCATOR_LIMIT:
             raise ArgumentError(
                 f"{info.path}: bounds {list(info.bounds)} do not fit in {crs} (|x|, |y| <= {MERCATOR_LIMIT})"
@@ -284,15 +287,17 @@ def moraine_stac_item(
     name = pyramid_name(info)
     base = (href_base if href_base is not None else info.path).rstrip("/")
 
+    when: _dt.datetime | None
     if datetime is not None:
         when = datetime if datetime.tzinfo else datetime.replace(tzinfo=_dt.UTC)
         when_source = "given"
     else:
         when, key = _recorded_time(info)
-        when_source = f"recorded: marker {key}" if when is not None else None
         if when is None:
             when = EPOCH
             when_source = "placeholder: the pyramid records no time (neither its marker nor its level metadata)"
+        else:
+            when_source = f"recorded: marker {key}"
 
     shape0 = info.shapes[0]
     origin = f"contract version {info.version}" if not info.legacy else "legacy (made before the marker)"
@@ -318,6 +323,7 @@ def moraine_stac_item(
     if info.stats is not None:
         props["moraine:stats"] = info.stats
     if info.kind == POINT_CLOUD:
+        assert info.bounds is not None  # read_moraine_info requires a point cloud's bounds.toml
         props["moraine:bounds"] = list(info.bounds)
         props["moraine:resolution"] = info.resolution
         props["moraine:n_points"] = info.n_points

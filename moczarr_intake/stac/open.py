@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TypeGuard
 
 import pystac
 
@@ -12,7 +14,7 @@ from moczarr.metadata import is_remote, join_location
 from moczarr.moraine import open_moraine_level, open_moraine_points
 
 #: the readers an open hint may name, by their public names; nothing else is called
-OPENERS = {
+OPENERS: dict[str, Callable[..., object]] = {
     "moczarr.open_level": moczarr.open_level,
     "moczarr.open_store": moczarr.open_store,
     "moczarr.moraine.open_moraine_level": open_moraine_level,
@@ -22,7 +24,7 @@ OPENERS = {
 LOCATION_ARGS = ("store_root", "path")
 
 
-def _valid(hint) -> bool:
+def _valid(hint: object) -> TypeGuard[dict]:
     return isinstance(hint, dict) and "function" in hint and isinstance(hint.get("kwargs"), dict)
 
 

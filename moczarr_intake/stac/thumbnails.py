@@ -148,6 +148,8 @@ def draw_thumbnail(
     if not product.shards:
         return False
     geometry = geometry or product.footprint
+    if geometry is None:
+        return False
     west, south, east, north = geometry_bbox(geometry, pole_spans_all=False)
     if east < west:
         east += 360.0
