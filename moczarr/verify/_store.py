@@ -501,8 +501,8 @@ class _ProductCheck:
                 )
                 continue
             scopes = [(w, False) for w in windows]
-            all_time = decl is not None and decl.all_time
-            if level.artifact == "overview" and self.m.windowed and all_time and self.window is None:
+            has_folds = decl is not None and decl.all_time
+            if level.artifact == "overview" and self.m.windowed and has_folds and self.window is None:
                 scopes.append((None, True))
             found = 0
             for w, all_time in scopes:
