@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import moczarr
-from moczarr import ids, keys
+from moczarr import ids
 from moczarr.errors import (
     ArgumentError,
     KeyContainmentError,
@@ -33,7 +33,7 @@ from moczarr.errors import (
     VersionPointerError,
     WindowError,
 )
-from moczarr.storage import Storage
+from moczarr.storage import Storage, keys
 
 from .conftest import load_json, set_attrs, write_json
 
