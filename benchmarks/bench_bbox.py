@@ -53,7 +53,8 @@ def main() -> None:
     shards = _expand(env["ranges"], manifest.shard_order)
     print(f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, mortie {mortie.__version__}")
     print(
-        f"store {root}: {shards.size} shards in the root MOC, shard order {manifest.shard_order}, cell order {manifest.cell_order}"
+        f"store {root}: {shards.size} shards in the root MOC, "
+        f"shard order {manifest.shard_order}, cell order {manifest.cell_order}"
     )
 
     full_s, full = timed(lambda: moczarr.open_hive(str(root)))

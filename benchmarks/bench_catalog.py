@@ -51,7 +51,8 @@ def main() -> None:
         print(
             f"single_{n:<5} leaves: build median {median * 1000:7.1f} ms "
             f"(linear from {first[0]} leaves: {scaled * 1000:7.1f} ms, ratio {median / scaled:4.2f}x), "
-            f"{counter.gets / products:.0f} GETs + {counter.lists / products:.0f} LISTs per product  {counter.summary()}",
+            f"{counter.gets / products:.0f} GETs + {counter.lists / products:.0f} LISTs per product  "
+            f"{counter.summary()}",
             flush=True,
         )
 

@@ -40,8 +40,10 @@ def main() -> None:
     for _, store in existing_stores(args.work, args.sizes):
         storage = Storage.open(store)
         words = root_shards(storage, read_manifest(storage))
-        new = median_time(lambda: footprint(words), args.repeats)
-        old = median_time(lambda: mortie.to_geometry(np.asarray(mortie.compress_moc(words), dtype=np.uint64)), 3)
+        new = median_time(lambda words=words: footprint(words), args.repeats)
+        old = median_time(
+            lambda words=words: mortie.to_geometry(np.asarray(mortie.compress_moc(words), dtype=np.uint64)), 3
+        )
         first = first or (words.size, new, old)
         scale = words.size / first[0]
         print(

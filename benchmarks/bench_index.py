@@ -134,7 +134,7 @@ def main() -> None:
     # --- 10**6 rows: memory against a pandas index, and a real xr.align ---------------------
     small = r.isel(slice(0, 10**6))
     small_b = r.isel(slice(500_000, 1_500_000))
-    moc_idx, moc_mb = retained(
+    _moc_idx, moc_mb = retained(
         lambda: MortonMocIndex.from_ranges(
             MortonRanges.from_rank_intervals(small.lo.copy(), small.hi.copy(), CELL_ORDER)
         )
@@ -166,13 +166,13 @@ def main() -> None:
         a, b = ds_of(small, kind), ds_of(small_b, kind)
         measure(
             f"{kind}: xr.align(inner) 10**6 x 10**6 rows, half overlap",
-            lambda: xr.align(a, b, join="inner"),
+            lambda a=a, b=b: xr.align(a, b, join="inner"),
             args.repeat,
             small_rows,
         )
         measure(
             f"{kind}: ds.sel {args.picks:,} words on 10**6 rows",
-            lambda: a.sel(morton=probe[: args.picks]),
+            lambda a=a: a.sel(morton=probe[: args.picks]),
             args.repeat,
             small_rows,
         )

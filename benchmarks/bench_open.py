@@ -129,18 +129,17 @@ def main() -> None:
     for n in [int(x) for x in args.sizes.split(",")]:
         store = ensure_store(work, "single", n, args.zagg_python)
         floor, _ = stamp_floor(store)
-        rows.append(measure(f"open_hive single_{n} (moc)", lambda: moczarr.open_hive(store), floor=floor))
+        rows.append(measure(f"open_hive single_{n} (moc)", lambda store=store: moczarr.open_hive(store), floor=floor))
         measure(
             f"open_hive single_{n} (pandas)",
-            lambda: moczarr.open_hive(store, index_kind="pandas"),
+            lambda store=store: moczarr.open_hive(store, index_kind="pandas"),
             repeats=3,
             floor=floor,
         )
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
-        print(
-            f"scaling: {last['median_s'] / first['median_s']:.1f}x time for {last['requests'].get('GET stamp', 0) / max(first['requests'].get('GET stamp', 1), 1):.0f}x leaves"
-        )
+        leaves = last["requests"].get("GET stamp", 0) / max(first["requests"].get("GET stamp", 1), 1)
+        print(f"scaling: {last['median_s'] / first['median_s']:.1f}x time for {leaves:.0f}x leaves")
     if not args.pyramids:
         return
     print("\n== open_store / open_pyramid (500 leaves per product) ==")

@@ -16,8 +16,10 @@ parsing or checking —
 
 Measured on a shared 2-core machine (local files):
 
-    single_500   shallow 0.20 s (floor 0.27 s), 513 GETs / 815 LISTs;   deep 5.9 s (floor 3.1 s), 11,513 GETs / 1,315 LISTs
-    single_2000  shallow 0.77 s (floor 0.65 s), 2,013 GETs / 3,277 LISTs; deep 23.4 s (floor 16.5 s), 46,013 GETs / 5,277 LISTs
+    single_500   shallow  0.20 s (floor  0.27 s),    513 GETs /   815 LISTs
+                 deep     5.9 s  (floor  3.1 s),  11,513 GETs / 1,315 LISTs
+    single_2000  shallow  0.77 s (floor  0.65 s),  2,013 GETs / 3,277 LISTs
+                 deep    23.4 s  (floor 16.5 s),  46,013 GETs / 5,277 LISTs
 """
 
 from __future__ import annotations
@@ -82,7 +84,9 @@ def run(store: Path, repeats: int) -> None:
                 fn()
             extra = ""
             if result is not None:
-                extra = f"   ok={result.ok} leaves_stamped={result.counts['leaves_stamped']} arrays_hashed={result.counts['arrays_hashed']}"
+                counts = result.counts
+                extra = f"   ok={result.ok} leaves_stamped={counts['leaves_stamped']}"
+                extra += f" arrays_hashed={counts['arrays_hashed']}"
             summary = ", ".join(f"{k} {v}" for k, v in counter.summary().items())
             print(f"  {label:<16} {median:>9.3f} {counter.gets:>8} {counter.lists:>7}   {summary}{extra}")
 

@@ -41,3 +41,5 @@ from .storage import count_requests as count_requests
 from .verify import Finding as Finding
 from .verify import VerifyReport as VerifyReport
 from .verify import verify_store as verify_store
+
+__version__: str  # the installed distribution's (importlib.metadata), read by __getattr__

@@ -49,7 +49,7 @@ def resolve_cell_order(cell_order=None, **aliases):
     try:
         values = {_as_order(v) for v in given.values()}
     except (TypeError, ValueError):
-        raise ArgumentTypeError(f"a cell order is an integer, got {given}") from None
+        raise ArgumentTypeError(f"cell orders {given} must be integers or decimal strings") from None
     if len(values) > 1:
         raise ArgumentTypeError(
             f"conflicting cell orders {given}: give one of cell_order, {', '.join(CELL_ORDER_ALIASES)}"

@@ -25,6 +25,10 @@ from __future__ import annotations
 
 import sys
 import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 
 class MoczarrError(Exception):
@@ -253,7 +257,8 @@ def find_stack_level() -> int:
     modules instead of counting frames by hand, so a warning raised deep inside
     ``open_store`` points at the user's line however the call got there.
     """
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(_LIBRARY_PREFIXES):
         frame, level = frame.f_back, level + 1
     return level

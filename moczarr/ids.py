@@ -160,10 +160,10 @@ def _words_of(arr: np.ndarray) -> np.ndarray:
         flat = [_decode(x) if isinstance(x, bytes) else x for x in arr.ravel().tolist()]
         return _parse_decimals(flat).reshape(arr.shape) if flat else np.empty(arr.shape, np.uint64)
     if kind == "O":
-        flat = arr.ravel()
-        out = np.empty(flat.size, dtype=np.uint64)
+        items = arr.ravel()
+        out = np.empty(items.size, dtype=np.uint64)
         texts = []
-        for i, v in enumerate(flat):
+        for i, v in enumerate(items):
             if isinstance(v, bytes):
                 v = _decode(v)
             if isinstance(v, (str, np.str_)):
@@ -180,7 +180,7 @@ def _words_of(arr: np.ndarray) -> np.ndarray:
     raise AOITypeError(f"morton ids must be packed uint64 words or decimal strings, got dtype {arr.dtype}")
 
 
-def to_decimals(words: Iterable[int] | np.ndarray) -> list[str]:
+def to_decimals(words: Iterable[int | np.integer] | np.ndarray) -> list[str]:
     """Decimal strings of packed words (mortie's renderer), in input order."""
     words = np.asarray(words, dtype=np.uint64).ravel()
     if words.size == 0:

@@ -175,7 +175,9 @@ def v2_catalog(
         }
         decl = product.declaration
         for lv in product.levels:
-            targets = [(w, False) for w in product.windows] if product.windowed else [(None, False)]
+            targets: list[tuple[str | None, bool]] = (
+                [(w, False) for w in product.windows] if product.windowed else [(None, False)]
+            )
             if product.windowed and lv.artifact == "overview" and decl and decl.all_time:
                 targets.append((None, True))
             for window, all_time in targets:

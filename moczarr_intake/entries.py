@@ -9,10 +9,14 @@ same product, and no two entries point at different stores under one name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from moczarr.metadata import ProductSummary, StoreSummary
 
 from .naming import identifier, product_ids, slug
+
+if TYPE_CHECKING:
+    from moczarr.moraine import MorainePyramid
 
 
 @dataclass
@@ -36,7 +40,7 @@ class MoraineEntry:
 
     name: str
     item_id: str
-    info: object  # moczarr.moraine.MorainePyramid
+    info: MorainePyramid
 
 
 @dataclass

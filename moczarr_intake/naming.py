@@ -58,7 +58,7 @@ def root_labels(roots: list[str]) -> list[str]:
     parts = [_path_parts(r) for r in roots]
     depth = [1] * len(roots)
     while True:
-        labels = [slug("-".join(ps[-d:])) for ps, d in zip(parts, depth)]
+        labels = [slug("-".join(ps[-d:])) for ps, d in zip(parts, depth, strict=True)]
         seen: dict[str, list[int]] = {}
         for i, label in enumerate(labels):
             seen.setdefault(label, []).append(i)
@@ -85,7 +85,7 @@ def product_ids(stores) -> tuple[dict[int, str], dict[tuple[int, str], str]]:
         for p in s.products:
             keys.append((i, p.name))
             wanted.append(slug(p.name) if names.count(p.name) == 1 else slug(f"{labels[i]}-{p.name}"))
-    unique = dict(zip(keys, dedupe(wanted)))
+    unique = dict(zip(keys, dedupe(wanted), strict=True))
     return (
         {k: v for k, v in unique.items() if isinstance(k, int)},
         {k: v for k, v in unique.items() if isinstance(k, tuple)},

@@ -11,6 +11,8 @@ find them::
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from intake.readers.datatypes import FileData
 from intake.readers.readers import BaseReader
 
@@ -31,9 +33,9 @@ class MortonHive(FileData):
     """
 
     filepattern = ""
-    structure = {"hierarchy", "array"}
+    structure: ClassVar[set[str]] = {"hierarchy", "array"}
     mimetypes = r"application/vnd\.morton-hive\+zarr"
-    contains = {r"morton_hive\.json$"}
+    contains: ClassVar[set[str]] = {r"morton_hive\.json$"}
 
 
 class MortonHiveTree(MortonHive):
@@ -45,7 +47,7 @@ class MortonHiveTree(MortonHive):
     """
 
     mimetypes = ""
-    contains = set()
+    contains: ClassVar[set[str]] = set()
 
 
 def _asset_hints(data) -> dict:
@@ -69,8 +71,8 @@ class MortonLevelReader(BaseReader):
     """One resolution of a store as an ``xarray.Dataset`` (:func:`moczarr.open_level`)."""
 
     output_instance = "xarray:Dataset"
-    implements = {MortonHive}
-    imports = {"moczarr", "xarray"}
+    implements: ClassVar[set[type]] = {MortonHive}
+    imports: ClassVar[set[str]] = {"moczarr", "xarray"}
     func = "moczarr:open_level"
     url_arg = "store_root"
 
@@ -95,8 +97,8 @@ class MortonStoreReader(BaseReader):
     """A store's products and resolutions as an ``xarray.DataTree`` (:func:`moczarr.open_store`)."""
 
     output_instance = "xarray:DataTree"
-    implements = {MortonHiveTree}
-    imports = {"moczarr", "xarray"}
+    implements: ClassVar[set[type]] = {MortonHiveTree}
+    imports: ClassVar[set[str]] = {"moczarr", "xarray"}
     func = "moczarr:open_store"
     url_arg = "store_root"
 

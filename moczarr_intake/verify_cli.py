@@ -61,7 +61,7 @@ def verify_root(
 
     def tick(checked: int, found: int) -> None:
         if found:
-            bar.total += found
+            bar.total = (bar.total or 0) + found
             bar.refresh()
         if checked:
             bar.update(checked)
@@ -98,18 +98,17 @@ def format_report(report: VerifyReport) -> str:
 
 def run(args) -> int:
     """Verify every root of parsed ``args``; print; return the exit status (0 ok, 1 an error, 2 bad usage)."""
-    reports = []
     try:
-        for root in args.roots:
-            reports.append(
-                verify_root(
-                    root,
-                    deep=args.deep,
-                    window=args.window,
-                    storage_options=_storage_options(args),
-                    progress=not args.no_progress,
-                )
+        reports = [
+            verify_root(
+                root,
+                deep=args.deep,
+                window=args.window,
+                storage_options=_storage_options(args),
+                progress=not args.no_progress,
             )
+            for root in args.roots
+        ]
     except (WindowError, NotAHiveStoreError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -347,13 +347,13 @@ VERSIONED = "zagg/versioned/store"
 V_LEAF = "1/1/1/1/1/4/4/1111144.zarr"  # a versioned leaf with one version and no legacy data at its root
 
 POINTER_CASES = {
-    "missing": (dict(delete=True), Raises(StampError, "data group")),
-    "null": (dict(value=None), Raises(StampError, "data group")),
-    "empty": (dict(value=""), Raises(VersionPointerError)),
-    "truncated": (dict(value="ru"), Raises(VersionPointerError)),
-    "wrong_type": (dict(value=7), Raises(VersionPointerError)),
-    "unknown_spec": (dict(value="v1"), Raises(VersionPointerError)),
-    "out_of_range": (dict(value="run-gone-00000000"), Degrades(DebrisWarning, without_leaf("1111144"))),
+    "missing": ({"delete": True}, Raises(StampError, "data group")),
+    "null": ({"value": None}, Raises(StampError, "data group")),
+    "empty": ({"value": ""}, Raises(VersionPointerError)),
+    "truncated": ({"value": "ru"}, Raises(VersionPointerError)),
+    "wrong_type": ({"value": 7}, Raises(VersionPointerError)),
+    "unknown_spec": ({"value": "v1"}, Raises(VersionPointerError)),
+    "out_of_range": ({"value": "run-gone-00000000"}, Degrades(DebrisWarning, without_leaf("1111144"))),
 }
 
 

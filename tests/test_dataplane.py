@@ -68,7 +68,7 @@ def leaf_by_leaf(source: CellsSource) -> np.ndarray:
     """The variable read the plain way: zarr opens each object's array and the object's rows are kept."""
     store = LocalStore(local_root(source.storage.store), read_only=True)
     blocks = []
-    for group, sel in zip(source.groups, source.sels):
+    for group, sel in zip(source.groups, source.sels, strict=True):
         arr = zarr.open_array(store, path=source.storage.key(f"{group}/{source.name}"), mode="r")
         values = arr[...]
         blocks.append(values if sel is None else np.take(values, sel, axis=source.axis))
@@ -222,7 +222,7 @@ def test_truncated_chunk_raises_naming_it():
         "fill_value": 0,
         "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}],
     }
-    with pytest.raises(moczarr.errors.ArrayContractError, match="leaf/count.*corrupt chunk"):
+    with pytest.raises(moczarr.errors.ArrayContractError, match=r"leaf/count.*corrupt chunk"):
         ChunkDecoder(meta, "x").decode(b"\0" * 40, "leaf/count")
 
 
@@ -276,7 +276,9 @@ def test_source_over_chunked_objects_equals_zarr(tmp_path, layout):
     sels = [None, np.array([1, 5, 6, 15]), None, np.arange(4, 12), None]
     storage = Storage.open(tmp_path)
     source = CellsSource(storage, "v", meta, axis, groups, sels, [16] * 5, token="t")
-    expected = np.concatenate([a if s is None else np.take(a, s, axis=axis) for a, s in zip(arrays, sels)], axis=axis)
+    expected = np.concatenate(
+        [a if s is None else np.take(a, s, axis=axis) for a, s in zip(arrays, sels, strict=True)], axis=axis
+    )
     assert source.shape == expected.shape
     np.testing.assert_array_equal(source[...], expected)
     key = (slice(None), np.array([30, 2, 17])) if extra else np.array([30, 2, 17])
@@ -308,7 +310,7 @@ def _tiny_objects(root, n: int) -> tuple[dict, list[str], np.ndarray]:
     }
     values = np.arange(16 * n, dtype=np.float32).reshape(n, 16)
     groups = [f"o{i}.zarr/8" for i in range(n)]
-    for group, row in zip(groups, values):
+    for group, row in zip(groups, values, strict=True):
         (root / group / "v" / "c").mkdir(parents=True)
         (root / group / "v" / "c" / "0").write_bytes(row.astype("<f4").tobytes())
     return meta, groups, values.ravel()
@@ -316,7 +318,7 @@ def _tiny_objects(root, n: int) -> tuple[dict, list[str], np.ndarray]:
 
 @pytest.mark.slow
 def test_a_batch_is_read_in_bounded_sub_batches_straight_into_its_result(tmp_path, monkeypatch):
-    """One task over thousands of tiny objects holds its result plus a bounded number of payloads, not one per object."""
+    """A task over thousands of tiny objects holds its result plus a bounded number of payloads, not one per object."""
     import tracemalloc
 
     from moczarr.dataplane.reads import SUB_BATCH_KEYS

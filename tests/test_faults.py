@@ -227,14 +227,14 @@ def test_persistent_slowdown_is_throttled(proxy):
 
 def test_persistent_429_is_throttled_after_the_budget(proxy):
     proxy.add("morton_hive.json", kind="status", status=429, code="TooManyRequests")
-    with pytest.raises(StorageThrottledError, match="morton_hive.json"):
+    with pytest.raises(StorageThrottledError, match=r"morton_hive\.json"):
         open_remote(proxy)
     assert proxy.count("morton_hive.json") == FAST["attempts"]
 
 
 def test_unauthenticated_fails_at_once(proxy):
     proxy.add("morton_hive.json", kind="status", status=401, code="Unauthorized")
-    with pytest.raises(StoragePermissionError, match="morton_hive.json"):
+    with pytest.raises(StoragePermissionError, match=r"morton_hive\.json"):
         open_remote(proxy)
     assert proxy.count("morton_hive.json") == 1
 
@@ -311,7 +311,7 @@ def test_persistently_corrupt_bodies_fail_the_checksum_typed(proxy):
     ds = open_remote(proxy)
     proxy.add("/count/c/", kind="corrupt")
     with pytest.raises(StorageError, match=r"count/c/0.*Checksum|Checksum.*count/c/0"):
-        ds["count"].values  # never the flipped bytes decoded as data
+        ds["count"].compute()  # never the flipped bytes decoded as data
 
 
 # -- the other readers ---------------------------------------------------------------------------------
@@ -319,7 +319,7 @@ def test_moraine_marker_500_is_not_an_answer(proxy):
     url = f"s3://{BUCKET}/{MORAINE}"
     assert moczarr.moraine.is_moraine_pyramid(url, storage_options=options(proxy)) is True
     proxy.add("0.zarr/zarr.json", kind="status", status=500, code="InternalError")
-    with pytest.raises(StorageError, match="0.zarr"):
+    with pytest.raises(StorageError, match=r"0\.zarr"):
         moczarr.moraine.is_moraine_pyramid(url, storage_options=options(proxy))
 
 

@@ -52,7 +52,7 @@ def test_bad_manifest_raises_naming_store_and_field(copy_fixture, damage, field)
 def test_unparsable_manifest_and_missing_manifest(copy_fixture, tmp_path):
     root = copy_fixture("serc_hive")
     (root / "morton_hive.json").write_text("{not json")
-    with pytest.raises(moczarr.errors.ManifestError, match="morton_hive.json"):
+    with pytest.raises(moczarr.errors.ManifestError, match=r"morton_hive\.json"):
         moczarr.open_hive(root)
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -93,7 +93,7 @@ def test_malformed_range_raises(copy_fixture, ranges):
     env = load_json(root / "coverage.moc")
     env["ranges"] = [["4331421", "4331422"], *ranges]
     write_json(root / "coverage.moc", env)
-    with pytest.raises(moczarr.errors.CoverageError, match="coverage.moc"):
+    with pytest.raises(moczarr.errors.CoverageError, match=r"coverage\.moc"):
         moczarr.open_hive(root)
 
 

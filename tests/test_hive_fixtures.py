@@ -71,7 +71,7 @@ def test_zagg_multi_products_open_one_by_one():
     golden = load_json(fixture_path("zagg/multi/golden.json"))
     root = fixture_path("zagg/multi/store")
     assert moczarr.list_products(root) == sorted(p["path"] for p in golden["products"].values())
-    for name, product in golden["products"].items():
+    for product in golden["products"].values():
         if product["windowed"]:
             for window, expect in product["by_window"].items():
                 ds = moczarr.open_hive(root / product["path"], window=window)
@@ -92,7 +92,7 @@ def test_ragged_digest_bytes_decode_to_counts():
     payloads = var.values
     assert payloads.dtype == object
     counts = ds["count"].values
-    for payload, count in zip(payloads, counts):
+    for payload, count in zip(payloads, counts, strict=True):
         arr = np.frombuffer(payload, dtype=np.dtype(element["dtype"]).newbyteorder("<"))
         if count == 0:
             assert arr.size == 0

@@ -58,9 +58,9 @@ def test_every_exported_name_resolves(module):
 
 def test_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'open_hives'"):
-        moczarr.open_hives  # noqa: B018
+        _ = moczarr.open_hives
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        moczarr.metadata.nothing  # noqa: B018
+        _ = moczarr.metadata.nothing
 
 
 @pytest.mark.subprocess

@@ -11,6 +11,7 @@ import copy
 import pickle
 import tracemalloc
 import warnings
+from itertools import pairwise
 
 import dask.array as da
 import mortie
@@ -294,7 +295,7 @@ def test_isel_integer_arrays(dom, data):
     m, p = moc_ds(r), pandas_ds(r)
     picks = data.draw(st.lists(st.integers(-n, n - 1), max_size=20))
     normal = [x % n for x in picks]
-    ascending = len(picks) > 0 and all(b > a for a, b in zip(normal, normal[1:]))
+    ascending = len(picks) > 0 and all(b > a for a, b in pairwise(normal))
     if ascending or not picks:
         with no_degrade():
             assert_same(m.isel(cells=picks), p.isel(cells=picks))
@@ -398,7 +399,7 @@ def test_concat_of_ascending_pieces_matches_pandas(dom, data):
     n = len(r)
     cuts = sorted(data.draw(st.lists(st.integers(0, n), max_size=4)))
     bounds = [0, *cuts, n]
-    pieces = [slice(a, b) for a, b in zip(bounds, bounds[1:])]
+    pieces = [slice(a, b) for a, b in pairwise(bounds)]
     m, p = moc_ds(r), pandas_ds(r)
     with no_degrade():
         got = xr.concat([m.isel(cells=s) for s in pieces], dim="cells")

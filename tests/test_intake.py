@@ -181,7 +181,7 @@ def test_committed_catalogs_are_current(tmp_path):
 
 
 def test_aoi_parameter_means_what_the_openers_mean():
-    """Unset: everywhere; ``[]``: nowhere (schema-correct, warned); text: ids, WKT or GeoJSON, as the openers take it."""
+    """Unset: everywhere; ``[]``: nowhere (schema-correct, warned); text: ids, WKT or GeoJSON, as the openers take."""
     import json
     import warnings
 

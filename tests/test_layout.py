@@ -130,7 +130,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt) :] + [nxt]
+                return [*stack[stack.index(nxt) :], nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()
@@ -148,9 +148,8 @@ def _upward(name: str) -> list[str]:
     own = layer_of(name)
     problems = []
     for target, _, line in _imports(name):
-        if target.split(".")[0] == "moczarr" and target != name:
-            if layer_of(target) > own:
-                problems.append(f"line {line}: {target} (layer {layer_of(target)})")
+        if target.split(".")[0] == "moczarr" and target != name and layer_of(target) > own:
+            problems.append(f"line {line}: {target} (layer {layer_of(target)})")
     return problems
 
 
@@ -219,10 +218,15 @@ def test_no_private_name_crosses_a_module(name):
         for m, n, line in _imports(name)
         if n and n.startswith("_") and not n.startswith("__") and m != name
     ]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
-            if node.attr.startswith("_") and not node.attr.startswith("__"):
-                problems.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
+    problems.extend(
+        f"line {node.lineno}: {node.value.id}.{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in bound
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+    )
     for target, _, line in _imports(name):
         parts = target.split(".")
         for i, part in enumerate(parts):

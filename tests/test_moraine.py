@@ -58,54 +58,84 @@ def moraine_dir() -> Path:
 
 # What the fixtures' README documents about each pyramid (not read from the pyramids).
 DOC = {
-    "ras_mean_v1": dict(
-        kind="raster", method="mean", legacy=False, shape0=(300, 200), dtype="float32", levels=8, zarr_format=3
-    ),
-    "stack_decimate_v1": dict(
-        kind="raster", method="decimate", legacy=False, shape0=(300, 200, 3), dtype="float32", levels=8, zarr_format=3
-    ),
-    "cpx_mean_v1": dict(
-        kind="raster", method="mean", legacy=False, shape0=(120, 80, 2), dtype="complex64", levels=7, zarr_format=3
-    ),
-    "ras_decimate_v1_zarr2": dict(
-        kind="raster", method="decimate", legacy=False, shape0=(300, 200), dtype="float32", levels=8, zarr_format=2
-    ),
-    "pc_first_v1": dict(
-        kind="point cloud",
-        method="first",
-        legacy=False,
-        shape0=(150, 100, 2),
-        dtype="float32",
-        levels=7,
-        zarr_format=3,
-        res=20.0,
-        n_points=3000,
-    ),
-    "pc_int_mean_v1": dict(
-        kind="point cloud",
-        method="mean",
-        legacy=False,
-        shape0=(150, 100),
-        dtype="float32",
-        levels=7,
-        zarr_format=3,
-        res=1.0,
-        n_points=3000,
-    ),
-    "ras_legacy_090": dict(
-        kind="raster", method="decimate", legacy=True, shape0=(300, 200), dtype="float32", levels=8, zarr_format=3
-    ),
-    "pc_int_legacy_090": dict(
-        kind="point cloud",
-        method="first",
-        legacy=True,
-        shape0=(149, 99),
-        dtype="int16",
-        levels=7,
-        zarr_format=3,
-        res=1.0,
-        n_points=3000,
-    ),
+    "ras_mean_v1": {
+        "kind": "raster",
+        "method": "mean",
+        "legacy": False,
+        "shape0": (300, 200),
+        "dtype": "float32",
+        "levels": 8,
+        "zarr_format": 3,
+    },
+    "stack_decimate_v1": {
+        "kind": "raster",
+        "method": "decimate",
+        "legacy": False,
+        "shape0": (300, 200, 3),
+        "dtype": "float32",
+        "levels": 8,
+        "zarr_format": 3,
+    },
+    "cpx_mean_v1": {
+        "kind": "raster",
+        "method": "mean",
+        "legacy": False,
+        "shape0": (120, 80, 2),
+        "dtype": "complex64",
+        "levels": 7,
+        "zarr_format": 3,
+    },
+    "ras_decimate_v1_zarr2": {
+        "kind": "raster",
+        "method": "decimate",
+        "legacy": False,
+        "shape0": (300, 200),
+        "dtype": "float32",
+        "levels": 8,
+        "zarr_format": 2,
+    },
+    "pc_first_v1": {
+        "kind": "point cloud",
+        "method": "first",
+        "legacy": False,
+        "shape0": (150, 100, 2),
+        "dtype": "float32",
+        "levels": 7,
+        "zarr_format": 3,
+        "res": 20.0,
+        "n_points": 3000,
+    },
+    "pc_int_mean_v1": {
+        "kind": "point cloud",
+        "method": "mean",
+        "legacy": False,
+        "shape0": (150, 100),
+        "dtype": "float32",
+        "levels": 7,
+        "zarr_format": 3,
+        "res": 1.0,
+        "n_points": 3000,
+    },
+    "ras_legacy_090": {
+        "kind": "raster",
+        "method": "decimate",
+        "legacy": True,
+        "shape0": (300, 200),
+        "dtype": "float32",
+        "levels": 8,
+        "zarr_format": 3,
+    },
+    "pc_int_legacy_090": {
+        "kind": "point cloud",
+        "method": "first",
+        "legacy": True,
+        "shape0": (149, 99),
+        "dtype": "int16",
+        "levels": 7,
+        "zarr_format": 3,
+        "res": 1.0,
+        "n_points": 3000,
+    },
 }
 ALL = list(DOC)
 RASTERS = [n for n in ALL if DOC[n]["kind"] == "raster"]
@@ -145,7 +175,7 @@ def copy_fixture(root: Path, name: str, tmp_path: Path) -> Path:
 def contract_shapes(shape0):
     """Level shapes by the contract: L = floor(log2(min(nlines, width))), ceil halving."""
     nlines, width, *channels = shape0
-    top = int(math.floor(math.log2(min(nlines, width))))
+    top = math.floor(math.log2(min(nlines, width)))
     return [(math.ceil(nlines / 2**lv), math.ceil(width / 2**lv), *channels) for lv in range(top + 1)]
 
 
@@ -260,7 +290,7 @@ def test_legacy_recognised_by_half_size_rule(root, name, tmp_path):
     copy = copy_fixture(root, name, tmp_path)
     shutil.rmtree(copy / "1.zarr")
     assert not is_moraine_pyramid(copy)
-    with pytest.raises(NotAMorainePyramidError, match="1.zarr"):
+    with pytest.raises(NotAMorainePyramidError, match=r"1\.zarr"):
         read_moraine_info(copy)
     shutil.rmtree(copy / "0.zarr")
     shutil.copytree(root / name / "2.zarr", copy / "0.zarr")
@@ -604,7 +634,7 @@ def test_bad_marker_version_rejected(root, tmp_path):
 def test_kind_mismatch_rejected(root, tmp_path):
     pc = copy_fixture(root, "pc_first_v1", tmp_path)
     _edit_marker(pc, lambda m: m.update(kind="raster"))
-    with pytest.raises(PyramidError, match="bounds.toml"):
+    with pytest.raises(PyramidError, match=r"bounds\.toml"):
         read_moraine_info(pc)
 
     ras = copy_fixture(root, "ras_mean_v1", tmp_path)
@@ -614,7 +644,7 @@ def test_kind_mismatch_rejected(root, tmp_path):
 
     lost = copy_fixture(root, "pc_int_mean_v1", tmp_path)
     (lost / "bounds.toml").unlink()
-    with pytest.raises(PyramidError, match="no bounds.toml"):
+    with pytest.raises(PyramidError, match=r"no bounds\.toml"):
         read_moraine_info(lost)
 
 
@@ -625,7 +655,7 @@ def test_unknown_method_and_missing_level_rejected(root, tmp_path):
         read_moraine_info(copy)
     copy2 = copy_fixture(root, "stack_decimate_v1", tmp_path)
     shutil.rmtree(copy2 / "5.zarr")
-    with pytest.raises(PyramidError, match="5.zarr"):
+    with pytest.raises(PyramidError, match=r"5\.zarr"):
         read_moraine_info(copy2)
 
 
@@ -676,8 +706,8 @@ def test_levels_are_lazy(root, tmp_path):
     level = open_moraine_level(copy, 0)  # opening reads metadata only
     tree = open_moraine_pyramid(copy)
     np.testing.assert_array_equal(tree["l1"]["data"].values, open_moraine_level(root / "ras_mean_v1", 1).values)
-    with pytest.raises(ChunkError, match="0.zarr"):
-        level.values
+    with pytest.raises(ChunkError, match=r"0\.zarr"):
+        level.compute()
 
 
 def _snapshot(path: Path) -> dict:
@@ -696,11 +726,11 @@ def test_nothing_is_written(root, name, tmp_path):
     is_moraine_pyramid(copy)
     open_moraine_pyramid(copy).compute()
     for lv in range(info.n_levels):
-        open_moraine_level(copy, lv).values
+        open_moraine_level(copy, lv).compute()
     if info.kind == "point cloud":
         open_moraine_points(copy).compute()
-        open_moraine_index(copy, 1).values
-        read_moraine_rtree(copy).values
+        open_moraine_index(copy, 1).compute()
+        read_moraine_rtree(copy).compute()
     assert _snapshot(copy) == before
 
 
@@ -767,5 +797,5 @@ def test_s3_matches_local(root, s3, name):
             read_moraine_rtree(url, storage_options=s3).values, read_moraine_rtree(root / name).values
         )
     assert not is_moraine_pyramid("s3://moraine/nothing-here", storage_options=s3)
-    with pytest.raises(NotAMorainePyramidError, match="0.zarr"):
+    with pytest.raises(NotAMorainePyramidError, match=r"0\.zarr"):
         read_moraine_info("s3://moraine/nothing-here", storage_options=s3)

@@ -54,14 +54,14 @@ pytestmark = pytest.mark.filterwarnings("ignore:Shell command not executed:UserW
 
 # what the fixtures' README documents (not read from the pyramids)
 FIXTURES = {
-    "ras_mean_v1": dict(kind="raster", levels=8, legacy=False),
-    "stack_decimate_v1": dict(kind="raster", levels=8, legacy=False),
-    "cpx_mean_v1": dict(kind="raster", levels=7, legacy=False),
-    "ras_decimate_v1_zarr2": dict(kind="raster", levels=8, legacy=False),
-    "pc_first_v1": dict(kind="point cloud", levels=7, legacy=False),
-    "pc_int_mean_v1": dict(kind="point cloud", levels=7, legacy=False),
-    "ras_legacy_090": dict(kind="raster", levels=8, legacy=True),
-    "pc_int_legacy_090": dict(kind="point cloud", levels=7, legacy=True),
+    "ras_mean_v1": {"kind": "raster", "levels": 8, "legacy": False},
+    "stack_decimate_v1": {"kind": "raster", "levels": 8, "legacy": False},
+    "cpx_mean_v1": {"kind": "raster", "levels": 7, "legacy": False},
+    "ras_decimate_v1_zarr2": {"kind": "raster", "levels": 8, "legacy": False},
+    "pc_first_v1": {"kind": "point cloud", "levels": 7, "legacy": False},
+    "pc_int_mean_v1": {"kind": "point cloud", "levels": 7, "legacy": False},
+    "ras_legacy_090": {"kind": "raster", "levels": 8, "legacy": True},
+    "pc_int_legacy_090": {"kind": "point cloud", "levels": 7, "legacy": True},
 }
 NAMES = list(FIXTURES)
 POINT_CLOUDS = [n for n in NAMES if FIXTURES[n]["kind"] == "point cloud"]
@@ -318,8 +318,8 @@ def test_raster_statistics_equal_the_stored_ones(name):
     rows = values.reshape(-1, len(columns))
     assert len(bands) == len(rows)
     amplitude = np.dtype(read_moraine_info(path).dtype).kind == "c"
-    for band, row in zip(bands, rows):
-        col = dict(zip(columns, row))
+    for band, row in zip(bands, rows, strict=True):
+        col = dict(zip(columns, row, strict=True))
         st = band["statistics"]
         assert st["valid_percent"] == pytest.approx(100.0 * (1.0 - col["nan_fraction"]), abs=1e-12)
         if col["nan_fraction"] == 1.0:  # an all-nan channel (stack image 2)
@@ -443,17 +443,17 @@ def test_validate_item_fails_loudly(tmp_path, monkeypatch):
     item = moraine_stac_item(info)
     unknown = item.clone()
     unknown.stac_extensions.append("https://stac-extensions.github.io/not-here/v9.9.9/schema.json")
-    with pytest.raises(MissingSchemaError, match="not-here/v9.9.9"):
+    with pytest.raises(MissingSchemaError, match=r"not-here/v9\.9\.9"):
         validate_item(unknown)
     with monkeypatch.context() as m:
         m.setattr(stac_module.validate, "SCHEMA_DIR", tmp_path / "no-schemas-here")
-        with pytest.raises(MissingSchemaError, match="raster/v1.1.0"):
+        with pytest.raises(MissingSchemaError, match=r"raster/v1\.1\.0"):
             validate_item(item)
     bad = item.clone()
     bad.assets["l0"].extra_fields["raster:bands"][0]["data_type"] = "float99"
-    with pytest.raises(STACValidationError, match="raster/v1.1.0"):
+    with pytest.raises(STACValidationError, match=r"raster/v1\.1\.0"):
         validate_item(bad)
     bad = item.clone()
     bad.properties["proj:shape"] = [150]
-    with pytest.raises(STACValidationError, match="projection/v2.0.0"):
+    with pytest.raises(STACValidationError, match=r"projection/v2\.0\.0"):
         validate_item(bad)

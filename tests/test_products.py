@@ -120,7 +120,7 @@ def test_open_store_overview_hive_tree_shape():
         assert product.attrs["zagg_pyramid"]["spec"] == "zagg-pyramid/1"
         assert product.attrs["zagg_pyramid"]["orders"] == golden[name]["pyramid_orders"]
         # /1: children named by the bare integer cell order, finest first
-        want = [str(golden[name]["cell_order"])] + list(golden[name]["overviews"])
+        want = [str(golden[name]["cell_order"]), *golden[name]["overviews"]]
         assert list(product.children) == want
     key = {"atl06": "all", "atl06_windows": "2019"}
     for name, per in golden.items():

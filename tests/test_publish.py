@@ -270,7 +270,7 @@ def test_titles_are_unique_and_say_where(published):
         assert "cube:dimensions" in c.extra_fields and "cube:variables" in c.extra_fields
         assert set(c.item_assets) >= {"data", "morton-hive", "manifest"}
         assert all(link.title for link in c.links if link.rel in ("item", "child"))
-    items = [i for i in catalog.get_items(recursive=True)]
+    items = list(catalog.get_items(recursive=True))
     assert len({i.properties["title"] for i in items}) == len(items)
 
 

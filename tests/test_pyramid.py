@@ -99,7 +99,7 @@ def check_level_shape(ds: xr.Dataset, cell_order: int):
     assert np.all(np.diff(words.astype(object)) > 0), "cells must be ascending in packed-word order"
     if words.size:
         assert set(np.asarray(mortie.orders_of(words)).tolist()) == {cell_order}
-        nested, orders = mortie.mort2healpix(words)
+        nested, _orders = mortie.mort2healpix(words)
         np.testing.assert_array_equal(ds["cell_ids"].values, np.asarray(nested, dtype=np.uint64))
     assert ds.attrs["morton_hive"]["cell_order"] == cell_order
     assert ds.attrs["zagg_level"]["cell_order"] == cell_order
@@ -570,7 +570,7 @@ def test_open_pyramid_spec_versioned_multiscales_verbatim_and_omissions():
         assert any(f"o{r}" in m for m in omitted), r
     ds = tree["o6"].ds
     expected = load_json(fixture_path("spec/versioned.expected.json"))
-    counts = dict(zip(ds["morton"].values.tolist(), ds["count"].values.tolist()))
+    counts = dict(zip(ds["morton"].values.tolist(), ds["count"].values.tolist(), strict=True))
     for cell in expected["cells"]:
         assert counts[int(cell["morton"])] == cell["count"]
 
@@ -601,7 +601,7 @@ def test_column_level_of_spec_column_with_a_root_moc(copy_fixture):
     ]
     from moczarr.analysis.ragged import decode_variable
 
-    for got, want in zip(decode_variable(ds["h_tdigest"]), group["h_tdigest"]):
+    for got, want in zip(decode_variable(ds["h_tdigest"]), group["h_tdigest"], strict=True):
         np.testing.assert_allclose(got, np.asarray(want, dtype="f4").reshape(-1, 2))
 
 
@@ -886,7 +886,7 @@ def test_level_demotions_flattens_stamped_records(copy_fixture):
     assert ds.attrs["zagg_objects"][0]["zagg_overview"]["demotions"] == records  # verbatim
     flat = level_demotions(ds)
     assert len(flat) == 2
-    for got, want in zip(flat, records):
+    for got, want in zip(flat, records, strict=True):
         assert got["node"] == "43312" and got["cell_order"] == 6
         assert {k: got[k] for k in want} == want
     assert level_demotions(tree) == flat

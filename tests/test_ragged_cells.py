@@ -209,7 +209,7 @@ def _occupied(level: xr.Dataset) -> dict[int, tuple[int, float, float]]:
     words = level["morton"].values
     return {
         int(w): (int(c), float(lo), float(hi))
-        for w, c, lo, hi in zip(words, count, level["h_min"].values, level["h_max"].values)
+        for w, c, lo, hi in zip(words, count, level["h_min"].values, level["h_max"].values, strict=True)
         if c > 0
     }
 
@@ -285,7 +285,7 @@ def test_join_coarse_broadcasts_parent_values():
     coarse = open_level(root, 6)
     joined = join_coarse(fine, coarse, suffix="_o6")
     parents = parent_cells(fine, 6).values
-    lookup = dict(zip(coarse["morton"].values.tolist(), coarse["count"].values.tolist()))
+    lookup = dict(zip(coarse["morton"].values.tolist(), coarse["count"].values.tolist(), strict=True))
     assert joined["count_o6"].values.tolist() == [lookup[int(p)] for p in parents]
     assert joined["h_min_o6"].attrs == coarse["h_min"].attrs
     np.testing.assert_array_equal(joined["count"].values, fine["count"].values)
@@ -305,7 +305,7 @@ def test_join_coarse_missing_parents_are_nan():
     assert found.sum() == 32
     values = joined["count_c"].values
     assert np.all(np.isnan(values[~found]))
-    lookup = dict(zip(coarse["morton"].values.tolist(), coarse["count"].values.tolist()))
+    lookup = dict(zip(coarse["morton"].values.tolist(), coarse["count"].values.tolist(), strict=True))
     assert values[found].tolist() == [lookup[int(p)] for p in parents[found]]
 
 

@@ -90,7 +90,7 @@ def data_chunk_count(store: Path, ds) -> int:
             meta = load_json(data / group / var / "zarr.json")
             assert not any(c["name"] == "sharding_indexed" for c in meta["codecs"]), "count assumes unsharded arrays"
             chunk = meta["chunk_grid"]["configuration"]["chunk_shape"]
-            total += math.prod(math.ceil(s / c) for s, c in zip(meta["shape"], chunk))
+            total += math.prod(math.ceil(s / c) for s, c in zip(meta["shape"], chunk, strict=True))
     return total
 
 
@@ -168,7 +168,7 @@ def test_versioned_store_costs_one_probe_per_versioned_leaf():
     version's data group is probed instead: without it a pointer to a removed version would read as
     empty rows instead of being skipped with a DebrisWarning (FORMAT.md §5.5).
     """
-    legacy, legacy_counter = open_counted(fixture_path("zagg/single_8/store"))
+    _legacy, legacy_counter = open_counted(fixture_path("zagg/single_8/store"))
     root = fixture_path("zagg/versioned/store")
     ds, counter = open_counted(root)
     n_versioned = ds.attrs["morton_hive"]["n_versioned"]

@@ -123,7 +123,7 @@ def _check_open(ds, leaves: dict, totals: dict):
     assert float(np.nanmin(ds["h_min"].values)) == totals["h_min_min"]
     assert float(np.nanmax(ds["h_max"].values)) == totals["h_max_max"]
     shard = np.asarray(mortie.clip2order(SHARD_ORDER, ds["morton"].values), dtype=np.uint64)
-    per_leaf = {d: int(count[shard == w].sum()) for d, w in zip(expected, ids.to_words(expected))}
+    per_leaf = {d: int(count[shard == w].sum()) for d, w in zip(expected, ids.to_words(expected), strict=True)}
     assert per_leaf == {v["shard"]: v["count"] for v in leaves.values()}
     assert int(ds.attrs["morton_hive"]["granule_count"]) == sum(v["granule_count"] for v in leaves.values())
 
@@ -238,7 +238,7 @@ def test_overviews_fold_the_leaves(sample):
                 "h_max": np.full(fine.size, np.nan, np.float32),
             }
             n_leaves = 0
-            for lw, lp in zip(leaf_words, leaf_paths):
+            for lw, lp in zip(leaf_words, leaf_paths, strict=True):
                 if int(mortie.clip2order(k, np.asarray([lw], np.uint64))[0]) != int(word):
                     continue
                 n_leaves += 1

@@ -71,7 +71,7 @@ def built(tmp_path_factory, store_layer):
     roots = [fixture_path(name) for name in ROOTS]  # fails under CI=true when fixtures are missing
     out = tmp_path_factory.mktemp("stac")
     catalog = quiet(build_stac, [str(r) for r in roots], out, thumbnails=True)
-    summaries = {name: quiet(summarize_store, str(root)) for name, root in zip(ROOTS, roots)}
+    summaries = {name: quiet(summarize_store, str(root)) for name, root in zip(ROOTS, roots, strict=True)}
     products = {os.path.abspath(p.root): p for s in summaries.values() for p in s.products}
     on_disk = pystac.Catalog.from_file(str(out / "catalog.json"))
     return SimpleNamespace(catalog=catalog, out=out, summaries=summaries, products=products, disk=on_disk)
@@ -268,7 +268,7 @@ def test_undeclarable_extension_and_invalid_documents_raise(built):
 def shard_centroids(decimals: list[str]) -> list[Point]:
     lat, lon = mortie.mort2geo(ids.to_words(decimals))
     lon = (np.asarray(lon) + 180.0) % 360.0 - 180.0
-    return [Point(x, y) for x, y in zip(lon, np.asarray(lat))]
+    return [Point(x, y) for x, y in zip(lon, np.asarray(lat), strict=True)]
 
 
 def in_bbox(bbox, geom) -> bool:
@@ -305,20 +305,20 @@ def synthetic_product(shards: list[str], **kw) -> ProductSummary:
         "shard_order": 3,
         "generated_at": "2026-01-02T03:04:05+00:00",
     }
-    fields = dict(
-        name="synth",
-        root="/nonexistent/synth",
-        manifest=parse_manifest(manifest, "/nonexistent/synth"),
-        declaration=None,
-        windows=[],
-        time_range=None,
-        n_shards=len(shards),
-        shards=shards,
-        bbox=None,
-        footprint=footprint_geometry(ids.to_words(shards)) if shards else None,
-        levels=[LevelInfo(5, 3, "source", ["v"], float(mortie.order2res(5)))],
-        variables=[VariableInfo("v", "float32", ["cells"], {"units": "m"})],
-    )
+    fields = {
+        "name": "synth",
+        "root": "/nonexistent/synth",
+        "manifest": parse_manifest(manifest, "/nonexistent/synth"),
+        "declaration": None,
+        "windows": [],
+        "time_range": None,
+        "n_shards": len(shards),
+        "shards": shards,
+        "bbox": None,
+        "footprint": footprint_geometry(ids.to_words(shards)) if shards else None,
+        "levels": [LevelInfo(5, 3, "source", ["v"], float(mortie.order2res(5)))],
+        "variables": [VariableInfo("v", "float32", ["cells"], {"units": "m"})],
+    }
     fields.update(kw)
     return ProductSummary(**fields)
 
@@ -326,7 +326,7 @@ def synthetic_product(shards: list[str], **kw) -> ProductSummary:
 def test_antimeridian_footprint_box_crosses():
     shards = ["-1411", "-1412", "-1413"]  # order-3 cells astride 180 degrees
     collection = product_collection(synthetic_product(shards))
-    west, south, east, north = collection.extent.spatial.bboxes[0]
+    west, _south, east, _north = collection.extent.spatial.bboxes[0]
     assert west > east, "a box across the antimeridian has west > east"
     assert 160 < west < 180 and -180 < east < -160
     (item,) = collection.get_items()
@@ -367,7 +367,10 @@ def test_no_coverage_means_no_geometry():
 # -- time ---------------------------------------------------------------------------------------------
 def test_window_intervals():
     utc = __import__("datetime").timezone.utc
-    D = lambda *a: __import__("datetime").datetime(*a, tzinfo=utc)  # noqa: E731
+
+    def D(*a):
+        return __import__("datetime").datetime(*a, tzinfo=utc)
+
     assert window_interval("2019", "yearly") == (D(2019, 1, 1), D(2020, 1, 1))
     assert window_interval("201912", "monthly") == (D(2019, 12, 1), D(2020, 1, 1))
     assert window_interval("201902", "monthly") == (D(2019, 2, 1), D(2019, 3, 1))
@@ -616,7 +619,7 @@ def test_s3_build_reads_through_both_intake_flavours_and_the_asset_hints(s3_colu
         cat = intake.open_catalog(str(tmp_path / name))
         entry = "atl06" if name == "catalog.yaml" else "atl06_o7"
         got = cat[entry](order=7).read() if name == "catalog.yaml" else cat[entry].read()
-        xr.testing.assert_identical(quiet(lambda: got.load()), local)
+        xr.testing.assert_identical(quiet(got.load), local)
     item = pystac.read_file(str(tmp_path / "stac" / "atl06" / "atl06-o7" / "atl06-o7.json"))
     asset = item.assets["data"]
     assert asset.extra_fields["xarray:storage_options"] == {"anon": True, "client_kwargs": {"endpoint_url": endpoint}}

@@ -61,17 +61,18 @@ def join_coarse(fine: xr.Dataset, coarse: xr.Dataset, *, suffix: str = "") -> xr
     for name, var in coarse.data_vars.items():
         if CELLS not in var.dims:
             continue
-        if name + suffix in out:
-            raise ArgumentError(f"variable {name + suffix!r} exists in the fine Dataset; pass suffix=")
+        target = f"{name}{suffix}"
+        if target in out:
+            raise ArgumentError(f"variable {target!r} exists in the fine Dataset; pass suffix=")
         if have.size:
             taken = var.variable.isel({CELLS: picker.values})
             joined = xr.DataArray(taken, dims=var.dims)
             if not found.all():
                 joined = joined.where(mask)
         else:  # nothing to take from: every row is missing, the schema stays
-            shape = tuple(parents.size if d == CELLS else n for d, n in zip(var.dims, var.shape))
+            shape = tuple(parents.size if d == CELLS else n for d, n in zip(var.dims, var.shape, strict=True))
             joined = xr.DataArray(np.zeros(shape, dtype=var.dtype), dims=var.dims).where(False)
-        out[name + suffix] = joined.assign_attrs(var.attrs)
+        out[target] = joined.assign_attrs(var.attrs)
     return out
 
 

@@ -50,7 +50,7 @@ def cell_centers(ds: xr.Dataset) -> xr.Dataset:
 
 
 def cell_polygons(ds: xr.Dataset, step: int = 4) -> list[np.ndarray]:
-    """Each cell's boundary as an ``(n, 2)`` array of ``[lon, lat]`` (mortie ``mort2polygon``, ``step`` points a side)."""
+    """Each cell's boundary, an ``(n, 2)`` array of ``[lon, lat]`` (mortie ``mort2polygon``, ``step`` points a side)."""
     words = _words(ds)
     if words.size == 0:
         return []
@@ -81,7 +81,8 @@ def plot_cells(ds: xr.Dataset, var: str, ax=None, *, step: int = 4, cmap=None, c
         from matplotlib.collections import PolyCollection
     except ImportError:
         raise ImportError(
-            f"moczarr.plot_cells needs matplotlib: install the '{PLOT_EXTRA}' extra (pip install \"moczarr[{PLOT_EXTRA}]\")"
+            f"moczarr.plot_cells needs matplotlib: install the '{PLOT_EXTRA}' extra "
+            f'(pip install "moczarr[{PLOT_EXTRA}]")'
         ) from None
     if var not in ds.variables:
         raise MapError(f"no variable {var!r} in the Dataset (have: {', '.join(map(str, ds.data_vars))})")

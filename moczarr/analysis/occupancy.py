@@ -42,9 +42,9 @@ def occupied_words(store_root, ds: xr.Dataset, *, storage_options: dict | None =
     stamps = [stamp_of(doc) for doc in read_roots(storage, paths)]
     depth = manifest.cell_order - manifest.shard_order
     found, unknown, sidecars = [], [], []
-    for decimal, path, stamp in zip(leaves, paths, stamps):
-        cov = stamp_coverage(stamp)
-        encoding = cov.get("encoding") if cov else None
+    for decimal, path, stamp in zip(leaves, paths, stamps, strict=True):
+        cov = stamp_coverage(stamp) or {}
+        encoding = cov.get("encoding")
         if encoding == "full":
             shard = ids.to_words(decimal)[0]
             found.append(
@@ -56,7 +56,7 @@ def occupied_words(store_root, ds: xr.Dataset, *, storage_options: dict | None =
         else:
             unknown.append(decimal)
     payloads = storage.get_many([key for _, key in sidecars]) if sidecars else []
-    for (decimal, key), payload in zip(sidecars, payloads):
+    for (decimal, key), payload in zip(sidecars, payloads, strict=True):
         if payload is None:
             unknown.append(decimal)
             continue

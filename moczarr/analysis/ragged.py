@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ids
-from ..errors import RaggedError, SelectionError
+from ..errors import AOIError, RaggedError, SelectionError
 from ..format.roster import read_manifest
 from ..openers.pyramid import check_order, open_level
 from ..places import as_place
@@ -113,6 +113,8 @@ def read_ragged(
     with nothing materialized.
     """
     place = as_place(cells, "cells")
+    if place is None:
+        raise AOIError("read_ragged: cells=None names no cells")
     if cell_order is not None:
         cell_order = check_order(cell_order, "cell_order")
     storage = Storage.open(store_root, storage_options)
@@ -123,7 +125,7 @@ def read_ragged(
     spec = parse_ragged_attrs(ds[field].attrs, field)
     have = ds["morton"].values
     if place.words is None:  # a geometry: every row of the level meeting it
-        return {int(w): decode_cell(p, spec) for w, p in zip(have, ds[field].values)}
+        return {int(w): decode_cell(p, spec) for w, p in zip(have, ds[field].values, strict=True)}
     words = place.words
     pos = np.searchsorted(have, words)
     missing = (
@@ -134,4 +136,4 @@ def read_ragged(
     if missing.any():
         raise SelectionError(f"{store_root}: cells {ids.to_decimals(words[missing])} are not in the level's domain")
     payloads = ds[field].isel(cells=pos).values
-    return {int(w): decode_cell(p, spec) for w, p in zip(words, payloads)}
+    return {int(w): decode_cell(p, spec) for w, p in zip(words, payloads, strict=True)}

@@ -1,1 +1,1 @@
-"""The data plane and assembly: batched chunk reads and decoding, picks, and one ``Dataset`` with a ``cells`` dimension."""
+"""The data plane and assembly: batched chunk reads and decoding, picks, one ``Dataset`` with a ``cells`` dimension."""

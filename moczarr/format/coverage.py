@@ -143,9 +143,10 @@ def aoi_words(aoi, cell_order: int | None = None) -> np.ndarray:
     A geometry is covered at ``cell_order`` (required for one). Raises
     :class:`~moczarr.errors.AOIError` for what is no place.
     """
-    if aoi is None:
+    cover = aoi_cover(aoi, cell_order)
+    if cover is None:
         raise AOIError("aoi=None is no AOI (pass [] for the empty one)")
-    return aoi_cover(aoi, cell_order)
+    return cover
 
 
 def meets(words: np.ndarray, cover: np.ndarray) -> np.ndarray:
@@ -164,5 +165,5 @@ def aoi_mask(words, aoi) -> np.ndarray:
     """
     place = as_place(aoi)
     words = np.asarray(words, dtype=np.uint64)
-    order = int(np.max(mortie.orders_of(words))) if words.size and place.words is None else 0
+    order = int(np.max(mortie.orders_of(words))) if words.size and place is not None and place.words is None else 0
     return meets(words, aoi_words(place, order))

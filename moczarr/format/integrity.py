@@ -116,12 +116,10 @@ def stamp_clock(stamp: dict, where: str) -> tuple[str | None, list[str] | None]:
     if written is not None and not isinstance(written, str):
         raise StampError(f"{where}: stamp field 'written_at' is {written!r}, not an ISO-8601 string")
     span = stamp.get("time_range")
-    if span is not None:
-        if (
-            not (isinstance(span, list) and len(span) == 2 and all(isinstance(t, str) for t in span))
-            or span[0] > span[1]
-        ):
-            raise StampError(f"{where}: stamp field 'time_range' is {span!r}, not an ordered pair of ISO-8601 strings")
+    if span is not None and (
+        not (isinstance(span, list) and len(span) == 2 and all(isinstance(t, str) for t in span)) or span[0] > span[1]
+    ):
+        raise StampError(f"{where}: stamp field 'time_range' is {span!r}, not an ordered pair of ISO-8601 strings")
     return written, span
 
 

@@ -52,7 +52,7 @@ def read_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None]:
     from ..errors import StampError
 
     docs = storage.get_many_json([f"{p}/zarr.json" for p in paths])
-    for path, doc in zip(paths, docs):
+    for path, doc in zip(paths, docs, strict=True):
         if doc is not None and not isinstance(doc, dict):
             raise StampError(f"{storage.describe(path + '/zarr.json')}: a {type(doc).__name__}, not a zarr.json object")
     return docs
@@ -70,7 +70,7 @@ def read_cache_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None
     from ..storage import parse_json
 
     out = []
-    for path, payload in zip(paths, storage.get_many([f"{p}/zarr.json" for p in paths])):
+    for path, payload in zip(paths, storage.get_many([f"{p}/zarr.json" for p in paths]), strict=True):
         try:
             doc = parse_json(payload, storage.describe(f"{path}/zarr.json"))
         except StampError as exc:
@@ -96,7 +96,7 @@ def read_commits(
     """
     storage = Storage.open(store_root, storage_options, concurrency)
     docs = read_roots(storage, list(leaves))
-    return {p: stamp_of(d) for p, d in zip(leaves, docs)}
+    return {p: stamp_of(d) for p, d in zip(leaves, docs, strict=True)}
 
 
 def version_of(stamp: dict | None, where: str = "") -> str | None:
@@ -147,7 +147,7 @@ def walk_leaves(storage: Storage, shard_order: int, path_grouping: int = 1) -> l
     while frontier:
         listings = storage.list_many(frontier)
         nxt = []
-        for node, names in zip(frontier, listings):
+        for node, names in zip(frontier, listings, strict=True):
             for name in names:
                 if tail_digit.match(name):
                     nxt.append(f"{node}/{name}")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -81,7 +82,7 @@ def _refuse_cross_kind_comparison(coord_name: Hashable) -> None:
     stack and refuses pointedly instead. Best effort: if xarray renames the
     function, its own behaviour applies.
     """
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     for _ in range(32):
         if frame is None:
             return
@@ -228,9 +229,10 @@ class MortonMocIndex(CoordinateTransformIndex):
             )
         ((_, label),) = labels.items()
         if isinstance(label, slice):
-            bound = lambda b, side, default: (  # noqa: E731
-                default if b is None else int(self.ranges.searchsorted(b, side))
-            )
+
+            def bound(b, side: str, default: int) -> int:
+                return default if b is None else int(self.ranges.searchsorted(b, side))
+
             start = bound(label.start, "left", 0)
             stop = max(start, bound(label.stop, "right", len(self.ranges)))
             return IndexSelResult({self.dim: slice(start, stop, label.step)})
@@ -335,7 +337,8 @@ class MortonMocIndex(CoordinateTransformIndex):
         indexes = list(indexes)
         if not indexes:
             raise ArgumentError("nothing to concatenate")
-        if not all(isinstance(idx, MortonMocIndex) for idx in indexes):
+        mocs = [idx for idx in indexes if isinstance(idx, MortonMocIndex)]
+        if len(mocs) != len(indexes):
             name = getattr(indexes[0], "coord_name", dim)
             raise IndexKindMismatchError(_KIND_HINT.format(name=name))
         if positions is not None:
@@ -343,14 +346,14 @@ class MortonMocIndex(CoordinateTransformIndex):
             if not np.array_equal(flat, np.arange(flat.size)):
                 raise NotImplementedError(f"concat with reordering positions; {_PANDAS_HINT}")
         try:
-            ranges = MortonRanges.concat([idx.ranges for idx in indexes])
+            ranges = MortonRanges.concat([idx.ranges for idx in mocs])
         except MixedOrderError:
             raise
         except ValueError as e:
             raise NotImplementedError(
                 f"xr.concat of moc-indexed datasets needs disjoint domains in ascending word order: {e}; {_PANDAS_HINT}"
             ) from e
-        return cls.from_ranges(ranges, dim=str(dim), coord_name=indexes[0].coord_name)
+        return cls.from_ranges(ranges, dim=str(dim), coord_name=mocs[0].coord_name)
 
     def rename(self, name_dict: Mapping[Any, Hashable], dims_dict: Mapping[Any, Hashable]):
         """Follow a rename of the coordinate or the dimension."""

@@ -260,7 +260,7 @@ def _source_variables(
     ]
     if not candidates:
         candidates = [r.path for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping)[:SCHEMA_TRIES]]
-    for path, doc in zip(candidates, storage.get_many_json([f"{p}/zarr.json" for p in candidates])):
+    for path, doc in zip(candidates, storage.get_many_json([f"{p}/zarr.json" for p in candidates]), strict=True):
         stamp = stamp_of(doc)
         if stamp is None:
             continue

@@ -118,7 +118,7 @@ class _Location:
         self.local = not is_remote(raw)
         self.root = normalize_location(raw)
         self.path = self.root
-        self._storage = None
+        self._storage: Storage | None = None
 
     # zarr -----------------------------------------------------------------------
     @property
@@ -370,7 +370,7 @@ def _read_bounds(loc: _Location) -> tuple[float, float, float, float] | None:
         or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in b)
     ):
         raise PyramidError(f"{loc.url('bounds.toml')}: bounds must be 4 numbers [x0, y0, xm, ym], got {b!r}")
-    bounds = tuple(float(v) for v in b)
+    bounds = (float(b[0]), float(b[1]), float(b[2]), float(b[3]))
     if not all(math.isfinite(v) for v in bounds) or bounds[2] < bounds[0] or bounds[3] < bounds[1]:
         raise PyramidError(
             f"{loc.url('bounds.toml')}: bounds {list(b)} must be finite with xm >= x0 and ym >= y0 "
@@ -385,12 +385,11 @@ def _resolution(loc: _Location, bounds, shape0) -> float | None:
     nlines, width = int(shape0[0]), int(shape0[1])
     rx = (xm - x0) / (width - 1) if width > 1 else None
     ry = (ym - y0) / (nlines - 1) if nlines > 1 else None
-    if rx is not None and ry is not None:
-        if not math.isclose(rx, ry, rel_tol=1e-6, abs_tol=1e-12):
-            raise PyramidError(
-                f"{loc.path}: bounds {list(bounds)} and the {nlines} x {width} grid give "
-                f"different cell sizes in x ({rx}) and y ({ry})"
-            )
+    if rx is not None and ry is not None and not math.isclose(rx, ry, rel_tol=1e-6, abs_tol=1e-12):
+        raise PyramidError(
+            f"{loc.path}: bounds {list(bounds)} and the {nlines} x {width} grid give "
+            f"different cell sizes in x ({rx}) and y ({ry})"
+        )
     res = rx if rx is not None else ry
     if res is not None and not res > 0:
         raise PyramidError(f"{loc.path}: bounds {list(bounds)} give a non-positive cell size {res}")
@@ -592,6 +591,7 @@ def _lazy(loc: _Location, name: str, arr) -> da.Array:
 
 
 def _grid_coords(info: MorainePyramid, level: int, shape: tuple[int, ...]) -> dict:
+    assert info.bounds is not None  # point-cloud pyramids only: read_moraine_info requires their bounds.toml
     x0, y0 = info.bounds[0], info.bounds[1]
     step = (info.resolution or 0.0) * 2**level
     x = x0 + np.arange(shape[1], dtype=np.float64) * step

@@ -172,6 +172,8 @@ def _check_rtree(report: VerifyReport, path, storage_options, x, y, obj) -> None
     except PyramidError as exc:
         report.add("rtree-invalid", "error", obj(str(exc)) or "rtree.zarr", str(exc))
         return
+    if tree is None:  # a raster pyramid: no point index to check
+        return
     if tree.attrs.get("built"):
         report.add(
             "rtree-absent", "info", "rtree.zarr", "no rtree.zarr: readers build the tree from x.zarr / y.zarr in memory"

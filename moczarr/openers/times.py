@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import warnings
 from dataclasses import dataclass
+from typing import overload
 
 import mortie
 import numpy as np
@@ -72,6 +73,12 @@ def as_instant(value, argument: str) -> np.datetime64:
     return out
 
 
+@overload
+def as_time_range(time: None, argument: str = "time") -> None: ...
+@overload
+def as_time_range(time: TimeRange | tuple | list, argument: str = "time") -> TimeRange: ...
+@overload
+def as_time_range(time: object, argument: str = "time") -> TimeRange | None: ...
 def as_time_range(time, argument: str = "time") -> TimeRange | None:
     """A ``(start, end)`` pair as a :class:`TimeRange`; None for None. Raises :class:`WindowError`.
 
@@ -198,7 +205,8 @@ def stack_windows(parts: list[xr.Dataset], labels: list[str], span: TimeRange) -
         domain = idx.ranges if hasattr(idx, "ranges") else None
         if domain is not None:
             attrs = parts[0][NESTED].attrs
-            chunks = out[COORD].chunks[0] if out[COORD].chunks else (out.sizes[CELLS],)
+            coord_chunks = out[COORD].chunks
+            chunks = coord_chunks[0] if coord_chunks else (out.sizes[CELLS],)
             out = out.assign_coords(
                 {NESTED: xr.Variable((CELLS,), fabricated_cell_ids(domain, tuple(chunks), ""), attrs)}
             )
@@ -213,7 +221,7 @@ def stack_windows(parts: list[xr.Dataset], labels: list[str], span: TimeRange) -
             for k in ("n_leaves", "leaves", "time_range")
             if k in p.attrs.get("morton_hive", {})
         }
-        for label, p in zip(labels, parts)
+        for label, p in zip(labels, parts, strict=True)
     }
     for key in ("leaves", "n_leaves", "n_versioned", "cells_with_data", "granule_count", "written_at", "time_range"):
         hive.pop(key, None)

@@ -147,7 +147,7 @@ class Place:
             return self.words.size == 0
         return not isinstance(self.geometry, (BBox, Circle)) and bool(self.geometry.is_empty)
 
-    def cover(self, cell_order: int) -> np.ndarray:
+    def cover(self, cell_order: int | None) -> np.ndarray:
         """The place as compact MOC words meeting exactly the cells (at ``cell_order``) the place meets."""
         if self.words is not None:
             return np.asarray(mortie.compress_moc(self.words), dtype=np.uint64) if self.words.size else self.words
@@ -185,7 +185,7 @@ def as_place(aoi, argument: str = "aoi") -> Place | None:
     return Place(words=_ids(aoi, argument), text=f"{argument}={_short(aoi)}")
 
 
-def aoi_cover(aoi, cell_order: int, argument: str = "aoi") -> np.ndarray | None:
+def aoi_cover(aoi, cell_order: int | None, argument: str = "aoi") -> np.ndarray | None:
     """The one normalization of an AOI: compact MOC words to intersect with at ``cell_order``; None for no AOI.
 
     The cover selects exactly the cells at ``cell_order`` that meet the place

@@ -111,14 +111,14 @@ def _pole_edge(ring: np.ndarray) -> np.ndarray:
     """A closed ring whose pole corner is replaced by an edge along the pole latitude."""
     pts = ring[:-1]
     n = len(pts)
-    out = []
+    corners = []
     for i, (lon, lat) in enumerate(pts):
         if abs(lat) >= 90.0 - 1e-12:
-            out.append((pts[i - 1][0], lat))
-            out.append((pts[(i + 1) % n][0], lat))
+            corners.append((pts[i - 1][0], lat))
+            corners.append((pts[(i + 1) % n][0], lat))
         else:
-            out.append((lon, lat))
-    out = np.asarray(out, dtype=float)
+            corners.append((lon, lat))
+    out = np.asarray(corners, dtype=float)
     _unwrap(out[None])
     return np.vstack([out, out[:1]])
 
@@ -130,15 +130,12 @@ def _wrap_antimeridian(geom):
     west, _, east, _ = geom.bounds
     if west >= -180.0 and east <= 180.0:
         return geom
+    turn = np.array([360.0, 0.0])  # one turn of longitude, broadcast over shapely's (n, 2) coordinate arrays
     pieces = [shapely.clip_by_rect(geom, -180.0, -90.0, 180.0, 90.0)]
     if east > 180.0:
-        pieces.append(
-            shapely.transform(shapely.clip_by_rect(geom, 180.0, -90.0, 540.0, 90.0), lambda c: c - [360.0, 0.0])
-        )
+        pieces.append(shapely.transform(shapely.clip_by_rect(geom, 180.0, -90.0, 540.0, 90.0), lambda c: c - turn))
     if west < -180.0:
-        pieces.append(
-            shapely.transform(shapely.clip_by_rect(geom, -540.0, -90.0, -180.0, 90.0), lambda c: c + [360.0, 0.0])
-        )
+        pieces.append(shapely.transform(shapely.clip_by_rect(geom, -540.0, -90.0, -180.0, 90.0), lambda c: c + turn))
     return shapely.union_all([p for p in pieces if not p.is_empty])
 
 

@@ -30,9 +30,8 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
-import zarr
 from zarr.abc.store import ByteRequest, Store
-from zarr.storage import FsspecStore, LocalStore, ObjectStore, StorePath, WrapperStore
+from zarr.storage import FsspecStore, LocalStore, ObjectStore, WrapperStore
 
 from .._zarr import default_buffer_prototype, sync
 from ..errors import (
@@ -50,7 +49,8 @@ from .keys import product_name, relative_key
 
 DEFAULT_CONCURRENCY = 32
 #: ``storage_options`` key choosing the client of an object-store root: ``"obstore"`` (the default for ``s3://``,
-#: ``gs://``, ``az://`` when installed and the options map, see :func:`obstore_options`) or ``"fsspec"`` (alias ``"s3fs"``)
+#: ``gs://``, ``az://`` when installed and the options map, see :func:`obstore_options`) or ``"fsspec"``
+#: (alias ``"s3fs"``)
 BACKEND_OPTION = "moczarr_backend"
 BACKENDS = ("obstore", "fsspec", "s3fs")
 #: botocore socket timeouts of every object-store request, in seconds (``config_kwargs`` overrides)
@@ -278,7 +278,7 @@ def obstore_options(url: str, storage_options: dict | None, policy: RetryPolicy,
     in-flight limit itself is :class:`Storage`'s).
     """
     try:
-        import obstore  # noqa: F401
+        import obstore  # noqa: F401 -- imported only to learn whether it is installed
     except ImportError:
         return "obstore is not installed"
     scheme, _, rest = url.partition("://")
@@ -555,6 +555,7 @@ class Storage:
         return payload
 
     def _read_local(self, rel: str) -> bytes | None:
+        assert self._local is not None  # only called for local roots
         key = self.key(rel)
         _record("GET", key)
         try:
@@ -595,7 +596,7 @@ class Storage:
 
     def get_many_json(self, rels: Sequence[str]) -> list[Any]:
         """:meth:`get_many` parsed as JSON (None for missing objects)."""
-        return [parse_json(b, self.describe(r)) for b, r in zip(self.get_many(rels), rels)]
+        return [parse_json(b, self.describe(r)) for b, r in zip(self.get_many(rels), rels, strict=True)]
 
     def list_dir(self, rel: str = "") -> list[str]:
         """Immediate child names under ``rel`` (one delimiter-LIST)."""
@@ -610,12 +611,6 @@ class Storage:
             return sorted([name async for name in self.store.list_dir(self.key(rel))])
 
         return list(sync(self._batch([lambda r=r: one(r) for r in rels])))
-
-    def array(self, rel: str, metadata: dict) -> zarr.Array:
-        """A zarr array at ``rel`` built from already-read metadata: no request is made."""
-        from .._zarr import AsyncArray
-
-        return zarr.Array(AsyncArray(metadata=metadata, store_path=StorePath(self.store, self.key(rel))))
 
     def __repr__(self) -> str:
         return f"Storage({self.location!r})"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import shutil
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import zarr
@@ -103,7 +104,8 @@ def _stats_row(values: np.ndarray) -> list[float]:
         return row + [math.nan] * 7
     sample = finite[:: max(1, math.ceil(finite.size / SAMPLE_LIMIT))]
     p01, p50, p99 = np.percentile(sample, [1, 50, 99])
-    return row + [
+    return [
+        *row,
         float(finite.min()),
         float(finite.max()),
         float(finite.mean()),
@@ -122,14 +124,14 @@ def marker_statistics(values: np.ndarray) -> dict:
     row = _stats_row(values)
     prefix = "amplitude_" if values.dtype.kind == "c" else ""
     out = {}
-    for i, (name, value) in enumerate(zip(STAT_COLUMNS, row)):
+    for i, (name, value) in enumerate(zip(STAT_COLUMNS, row, strict=True)):
         key = name if i == 0 else prefix + name
         out[key] = None if math.isnan(value) else float(f"{value:.6g}")
     return out
 
 
 def channel_statistics(values: np.ndarray, n_leading: int) -> np.ndarray:
-    """``stats.zarr``: shape ``(*channels, 8)`` float64, one exact row per channel (nan where a channel has no finite value).
+    """``stats.zarr``: ``(*channels, 8)`` float64, one exact row per channel (nan where a channel has no finite value).
 
     ``n_leading`` is the number of non-channel axes (2 for rasters, 1 for points).
     """
@@ -141,7 +143,7 @@ def channel_statistics(values: np.ndarray, n_leading: int) -> np.ndarray:
 
 # -- the point index (r-tree) ----------------------------------------------------------------------------------
 def _hilbert_rank(i: np.ndarray, j: np.ndarray, order: int) -> np.ndarray:
-    """Rank of cells ``(i, j)`` along the Hilbert curve over a ``2**order`` square (the classic rotate-and-flip walk)."""
+    """Rank of cells ``(i, j)`` on the Hilbert curve over a ``2**order`` square (the classic rotate-and-flip walk)."""
     x, y = j.astype(np.int64).copy(), i.astype(np.int64).copy()
     rank = np.zeros_like(x)
     n = 1 << order
@@ -196,7 +198,9 @@ def hilbert_rtree(x: np.ndarray, y: np.ndarray, resolution: float, page_size: in
 
 
 # -- zarr ------------------------------------------------------------------------------------------------------
-def _write_array(path: Path, data: np.ndarray, chunks, *, zarr_format: int = 3, attributes: dict | None = None):
+def _write_array(
+    path: Path, data: np.ndarray, chunks, *, zarr_format: Literal[2, 3] = 3, attributes: dict | None = None
+):
     if zarr_format == 2:
         from numcodecs import Zstd
 
@@ -239,7 +243,7 @@ def write_raster_pyramid(
     *,
     method: str = "decimate",
     chunks: tuple[int, int] = (64, 64),
-    zarr_format: int = 3,
+    zarr_format: Literal[2, 3] = 3,
     legacy: bool = False,
     overwrite: bool = False,
 ) -> Path:

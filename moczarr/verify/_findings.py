@@ -16,7 +16,7 @@ SEVERITIES = ("error", "warning", "info")
 
 @dataclass(frozen=True)
 class Finding:
-    """One thing the verifier found: a stable ``kind``, its ``severity``, the store-relative ``object`` and a ``message``."""
+    """What the verifier found: a stable ``kind``, its ``severity``, the store-relative ``object`` and a ``message``."""
 
     kind: str
     severity: str

@@ -35,7 +35,7 @@ _ANCHORS = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], 
 def colorize(values: np.ndarray) -> np.ndarray:
     """RGBA uint8 of ``values`` scaled between their 2nd and 98th percentiles; NaN -> transparent."""
     v = np.asarray(values, dtype=float)
-    out = np.zeros(v.shape + (4,), dtype=np.uint8)
+    out = np.zeros((*v.shape, 4), dtype=np.uint8)
     finite = np.isfinite(v)
     if not finite.any():
         return out
@@ -59,8 +59,8 @@ def _frame(polys: list[np.ndarray], size: int):
     squeeze = max(0.1, math.cos(math.radians((south + north) / 2.0)))
     pad = 0.05 * max((east - west) * squeeze, north - south, 1e-6)
     scale = (size - 1) / max((east - west) * squeeze + 2 * pad, north - south + 2 * pad)
-    width = max(16, int(round(((east - west) * squeeze + 2 * pad) * scale)) + 1)
-    height = max(16, int(round((north - south + 2 * pad) * scale)) + 1)
+    width = max(16, round(((east - west) * squeeze + 2 * pad) * scale) + 1)
+    height = max(16, round((north - south + 2 * pad) * scale) + 1)
 
     def xy(ring):
         return [(((x - west) * squeeze + pad) * scale, (north + pad - y) * scale) for x, y in ring]
@@ -111,7 +111,7 @@ def draw_level_thumbnail(
     width, height, xy = _frame(rings, size)
     image = Image.new("RGBA", (width, height), (255, 255, 255, 0))
     draw = ImageDraw.Draw(image)
-    for ring, color in zip(rings, colorize(values)):
+    for ring, color in zip(rings, colorize(values), strict=True):
         if color[3]:
             draw.polygon(xy(ring), fill=tuple(int(c) for c in color))
     image.save(path, format="PNG")
@@ -148,6 +148,8 @@ def draw_thumbnail(
     if not product.shards:
         return False
     geometry = geometry or product.footprint
+    if geometry is None:
+        return False
     west, south, east, north = geometry_bbox(geometry, pole_spans_all=False)
     if east < west:
         east += 360.0
@@ -163,8 +165,8 @@ def draw_thumbnail(
     pad = 0.05 * max(east - west, north - south, 1e-6)
     west, east, south, north = west - pad, east + pad, south - pad, north + pad
     scale = (size - 1) / max(east - west, north - south)
-    width = max(16, int(round((east - west) * scale)) + 1)
-    height = max(16, int(round((north - south) * scale)) + 1)
+    width = max(16, round((east - west) * scale) + 1)
+    height = max(16, round((north - south) * scale) + 1)
     image = Image.new("RGBA", (width, height), (255, 255, 255, 0))
     draw = ImageDraw.Draw(image)
     for ring in rings:

@@ -67,11 +67,14 @@ def _registry(schemas: dict[str, dict]):
         raise MissingSchemaError(f"schema {uri} is not available offline (looked in pystac and {schema_dir()})")
 
     resources = [(uri, Resource.from_contents(doc, default_specification=DRAFT7)) for uri, doc in schemas.items()]
-    return Registry(retrieve=retrieve).with_resources(resources)
+    # retrieve= is the alias attrs gives Registry's private _retrieve field; mypy's attrs plugin does not apply it
+    return Registry(retrieve=retrieve).with_resources(resources)  # type: ignore[call-arg]
 
 
 def _core_uri(doc: dict) -> str:
-    kind = {"Feature": "item", "Collection": "collection", "Catalog": "catalog"}.get(doc.get("type"))
+    type_name = doc.get("type")
+    kinds = {"Feature": "item", "Collection": "collection", "Catalog": "catalog"}
+    kind = kinds.get(type_name) if isinstance(type_name, str) else None
     if kind is None:
         raise pystac.errors.STACValidationError(f"{doc.get('id')!r}: type {doc.get('type')!r} is no STAC object type")
     return f"https://schemas.stacspec.org/v{doc.get('stac_version')}/{kind}-spec/json-schema/{kind}.json"

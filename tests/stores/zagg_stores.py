@@ -376,17 +376,22 @@ def synthetic_points(p: Product) -> pd.DataFrame:
     pts["quality"] = bad.astype(np.int8)
     pts["beam"] = rng.integers(0, len(BEAMS), n)
     starts = np.array(
-        [_granule_start(lab, b, r).timestamp() for lab, b, r in zip(pts["label"], pts["block"], pts["run"])]
+        [
+            _granule_start(lab, b, r).timestamp()
+            for lab, b, r in zip(pts["label"], pts["block"], pts["run"], strict=True)
+        ]
     )
     pts["delta_time"] = starts - ATLAS_EPOCH.timestamp() + rng.uniform(0, 2900, n)
-    pts["granule"] = [_granule_name(lab, b, r) for lab, b, r in zip(pts["label"], pts["block"], pts["run"])]
+    pts["granule"] = [
+        _granule_name(lab, b, r) for lab, b, r in zip(pts["label"], pts["block"], pts["run"], strict=True)
+    ]
     if p.flux:  # one photoelectron per sample, on no noise
         pts[FLUX_COLUMNS["counts"]] = np.ones(n, np.float32)
         pts[FLUX_COLUMNS["noise_mean"]] = np.zeros(n, np.float32)
         pts[FLUX_COLUMNS["noise_stddev"]] = np.zeros(n, np.float32)
     if p.strata:  # ATL03-like per-surface confidences, -1 .. 4, a third of the points noise on every surface
         levels = rng.choice(np.arange(-1, 5), size=(len(SURFACES), n), p=[0.3, 0.25, 0.25, 0.1, 0.05, 0.05])
-        for surface, conf in zip(SURFACES, levels):
+        for surface, conf in zip(SURFACES, levels, strict=True):
             pts[f"signal_conf_{surface}"] = conf.astype(np.int8)
     return pts
 
@@ -577,7 +582,7 @@ def _agg(cfg, catalog: Path, store: Path, product_path: str) -> None:
 
 
 def grouped_dirs(leaf: str, grouping: int) -> list[str]:
-    """The folders of leaf ``leaf`` under ``path_grouping``: ``{sign+base}``, then the digit tail in groups, remainder last."""
+    """The folders of ``leaf`` under ``path_grouping``: ``{sign+base}``, the digit tail in groups, remainder last."""
     base = leaf[:2] if leaf.startswith("-") else leaf[:1]
     tail = leaf[len(base) :]
     return [base, *(tail[i : i + grouping] for i in range(0, len(tail), grouping))]
@@ -782,7 +787,7 @@ def spec_expected(p: Product, golden: dict, pts: pd.DataFrame, root: Path) -> di
     delta = TDIGEST["params"]["delta"]
     weight = FLUX_GAIN if p.flux else 1.0
     cells = []
-    for w, n in zip(golden["_cells"].index.to_numpy(np.uint64), golden["_cells"]["count"]):
+    for w, n in zip(golden["_cells"].index.to_numpy(np.uint64), golden["_cells"]["count"], strict=True):
         cell = {"index": int(np.searchsorted(rows, w)), "morton": str(int(w)), "count": int(n)}
         if p.ragged:
             cell[p.ragged_name] = lossless_digest(heights.get_group(w).to_numpy(), delta, weight)
@@ -883,7 +888,7 @@ def pyramid_expected(p: Product) -> dict:
 
 
 def cell_ids_golden(p: Product, golden: dict) -> np.ndarray:
-    """NESTED HEALPix ids of every row (leaf roster order, cells in morton order), as a dual-writing store holds them."""
+    """NESTED HEALPix ids of every row (leaf roster order, cells in morton order), as a dual-writing store has them."""
     rows = np.concatenate([children(s, p.cell_order) for s in golden["shards"]])
     return np.asarray(mortie.mort2healpix(rows)[0], dtype=np.uint64)
 
