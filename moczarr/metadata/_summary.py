@@ -9,13 +9,13 @@ materialized; opening a level says what is on disk).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import mortie
 
 from .. import ids
-from ..dataplane.assemble import read_schema
+from ..dataplane.assemble import read_array_schemas, read_schema
 from ..errors import (
     MoczarrError,
     NotAHiveStoreError,
@@ -137,6 +137,37 @@ class StoreSummary:
     layout: str  # "bare" | "multi"
     products: list[ProductSummary]
 
+    def to_dict(self) -> dict:
+        """The summary as plain JSON types; :meth:`from_dict` gives it back equal (a catalog's build record)."""
+        products = []
+        for p in self.products:
+            doc = {
+                f.name: getattr(p, f.name) for f in fields(ProductSummary) if f.name not in ("manifest", "declaration")
+            }
+            doc["manifest"] = p.manifest.raw
+            doc["levels"] = [asdict(lv) for lv in p.levels]
+            doc["variables"] = [asdict(v) for v in p.variables]
+            products.append(doc)
+        return {"root": self.root, "layout": self.layout, "products": products}
+
+    @classmethod
+    def from_dict(cls, doc: dict) -> StoreSummary:
+        """A summary from :meth:`to_dict`'s document; raises the manifest's errors when it is not one."""
+        products = []
+        for p in doc["products"]:
+            manifest = parse_manifest(p["manifest"], p["root"])
+            rest = {k: v for k, v in p.items() if k not in ("manifest", "levels", "variables")}
+            products.append(
+                ProductSummary(
+                    **rest,
+                    manifest=manifest,
+                    declaration=pyramid_declaration(manifest),
+                    levels=[LevelInfo(**lv) for lv in p["levels"]],
+                    variables=[VariableInfo(**v) for v in p["variables"]],
+                )
+            )
+        return cls(doc["root"], doc["layout"], products)
+
 
 def summarize_store(root, storage_options: dict | None = None) -> StoreSummary:
     """Describe a bare store or a multi-product root (see the module docstring for the cost).
@@ -226,24 +257,37 @@ def _source_variables(
     ]
     if not candidates:
         candidates = [r.path for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping)[:SCHEMA_TRIES]]
-    for path, doc in zip(candidates, storage.get_many_json([f"{p}/zarr.json" for p in candidates])):
-        stamp = stamp_of(doc)
-        if stamp is None:
-            continue
-        prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
-        try:
-            schema = read_schema(storage, f"{prefix}/{group}", stamped_array_names(stamp, group))
-        except MoczarrError as exc:  # a torn leaf: try the next one
-            warn(f"{storage.describe(path)}: schema unreadable ({exc}); trying another leaf", ObjectDroppedWarning)
-            continue
-        out = []
-        for name, arr in schema.arrays.items():
-            if name == "morton":
+    for batch in (candidates[:1], candidates[1:]):  # the first leaf is almost always committed: one stamp GET
+        for path, doc in zip(batch, storage.get_many_json([f"{p}/zarr.json" for p in batch]), strict=True):
+            stamp = stamp_of(doc)
+            if stamp is None:
                 continue
-            kind = "ragged" if "ragged" in arr.attrs else "dense"
-            out.append(VariableInfo(name, str(arr.metadata["data_type"]), list(arr.dims), arr.attrs, kind))
-        return out
+            prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
+            try:
+                arrays = _variable_schemas(storage, f"{prefix}/{group}", stamped_array_names(stamp, group))
+            except MoczarrError as exc:  # a torn leaf: try the next one
+                warn(f"{storage.describe(path)}: schema unreadable ({exc}); trying another leaf", ObjectDroppedWarning)
+                continue
+            out = []
+            for name, arr in arrays.items():
+                if name == "morton":
+                    continue
+                kind = "ragged" if "ragged" in arr.attrs else "dense"
+                out.append(VariableInfo(name, str(arr.metadata["data_type"]), list(arr.dims), arr.attrs, kind))
+            return out
     return []
+
+
+def _variable_schemas(storage: Storage, group: str, stamped: list[str] | None) -> dict:
+    """The array schemas of a leaf's data group that a summary lists (``morton`` is no variable).
+
+    With the stamp's array names, only those arrays' metadata is read (no
+    group document, no LIST, not ``morton``'s); without them, the group as
+    :func:`read_schema` reads it.
+    """
+    if stamped is None:
+        return read_schema(storage, group, None).arrays
+    return read_array_schemas(storage, group, [n for n in stamped if n != "morton"], "the stamp")
 
 
 def _time_range(manifest: Manifest, envelope: Any) -> list[str] | None:
