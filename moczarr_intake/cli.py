@@ -2,6 +2,9 @@
 
     moczarr-catalog build ROOT... --out DIR [--thumbnails] [--href-base URL [--stores-root DIR]]
                           [--catalog-url URL] [--license ID|URL] [--strict] [--anon] [--endpoint-url URL]
+    moczarr-catalog build PREFIX... --discover --out DIR|URL [--scheduler ADDRESS]
+    moczarr-catalog update OUT [--scheduler ADDRESS]
+    moczarr-catalog publish OUT --pgstac DSN
     moczarr-catalog show ROOT
     moczarr-catalog demo [--out DIR]
     moczarr-catalog verify ROOT... [--deep] [--json]
@@ -26,22 +29,22 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from tqdm import tqdm
-
 from moczarr.errors import MoczarrError, MoczarrWarning
 from moczarr.metadata import (
     StoreSummary,
     is_remote,
-    normalize_location,
     summarize_store,
 )
 from moczarr.moraine import is_moraine_pyramid, read_moraine_info
 from moczarr.testing import write_sample_store
 
-from . import verify_cli
+from . import living_cli, verify_cli
 from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
 from .entries import catalog_entries
 from .hrefs import HrefPolicy
+from .outstore import build_to_url
+from .reading import Reading, read_roots
+from .record import write_beside
 from .stac import API_COLLECTIONS, build_stac
 
 
@@ -92,6 +95,10 @@ def build(
     license: str | None = None,
     license_url: str | None = None,
     strict: bool = False,
+    discover: bool = False,
+    scheduler: str | None = None,
+    reading: Reading | None = None,
+    out_location: str | None = None,
 ) -> dict:
     """Summarize every root, write STAC and both Intake YAML flavours under ``out``; returns what was written.
 
@@ -106,21 +113,32 @@ def build(
     The result holds ``"notes"``: one line per degraded product (naming why),
     per distinct reader warning, and one about machine-local hrefs. With
     ``strict=True`` any degrade raises :class:`DegradedBuildError` before anything is written.
+
+    ``discover=True``: the roots are prefixes, every store root below them is
+    cataloged (:mod:`.discover`). Stores are read concurrently under one
+    in-flight limit, or on the dask.distributed ``scheduler`` (:mod:`.reading`).
+    ``out`` may be an object-store URL (:mod:`.outstore`). Beside the catalog go
+    the build record (:mod:`.record`, what ``update`` follows) and the pgstac
+    ndjson (:mod:`.publish`). ``reading``: the stores' facts already read
+    (``update`` passes them); ``out_location``: where ``out`` is finally written.
     """
+    if is_remote(os.fspath(out)):
+        return build_to_url(
+            build, roots, os.fspath(out), storage_options=storage_options, catalog_url=catalog_url,
+            thumbnails=thumbnails, progress=progress, href_base=href_base, stores_root=stores_root, license=license,
+            license_url=license_url, strict=strict, discover=discover, scheduler=scheduler, reading=reading,
+        )  # fmt: skip
     out = Path(out).resolve()
     notes: list[str] = []
-    summaries: list[StoreSummary] = []
-    moraine = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MoczarrWarning)
-        bar = tqdm([str(r) for r in roots], desc="stores", unit="store", disable=not progress, file=sys.stderr)
-        for root in bar:
-            bar.set_postfix_str(str(root).rstrip("/").rsplit("/", 1)[-1])
-            location = root if is_remote(root) else normalize_location(root)
-            if classify(location, storage_options) == "moraine":
-                moraine.append(read_moraine_info(location, storage_options=storage_options))
-            else:
-                summaries.append(summarize_store(location, storage_options))
+        if reading is None:
+            reading = read_roots(
+                roots, storage_options, discover_below=discover, exclude=[str(out)], progress=progress,
+                scheduler=scheduler,
+            )  # fmt: skip
+    summaries, moraine = reading.summaries, reading.moraine
+    notes += [d.summary() for d in reading.discoveries]
     entries = catalog_entries(summaries, moraine)
     for e in entries.products:
         for reason in degrade_reasons(e.store, e.product):
@@ -157,7 +175,13 @@ def build(
             tmp / "catalog.yaml",
         )
         write_yaml(v2_catalog(entries, out, storage_options=storage_options, policy=policy), tmp / "catalog_v2.yaml")
-        _move_in(tmp, out, ["stac", "catalog.yaml", "catalog_v2.yaml"])
+        record_options = {
+            "thumbnails": thumbnails, "href_base": href_base, "stores_root": stores_root, "catalog_url": catalog_url,
+            "license": license, "license_url": license_url, "strict": strict,
+        }  # fmt: skip
+        written_beside = write_beside(tmp, catalog, reading, roots, discover, record_options, storage_options,
+                                      catalog_url or out_location or str(out))  # fmt: skip
+        _move_in(tmp, out, ["stac", "catalog.yaml", "catalog_v2.yaml", *written_beside])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if policy.machine_paths:
@@ -323,7 +347,8 @@ def run(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="write STAC and Intake catalogs for one or more stores")
     b.add_argument("roots", nargs="+")
-    b.add_argument("--out", required=True, type=Path)
+    b.add_argument("--out", required=True, help="a folder, or an object-store URL (s3://bucket/catalog, ...)")
+    b.add_argument("--discover", action="store_true", help="the roots are prefixes: catalog every store below them")
     b.add_argument("--thumbnails", action="store_true", help="attach quicklook PNGs of each level's data")
     b.add_argument(
         "--href-base",
@@ -354,12 +379,15 @@ def run(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=None, help="keep the sample and its catalogs here (default: a temporary folder)"
     )
     verify_cli.add_parser(sub)
-    for p in (b, s):
+    u, pub = living_cli.add_parsers(sub, b)
+    for p in (b, s, u, pub):
         p.add_argument("--anon", action="store_true", help="anonymous object-store access")
         p.add_argument("--endpoint-url", default=None, help="S3-compatible endpoint")
     args = parser.parse_args(argv)
     if args.cmd == "verify":
         return verify_cli.run(args)
+    if args.cmd in ("update", "publish"):
+        return living_cli.run(args, build, _storage_options(args), progress=sys.stderr.isatty())
     if args.cmd == "build":
         licence, licence_url = (None, args.license) if args.license and "://" in args.license else (args.license, None)
         written = build(
@@ -374,9 +402,14 @@ def run(argv: list[str] | None = None) -> int:
             license_url=licence_url,
             strict=args.strict,
             progress=sys.stderr.isatty(),
+            discover=args.discover,
+            scheduler=args.scheduler,
         )
         for note in written["notes"]:
             print(note, file=sys.stderr)
+        if "uploaded" in written:
+            print(living_cli.uploaded_line(written))
+            return 0
         print(
             f"wrote {written['intake']}, {written['intake_v2']}, {written['stac']}"
             + (f", {written['geoparquet']}" if written["geoparquet"] else "")

@@ -1,0 +1,89 @@
+"""``moczarr-catalog update OUT``: follow the stores a catalog was built from, re-reading only what changed.
+
+The build record at ``OUT`` (:mod:`.record`) names the roots, whether they were
+discovery prefixes, and the build's options. An update lists the roots again
+(the discovery walk, or one LIST per given root), compares each root's state
+with the recorded one, reads only the roots that are new or changed (or
+whose state a listing cannot tell), takes the recorded facts of the others,
+and rebuilds the catalog from those with the recorded options: the same
+documents a full build of the stores as they are now would write. Roots that
+appeared below a discovery prefix are added; roots that are gone (no longer
+found below a prefix, or a given root whose listing shows no store any more)
+are dropped, and their documents deleted.
+
+An unchanged bare store costs one LIST; a multi-product root one more per
+product; a moraine pyramid two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from moczarr.errors import NotFoundError
+from moczarr.metadata import DEFAULT_CONCURRENCY, Writer, is_remote, normalize_location
+
+from .reading import Reading, Scanners, locate, read_all
+from .record import RECORD_NAME, BuildRecord, changed
+
+#: the build options a record keeps, as ``build()`` takes them
+BUILD_OPTIONS = ("thumbnails", "href_base", "stores_root", "catalog_url", "license", "license_url", "strict")
+
+
+def load_record(out: str, storage_options: dict | None = None) -> BuildRecord:
+    """The build record at ``out``; raises :class:`~moczarr.errors.NotFoundError` when there is none."""
+    writer = Writer(out, storage_options)
+    payload = writer.get(RECORD_NAME)
+    if payload is None:
+        raise NotFoundError(
+            f"{writer.location}: no {RECORD_NAME}; build the catalog there first (moczarr-catalog build)"
+        )
+    return BuildRecord.from_json(payload, f"{writer.location}/{RECORD_NAME}")
+
+
+def update(
+    build: Callable[..., dict],
+    out: str,
+    *,
+    storage_options: dict | None = None,
+    progress: bool = False,
+    scheduler: str | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> dict:
+    """Refresh the catalog at ``out`` (see the module docstring) with ``build`` (:func:`moczarr_intake.cli.build`).
+
+    ``storage_options``: how to read the stores and write ``out`` (default: the
+    public options the record keeps, e.g. ``anon``/the endpoint). Returns the
+    build's result plus ``"refresh"``: the roots ``read`` again, ``added``,
+    ``removed`` and the count ``unchanged``.
+    """
+    out = normalize_location(out)
+    record = load_record(out, storage_options)
+    options = storage_options if storage_options is not None else record.options.get("storage_options")
+    scanners = Scanners(options, concurrency)
+    found, discoveries = locate(
+        record.roots, scanners, discover_below=record.discover, exclude=[out], progress=progress
+    )
+    present = [f for f in found if f.listings]  # a given root whose listing shows no store is gone
+    previous = record.by_root()
+    stale = [f for f in present if changed(f, previous.get(f.root))]
+    fresh = {r.found.root: r for r in read_all(stale, scanners, progress=progress, scheduler=scheduler)}
+    reads = [fresh[f.root] if f.root in fresh else previous[f.root].read(f) for f in present]
+    roots = {f.root for f in present}
+    refresh = {
+        "read": [f.root for f in stale if f.root in previous],
+        "added": [f.root for f in stale if f.root not in previous],
+        "removed": [root for root in previous if root not in roots],
+        "unchanged": len(present) - len(stale),
+    }
+    kwargs = {k: record.options.get(k) for k in BUILD_OPTIONS if k in record.options}
+    written = build(
+        record.roots,
+        out if is_remote(out) else Path(out),
+        storage_options=options,
+        reading=Reading(reads, discoveries),
+        discover=record.discover,
+        progress=progress,
+        **kwargs,
+    )
+    return {**written, "refresh": refresh}
