@@ -60,7 +60,9 @@ def write_tree(staged: Path, writer: Writer, previous: BuildRecord | None) -> di
     for key in ROOT_DOCUMENTS:
         if key in todo:
             writer.put_many([(key, (staged / key).read_bytes())])
-    writer.put_many([(RECORD_NAME, (staged / RECORD_NAME).read_bytes())])
+    record = (staged / RECORD_NAME).read_bytes()
+    if previous is None or previous.to_json() != record:
+        writer.put_many([(RECORD_NAME, record)])
     stale = sorted(key for key in before if key not in hashes and key.startswith(OWNED))
     writer.delete_many(stale)
     return {"written": len(todo), "unchanged": len(hashes) - len(todo), "deleted": len(stale)}

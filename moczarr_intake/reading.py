@@ -30,6 +30,8 @@ from moczarr.moraine import is_moraine_pyramid, read_moraine_info
 
 from .discover import HIVE, MORAINE, Discovery, Found, discover, probe
 
+#: products of one multi-product root read at once (the root's products share the one in-flight limit)
+PRODUCT_WORKERS = 8
 #: chunks per worker a scheduled read is split into (enough to balance, few enough to share clients)
 CHUNKS_PER_WORKER = 4
 
@@ -102,16 +104,17 @@ def locate(
     return unique, discoveries
 
 
-def read_one(found: Found, scanners: Scanners) -> Read:
+def read_one(found: Found, scanners: Scanners, workers: int = PRODUCT_WORKERS) -> Read:
     """The facts of one root: its store summary, or its moraine pyramid's description.
 
     A folder holding ``0.zarr`` that is no moraine pyramid is read as a hive
     root (which then names what is missing), as a build always did.
+    ``workers``: products of a multi-product root read at once.
     """
     if found.kind == MORAINE and is_moraine_pyramid(found.root, storage_options=scanners.storage_options):
         return Read(found, moraine=read_moraine_info(found.root, storage_options=scanners.storage_options))
     scanner, rel = scanners.at(found.root)
-    return Read(found, summary=scanner.summarize(rel))
+    return Read(found, summary=scanner.summarize(rel, workers=workers))
 
 
 def read_all(
@@ -136,12 +139,13 @@ def _read_here(found: list[Found], scanners: Scanners, done: Callable[[int], obj
     if len(remote) < 2:
         out = []
         for f in found:
-            out.append(read_one(f, scanners))
+            out.append(read_one(f, scanners, scanners.concurrency))
             done(1)
         return out
     by_root: dict[str, Read] = {}
+    inner = max(PRODUCT_WORKERS, scanners.concurrency // len(remote))  # few roots: their products at once
     with ThreadPoolExecutor(max_workers=min(len(remote), scanners.concurrency)) as pool:
-        futures = {f.root: pool.submit(read_one, f, scanners) for f in remote}
+        futures = {f.root: pool.submit(read_one, f, scanners, inner) for f in remote}
         for f in found:  # local roots in this thread meanwhile
             if not is_remote(f.root):
                 by_root[f.root] = read_one(f, scanners)

@@ -21,10 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from moczarr.errors import NotFoundError
-from moczarr.metadata import DEFAULT_CONCURRENCY, Writer, is_remote, normalize_location
+from moczarr.metadata import DEFAULT_CONCURRENCY, StoreSummary, Writer, is_remote, normalize_location
 
-from .reading import Reading, Scanners, locate, read_all
-from .record import RECORD_NAME, BuildRecord, changed
+from .discover import HIVE, Found
+from .reading import Read, Reading, Scanners, locate, read_all
+from .record import RECORD_NAME, BuildRecord, StoreRecord, changed, state_known, state_of
 
 #: the build options a record keeps, as ``build()`` takes them
 BUILD_OPTIONS = ("thumbnails", "href_base", "stores_root", "catalog_url", "license", "license_url", "strict")
@@ -66,15 +67,22 @@ def update(
     )
     present = [f for f in found if f.listings]  # a given root whose listing shows no store is gone
     previous = record.by_root()
-    stale = [f for f in present if changed(f, previous.get(f.root))]
+    partial = {f.root: names for f in present if (names := changed_products(f, previous.get(f.root))) is not None}
+    stale = [f for f in present if f.root not in partial and changed(f, previous.get(f.root))]
     fresh = {r.found.root: r for r in read_all(stale, scanners, progress=progress, scheduler=scheduler)}
+    for f in present:
+        if partial.get(f.root):
+            fresh[f.root] = _merge_products(f, previous[f.root], partial[f.root], scanners)
     reads = [fresh[f.root] if f.root in fresh else previous[f.root].read(f) for f in present]
     roots = {f.root for f in present}
     refresh = {
-        "read": [f.root for f in stale if f.root in previous],
+        "read": [f.root for f in stale if f.root in previous]
+        + [f"{root}/{name}" for root, names in partial.items() for name in names],
         "added": [f.root for f in stale if f.root not in previous],
         "removed": [root for root in previous if root not in roots],
-        "unchanged": len(present) - len(stale),
+        "unchanged": sum(len(r.summary.products) if r.summary else 1 for r in reads)
+        - len(stale)
+        - sum(map(len, partial.values())),
     }
     kwargs = {k: record.options.get(k) for k in BUILD_OPTIONS if k in record.options}
     written = build(
@@ -87,3 +95,28 @@ def update(
         **kwargs,
     )
     return {**written, "refresh": refresh}
+
+
+def changed_products(found: Found, previous: StoreRecord | None) -> list[str] | None:
+    """The products of a multi-product root to read again, when the rest can be taken from the record.
+
+    None when the root is not such a case (not a multi-product root both now
+    and before, or its state not fully known): then the root as a whole is
+    compared. A product whose state is equal keeps its recorded summary.
+    """
+    if previous is None or found.kind != HIVE or found.layout != "multi" or previous.facts.get("layout") != "multi":
+        return None
+    state = state_of(found)
+    if not state_known(state):
+        return None
+    recorded = {p["name"] for p in previous.facts["products"]}
+    return [n for n in state[""]["products"] if n not in recorded or state.get(n) != previous.state.get(n)]
+
+
+def _merge_products(found: Found, previous: StoreRecord, names: list[str], scanners: Scanners) -> Read:
+    """The multi-product root with ``names`` read again and its other products as recorded (same order)."""
+    scanner, rel = scanners.at(found.root)
+    fresh = dict(zip(names, scanner.summarize_products(rel, names, workers=scanners.concurrency), strict=True))
+    kept = {p.name: p for p in StoreSummary.from_dict(previous.facts).products}
+    products = [fresh[n] if n in fresh else kept[n] for n in state_of(found)[""]["products"]]
+    return Read(found, summary=StoreSummary(scanner.url(rel), "multi", products))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from ..storage import DEFAULT_CONCURRENCY, Entries, Storage, is_remote, join_location, normalize_location
-from ._summary import StoreSummary, summarize_store
+from ._summary import ProductSummary, StoreSummary, summarize_products, summarize_store
 
 
 def split_location(location: str | os.PathLike) -> tuple[str, str]:
@@ -56,9 +56,16 @@ class Scanner:
         """The :class:`~moczarr.storage.Entries` of each prefix (child folders, versioned objects), concurrently."""
         return self._storage.list_entries(rels)
 
-    def summarize(self, rel: str = "") -> StoreSummary:
-        """:func:`summarize_store` of the store root at ``rel``, through this scanner's handle."""
-        return summarize_store(self._storage.below(rel))
+    def summarize(self, rel: str = "", *, workers: int = 1) -> StoreSummary:
+        """:func:`summarize_store` of the store root at ``rel``, through this scanner's handle.
+
+        ``workers``: products of a multi-product root summarized at once (under the same limit).
+        """
+        return summarize_store(self._storage.below(rel), workers=workers)
+
+    def summarize_products(self, rel: str, names: list[str], *, workers: int = 1) -> list[ProductSummary]:
+        """Summaries of the named products of the multi-product root at ``rel`` (as :meth:`summarize` gives them)."""
+        return summarize_products(self._storage.below(rel), names, workers=workers)
 
 
 __all__ = ["Entries", "Scanner", "split_location"]

@@ -9,6 +9,7 @@ materialized; opening a level says what is on disk).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -26,7 +27,7 @@ from ..errors import (
 from ..format.coverage import ROOT_MOC_NAME, parse_root_moc
 from ..format.declaration import PyramidDeclaration, pyramid_declaration, pyramid_levels
 from ..format.manifest import MANIFEST_NAME, Manifest, parse_manifest
-from ..format.roster import read_roster
+from ..format.roster import read_manifest, read_roster
 from ..format.stamps import (
     leaf_data_prefix,
     stamp_of,
@@ -35,7 +36,7 @@ from ..format.stamps import (
     windows_present,
 )
 from ..places import footprint_geometry, geometry_bbox
-from ..storage import Storage, parse_json
+from ..storage import Storage, is_remote, parse_json
 
 #: shard nodes listed (at most) to find window labels on generative schedules
 WINDOW_SAMPLE = 8
@@ -169,9 +170,11 @@ class StoreSummary:
         return cls(doc["root"], doc["layout"], products)
 
 
-def summarize_store(root, storage_options: dict | None = None) -> StoreSummary:
+def summarize_store(root, storage_options: dict | None = None, *, workers: int = 1) -> StoreSummary:
     """Describe a bare store or a multi-product root (see the module docstring for the cost).
 
+    ``workers``: products of a multi-product root summarized at once (threads
+    sharing the root's one in-flight limit; the result is the same).
     Raises :class:`~moczarr.errors.NotAHiveStoreError` when the root holds
     neither a manifest nor products, and the manifest's own errors.
     """
@@ -183,11 +186,42 @@ def summarize_store(root, storage_options: dict | None = None) -> StoreSummary:
         return StoreSummary(storage.location, "bare", [summarize_product(storage, manifest, name)])
     if not manifests:
         raise NotAHiveStoreError(f"{storage.describe()} holds neither a morton-hive manifest nor products")
-    out = []
-    for name in sorted(manifests):
+
+    def one(name: str) -> ProductSummary:
         child = storage.child(name)
-        out.append(summarize_product(child, parse_manifest(manifests[name], child.describe()), name))
+        return summarize_product(child, parse_manifest(manifests[name], child.describe()), name)
+
+    names = sorted(manifests)
+    if workers > 1 and len(names) > 1 and not is_local(storage):
+        with ThreadPoolExecutor(max_workers=min(workers, len(names))) as pool:
+            out = list(pool.map(one, names))
+    else:
+        out = [one(name) for name in names]
     return StoreSummary(storage.location, "multi", out)
+
+
+def summarize_products(storage: Storage, names: list[str], *, workers: int = 1) -> list[ProductSummary]:
+    """The summaries of the named products of a multi-product root (each manifest read, none listed).
+
+    What :func:`summarize_store` gives for those products, for a caller that
+    knows which products it needs (a catalog refreshing the changed ones).
+    Raises :class:`~moczarr.errors.NotAHiveStoreError` for a name without a
+    manifest, and the manifest's own errors.
+    """
+
+    def one(name: str) -> ProductSummary:
+        child = storage.child(name)
+        return summarize_product(child, read_manifest(child), name)
+
+    if workers > 1 and len(names) > 1 and not is_local(storage):
+        with ThreadPoolExecutor(max_workers=min(workers, len(names))) as pool:
+            return list(pool.map(one, names))
+    return [one(name) for name in names]
+
+
+def is_local(storage: Storage) -> bool:
+    """True for a handle on a local folder (read in the calling thread: threads would not help)."""
+    return not is_remote(storage.location)
 
 
 def summarize_product(storage: Storage, manifest: Manifest, name: str) -> ProductSummary:
