@@ -5,9 +5,12 @@ batch of delimiter-LISTs through one :class:`~moczarr.metadata.Scanner`) and
 stops descending where a root is recognised by what its listing shows:
 
 - a folder holding ``morton_hive.json`` is a bare store root;
-- a folder without one whose product-named child folders hold manifests is a
-  multi-product root (FORMAT.md §3: a directory of stores), found as the
-  reader finds it (``build FOLDER``); its other children are walked on;
+- a folder without one is a multi-product root (FORMAT.md §3: a directory of
+  stores) when two or more of its child folders are products (product-named,
+  holding a manifest) and its other child folders hold no folders (notes, like
+  the format's ``scratch/``). One product alone is not told apart from a
+  folder holding one store: it is found as that bare store (given as a root,
+  such a folder is read as the reader reads it, as a multi-product root);
 - a folder holding ``0.zarr`` is a moraine pyramid (recognised by content when it is read);
 - a folder holding base-cell folders (``-?[1-6]``) and no manifest is a store
   whose manifest has not landed yet: skipped, and its digit tree is never entered;
@@ -180,10 +183,12 @@ class _Walk:
         rest: list[tuple[str, Entries]] = []
         for parent, names in by_parent.items():
             products = [n for n in names if is_product_name(n) and MANIFEST_NAME in listed[_join(parent, n)].objects]
-            if products:
+            others = [n for n in names if n not in products]
+            if len(products) >= 2 and not any(listed[_join(parent, n)].folders for n in others):
                 listings = {"": self.pending[parent], **{n: listed[_join(parent, n)] for n in products}}
                 self.found.append(Found(self.scanner.url(parent), HIVE, listings))
-            rest += [(_join(parent, n), listed[_join(parent, n)]) for n in names if n not in products]
+            else:  # the stores among them are bare store roots; the other folders are walked on
+                rest += [(_join(parent, n), listed[_join(parent, n)]) for n in names]
         return rest
 
     def list_pyramid_bases(self) -> None:

@@ -74,16 +74,7 @@ def update(
         if partial.get(f.root):
             fresh[f.root] = _merge_products(f, previous[f.root], partial[f.root], scanners)
     reads = [fresh[f.root] if f.root in fresh else previous[f.root].read(f) for f in present]
-    roots = {f.root for f in present}
-    refresh = {
-        "read": [f.root for f in stale if f.root in previous]
-        + [f"{root}/{name}" for root, names in partial.items() for name in names],
-        "added": [f.root for f in stale if f.root not in previous],
-        "removed": [root for root in previous if root not in roots],
-        "unchanged": sum(len(r.summary.products) if r.summary else 1 for r in reads)
-        - len(stale)
-        - sum(map(len, partial.values())),
-    }
+    refresh = _accounting(present, previous, stale, partial, reads)
     kwargs = {k: record.options.get(k) for k in BUILD_OPTIONS if k in record.options}
     written = build(
         record.roots,
@@ -120,3 +111,23 @@ def _merge_products(found: Found, previous: StoreRecord, names: list[str], scann
     kept = {p.name: p for p in StoreSummary.from_dict(previous.facts).products}
     products = [fresh[n] if n in fresh else kept[n] for n in state_of(found)[""]["products"]]
     return Read(found, summary=StoreSummary(scanner.url(rel), "multi", products))
+
+
+def _accounting(present, previous, stale, partial, reads) -> dict:
+    """What an update did, by product (``root`` or ``root/product`` of a multi-product root): read, added, removed."""
+    before = {root: _products(rec.root, rec.facts) for root, rec in previous.items()}
+    now = {r.found.root: _products(r.found.root, r.summary.to_dict() if r.summary else {}) for r in reads}
+    read = [p for f in stale if f.root in previous for p in now[f.root]]
+    read += [f"{root}/{n}" for root, names in partial.items() for n in names if f"{root}/{n}" in before[root]]
+    added = [p for f in stale if f.root not in previous for p in now[f.root]]
+    added += [f"{root}/{n}" for root, names in partial.items() for n in names if f"{root}/{n}" not in before[root]]
+    everything_now = {p for products in now.values() for p in products}
+    removed = [p for products in before.values() for p in products if p not in everything_now]
+    return {"read": read, "added": added, "removed": removed, "unchanged": len(everything_now) - len(read) - len(added)}
+
+
+def _products(root: str, facts: dict) -> list[str]:
+    """The products of a root as an update counts them: the root, or ``root/name`` per product of a multi root."""
+    if facts.get("layout") == "multi":
+        return [f"{root}/{p['name']}" for p in facts["products"]]
+    return [root]
