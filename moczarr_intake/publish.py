@@ -156,8 +156,21 @@ def publish(out: str, dsn: str, *, storage_options: dict | None = None) -> dict[
         return _publish(dsn, collections, items, keys.pop() if keys else None)
     except (ArgumentError, NotFoundError):
         raise
-    except Exception as exc:  # psycopg and pgstac failures: typed, naming the database
-        raise StorageError(f"pgstac at {_safe_dsn(dsn)}: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # psycopg and pgstac failures: typed, naming the database, never its password
+        text = str(exc)
+        password = _password(dsn)
+        if password:
+            text = text.replace(password, "***")
+        raise StorageError(f"pgstac at {_safe_dsn(dsn)}: {type(exc).__name__}: {text}") from None
+
+
+def _password(dsn: str) -> str | None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        return conninfo_to_dict(dsn).get("password")
+    except Exception:
+        return None
 
 
 def _safe_dsn(dsn: str) -> str:
@@ -193,13 +206,15 @@ def _publish(dsn: str, collections: list[dict], items: list[dict], key: str | No
                 gone = sorted(row[0] for row in cur.fetchall() if row[0] not in ours)
             for collection, item in stale:
                 cur.execute("SELECT pgstac.delete_item(%s, %s)", (item, collection))
+            deleted = len(stale)
             for collection in gone:
                 cur.execute("DELETE FROM pgstac.items WHERE collection = %s", (collection,))
+                deleted += max(cur.rowcount, 0)
                 cur.execute("SELECT pgstac.delete_collection(%s)", (collection,))
         conn.commit()
     return {
         "collections": len(collections),
         "items": len(items),
-        "items_deleted": len(stale),
+        "items_deleted": deleted,
         "collections_deleted": len(gone),
     }
