@@ -124,19 +124,35 @@ def build(
     """
     if is_remote(os.fspath(out)):
         return build_to_url(
-            build, roots, os.fspath(out), storage_options=storage_options, catalog_url=catalog_url,
-            thumbnails=thumbnails, progress=progress, href_base=href_base, stores_root=stores_root, license=license,
-            license_url=license_url, strict=strict, discover=discover, scheduler=scheduler, reading=reading,
-        )  # fmt: skip
+            build,
+            roots,
+            os.fspath(out),
+            storage_options=storage_options,
+            catalog_url=catalog_url,
+            thumbnails=thumbnails,
+            progress=progress,
+            href_base=href_base,
+            stores_root=stores_root,
+            license=license,
+            license_url=license_url,
+            strict=strict,
+            discover=discover,
+            scheduler=scheduler,
+            reading=reading,
+        )
     out = Path(out).resolve()
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MoczarrWarning)
         if reading is None:
             reading = read_roots(
-                roots, storage_options, discover_below=discover, exclude=[str(out)], progress=progress,
+                roots,
+                storage_options,
+                discover_below=discover,
+                exclude=[str(out)],
+                progress=progress,
                 scheduler=scheduler,
-            )  # fmt: skip
+            )
     summaries, moraine = reading.summaries, reading.moraine
     notes += [d.summary() for d in reading.discoveries]
     entries = catalog_entries(summaries, moraine)
@@ -176,11 +192,25 @@ def build(
         )
         write_yaml(v2_catalog(entries, out, storage_options=storage_options, policy=policy), tmp / "catalog_v2.yaml")
         record_options = {
-            "thumbnails": thumbnails, "href_base": href_base, "stores_root": stores_root, "catalog_url": catalog_url,
-            "license": license, "license_url": license_url, "strict": strict,
-        }  # fmt: skip
-        written_beside = write_beside(tmp, catalog, reading, roots, discover, record_options, storage_options,
-                                      catalog_url or out_location or str(out))  # fmt: skip
+            "thumbnails": thumbnails,
+            "href_base": href_base,
+            "stores_root": stores_root,
+            "catalog_url": catalog_url,
+            "license": license,
+            "license_url": license_url,
+            "strict": strict,
+        }
+        written_beside = write_beside(
+            tmp,
+            catalog,
+            reading,
+            roots,
+            discover,
+            record_options,
+            storage_options,
+            catalog_url or out_location or str(out),
+            hashes=out_location is not None,
+        )
         _move_in(tmp, out, ["stac", "catalog.yaml", "catalog_v2.yaml", *written_beside])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

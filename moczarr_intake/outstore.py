@@ -20,6 +20,7 @@ product writes that product's documents, the exports and the roots that changed.
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -47,7 +48,8 @@ def write_tree(staged: Path, writer: Writer, previous: BuildRecord | None) -> di
     previous record the stale documents are found by listing what the
     output holds under the names a build owns.
     """
-    hashes = document_hashes(staged)
+    record = (staged / RECORD_NAME).read_bytes()
+    hashes = BuildRecord.from_json(record, os.fspath(staged / RECORD_NAME)).documents or document_hashes(staged)
     hashes.pop(RECORD_NAME, None)
     if previous is not None:
         before = dict(previous.documents)
@@ -60,7 +62,6 @@ def write_tree(staged: Path, writer: Writer, previous: BuildRecord | None) -> di
     for key in ROOT_DOCUMENTS:
         if key in todo:
             writer.put_many([(key, (staged / key).read_bytes())])
-    record = (staged / RECORD_NAME).read_bytes()
     if previous is None or previous.to_json() != record:
         writer.put_many([(RECORD_NAME, record)])
     stale = sorted(key for key in before if key not in hashes and key.startswith(OWNED))

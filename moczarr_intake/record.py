@@ -181,14 +181,19 @@ def write_beside(
     options: dict,
     storage_options: dict | None,
     catalog_key: str,
+    *,
+    hashes: bool = False,
 ) -> list[str]:
     """Write the pgstac ndjson and the build record into the staged build ``tmp``; returns the names written.
 
     ``options``: the build options the record keeps (with the storage options
     a catalog may publish, never a credential); ``catalog_key``: the catalog's
     published location, which marks its Collections in a shared database.
+    ``hashes``: record each document's SHA-256 (what an object-storage output
+    compares; a local output is swapped in whole and needs none).
     """
     write_ndjson(catalog, tmp, catalog_key)
     recorded = {**options, "storage_options": public_storage_options(storage_options)}
-    write_record(tmp, BuildRecord.of(roots, discover, recorded, reading, document_hashes(tmp)))
+    documents = document_hashes(tmp) if hashes else {}
+    write_record(tmp, BuildRecord.of(roots, discover, recorded, reading, documents))
     return [PGSTAC_DIR, RECORD_NAME]
