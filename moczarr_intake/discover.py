@@ -53,6 +53,7 @@ class Found:
     root: str
     kind: str
     listings: dict[str, Entries] = field(default_factory=dict)
+    discovered: bool = True  #: found below a prefix (False: a root given as such)
 
     @property
     def layout(self) -> str:
@@ -209,12 +210,12 @@ def probe(scanner: Scanner, rel: str = "") -> Found | None:
     walk = _Walk(scanner, set())
     entries = walk.list([rel])[0]
     if MANIFEST_NAME in entries.objects:
-        return Found(scanner.url(rel), HIVE, {"": entries})
+        return Found(scanner.url(rel), HIVE, {"": entries}, discovered=False)
     if PYRAMID_BASE in entries.folders:
-        found = Found(scanner.url(rel), MORAINE, {"": entries})
+        found = Found(scanner.url(rel), MORAINE, {"": entries}, discovered=False)
         found.listings[PYRAMID_BASE] = walk.list([_join(rel, PYRAMID_BASE)])[0]
         return found
     names = [n for n in entries.folders if is_product_name(n)]
     listed = zip(names, walk.list([_join(rel, n) for n in names]), strict=True)
     products = {n: e for n, e in listed if MANIFEST_NAME in e.objects}
-    return Found(scanner.url(rel), HIVE, {"": entries, **products}) if products else None
+    return Found(scanner.url(rel), HIVE, {"": entries, **products}, discovered=False) if products else None

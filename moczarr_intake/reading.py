@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from moczarr.errors import MoczarrWarning
-from moczarr.metadata import DEFAULT_CONCURRENCY, Scanner, StoreSummary, is_remote, split_location
+from moczarr.errors import MoczarrWarning, ObjectDroppedWarning
+from moczarr.metadata import DEFAULT_CONCURRENCY, Scanner, StoreSummary, is_remote, split_location, warn
 from moczarr.moraine import is_moraine_pyramid, read_moraine_info
 
 from .discover import HIVE, MORAINE, Discovery, Found, discover, probe
@@ -98,21 +98,27 @@ def locate(
             discoveries.append(discover(scanner, rel, exclude=exclude, progress=progress))
             found += discoveries[-1].found
         else:
-            found.append(probe(scanner, rel) or Found(scanner.url(rel), HIVE, {}))
-    seen: set[str] = set()
-    unique = [f for f in found if not (f.root in seen or seen.add(f.root))]
-    return unique, discoveries
+            found.append(probe(scanner, rel) or Found(scanner.url(rel), HIVE, {}, discovered=False))
+    unique: dict[str, Found] = {}
+    for f in found:
+        unique.setdefault(f.root, f)
+    return list(unique.values()), discoveries
 
 
 def read_one(found: Found, scanners: Scanners, workers: int = PRODUCT_WORKERS) -> Read:
     """The facts of one root: its store summary, or its moraine pyramid's description.
 
-    A folder holding ``0.zarr`` that is no moraine pyramid is read as a hive
-    root (which then names what is missing), as a build always did.
+    A given folder holding ``0.zarr`` that is no moraine pyramid is read as a
+    hive root (which then names what is missing), as a build always did; a
+    discovered one is left out with an :class:`~moczarr.errors.ObjectDroppedWarning`.
     ``workers``: products of a multi-product root read at once.
     """
-    if found.kind == MORAINE and is_moraine_pyramid(found.root, storage_options=scanners.storage_options):
-        return Read(found, moraine=read_moraine_info(found.root, storage_options=scanners.storage_options))
+    if found.kind == MORAINE:
+        if is_moraine_pyramid(found.root, storage_options=scanners.storage_options):
+            return Read(found, moraine=read_moraine_info(found.root, storage_options=scanners.storage_options))
+        if found.discovered:
+            warn(f"{found.root}: holds 0.zarr but is no moraine pyramid; left out of the catalog", ObjectDroppedWarning)
+            return Read(found)
     scanner, rel = scanners.at(found.root)
     return Read(found, summary=scanner.summarize(rel, workers=workers))
 

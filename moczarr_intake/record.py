@@ -126,7 +126,7 @@ class BuildRecord:
             "roots": self.roots,
             "discover": self.discover,
             "options": self.options,
-            "stores": [dataclasses.asdict(s) for s in self.stores],
+            "stores": [{"root": s.root, "kind": s.kind, "state": s.state, "facts": s.facts} for s in self.stores],
             "documents": self.documents,
         }
         return (json.dumps(doc, indent=None, sort_keys=False) + "\n").encode()
