@@ -160,7 +160,7 @@ def main() -> None:
     parser.add_argument("--server", choices=("rclone", "moto"), default="rclone")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--update", type=int, default=200, help="products of the update case (0: skip it)")
-    parser.add_argument("--lifetime", type=float, default=1800.0)
+    parser.add_argument("--lifetime", type=float, default=7200.0, help="seconds before the servers stop themselves")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     latency, limit = args.latency_ms / 1e3, args.concurrency
