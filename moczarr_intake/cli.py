@@ -210,6 +210,7 @@ def build(
             storage_options,
             catalog_url or out_location or str(out),
             hashes=out_location is not None,
+            base=None if out_location is not None else str(out),
         )
         _move_in(tmp, out, ["stac", "catalog.yaml", "catalog_v2.yaml", *written_beside])
     finally:

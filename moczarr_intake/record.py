@@ -25,11 +25,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from moczarr.errors import ArgumentError
-from moczarr.metadata import MANIFEST_NAME, ROOT_MOC_NAME, StoreSummary, normalize_location
+from moczarr.metadata import MANIFEST_NAME, ROOT_MOC_NAME, StoreSummary, is_remote, normalize_location
 from moczarr.moraine import MorainePyramid
 
 from .discover import HIVE, MORAINE, Found
@@ -109,30 +110,45 @@ class BuildRecord:
     options: dict
     stores: list[StoreRecord] = field(default_factory=list)
     documents: dict[str, str] = field(default_factory=dict)
+    #: the local folder the record lives in: local paths are written relative to it (no path of this machine
+    #: in a published folder, and a folder moved with its stores still updates); None for a URL
+    base: str | None = None
 
     @classmethod
-    def of(cls, roots, discover: bool, options: dict, reading: Reading, documents: dict[str, str]) -> BuildRecord:
+    def of(
+        cls, roots, discover: bool, options: dict, reading: Reading, documents: dict[str, str], base: str | None = None
+    ) -> BuildRecord:
         stores = []
         for r in reading.reads:
             if r.summary is not None:
                 stores.append(StoreRecord(r.found.root, HIVE, state_of(r.found), r.summary.to_dict()))
             elif r.moraine is not None:
                 stores.append(StoreRecord(r.found.root, MORAINE, state_of(r.found), moraine_to_dict(r.moraine)))
-        return cls([normalize_location(x) for x in roots], discover, options, stores, documents)
+        if options.get("stores_root"):
+            options = {**options, "stores_root": normalize_location(options["stores_root"])}
+        return cls([normalize_location(x) for x in roots], discover, options, stores, documents, base)
 
     def to_json(self) -> bytes:
+        def rel(path):
+            if self.base is None or not isinstance(path, str) or is_remote(path):
+                return path
+            return os.path.relpath(path, self.base)
+
         doc = {
             "spec": SPEC,
-            "roots": self.roots,
+            "roots": [rel(r) for r in self.roots],
             "discover": self.discover,
-            "options": self.options,
-            "stores": [{"root": s.root, "kind": s.kind, "state": s.state, "facts": s.facts} for s in self.stores],
+            "options": {k: rel(v) if k == "stores_root" else v for k, v in self.options.items()},
+            "stores": [
+                {"root": rel(s.root), "kind": s.kind, "state": s.state, "facts": _paths(s.facts, rel)}
+                for s in self.stores
+            ],
             "documents": self.documents,
         }
         return (json.dumps(doc, indent=None, sort_keys=False) + "\n").encode()
 
     @classmethod
-    def from_json(cls, payload: bytes, where: str) -> BuildRecord:
+    def from_json(cls, payload: bytes, where: str, base: str | None = None) -> BuildRecord:
         """Parse a record; raises :class:`~moczarr.errors.ArgumentError` naming ``where`` when it is not one."""
         try:
             doc = json.loads(payload)
@@ -142,11 +158,32 @@ class BuildRecord:
             raise ArgumentError(
                 f"{where}: not a {SPEC} build record (spec {doc.get('spec') if isinstance(doc, dict) else None!r})"
             )
-        stores = [StoreRecord(**s) for s in doc["stores"]]
-        return cls(doc["roots"], bool(doc["discover"]), doc["options"], stores, dict(doc.get("documents") or {}))
+
+        def absolute(path):
+            if base is None or not isinstance(path, str) or is_remote(path) or os.path.isabs(path):
+                return path
+            return os.path.normpath(os.path.join(base, path))
+
+        stores = [
+            StoreRecord(absolute(s["root"]), s["kind"], s["state"], _paths(s["facts"], absolute)) for s in doc["stores"]
+        ]
+        options = {k: absolute(v) if k == "stores_root" else v for k, v in doc["options"].items()}
+        roots = [absolute(r) for r in doc["roots"]]
+        return cls(roots, bool(doc["discover"]), options, stores, dict(doc.get("documents") or {}), base)
 
     def by_root(self) -> dict[str, StoreRecord]:
         return {s.root: s for s in self.stores}
+
+
+def _paths(facts: dict, spell) -> dict:
+    """``facts`` with its store locations (a summary's roots, a pyramid's path) spelled by ``spell`` (a copy)."""
+    out = dict(facts)
+    for key in ("root", "path"):
+        if key in out:
+            out[key] = spell(out[key])
+    if "products" in out:
+        out["products"] = [{**p, "root": spell(p["root"])} for p in out["products"]]
+    return out
 
 
 def document_hashes(folder: Path) -> dict[str, str]:
@@ -183,6 +220,7 @@ def write_beside(
     catalog_key: str,
     *,
     hashes: bool = False,
+    base: str | None = None,
 ) -> list[str]:
     """Write the pgstac ndjson and the build record into the staged build ``tmp``; returns the names written.
 
@@ -190,10 +228,11 @@ def write_beside(
     a catalog may publish, never a credential); ``catalog_key``: the catalog's
     published location, which marks its Collections in a shared database.
     ``hashes``: record each document's SHA-256 (what an object-storage output
-    compares; a local output is swapped in whole and needs none).
+    compares; a local output is swapped in whole and needs none). ``base``: the
+    local folder the record ends up in (its local paths are written relative to it).
     """
     write_ndjson(catalog, tmp, catalog_key)
     recorded = {**options, "storage_options": public_storage_options(storage_options)}
     documents = document_hashes(tmp) if hashes else {}
-    write_record(tmp, BuildRecord.of(roots, discover, recorded, reading, documents))
+    write_record(tmp, BuildRecord.of(roots, discover, recorded, reading, documents, base))
     return [PGSTAC_DIR, RECORD_NAME]

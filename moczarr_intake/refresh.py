@@ -39,7 +39,8 @@ def load_record(out: str, storage_options: dict | None = None) -> BuildRecord:
         raise NotFoundError(
             f"{writer.location}: no {RECORD_NAME}; build the catalog there first (moczarr-catalog build)"
         )
-    return BuildRecord.from_json(payload, f"{writer.location}/{RECORD_NAME}")
+    base = None if is_remote(writer.location) else writer.location
+    return BuildRecord.from_json(payload, f"{writer.location}/{RECORD_NAME}", base)
 
 
 def update(
