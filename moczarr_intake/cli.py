@@ -2,6 +2,9 @@
 
     moczarr-catalog build ROOT... --out DIR [--thumbnails] [--href-base URL [--stores-root DIR]]
                           [--catalog-url URL] [--license ID|URL] [--strict] [--anon] [--endpoint-url URL]
+    moczarr-catalog build PREFIX... --discover --out DIR|URL [--scheduler ADDRESS]
+    moczarr-catalog update OUT [--scheduler ADDRESS]
+    moczarr-catalog publish OUT --pgstac DSN
     moczarr-catalog show ROOT
     moczarr-catalog demo [--out DIR]
     moczarr-catalog verify ROOT... [--deep] [--json]
@@ -26,19 +29,20 @@ import shutil
 import sys
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from moczarr.errors import ContentError, MoczarrError, MoczarrWarning
 
-from . import verify_cli
+from . import living_cli, verify_cli
 from .access import withheld_options
 from .arguments import check_license, check_out, check_stores_root, check_url
 
 if TYPE_CHECKING:  # the command line loads the reader only when a command runs (``--help`` stays light)
-    from moczarr.metadata import ProductSummary, StoreSummary
+    from moczarr.metadata import ProductSummary
 
     from .entries import CatalogEntries
     from .hrefs import HrefPolicy
+    from .reading import Reading
 
 #: what ``build`` writes into ``--out`` (each replaced whole when the build succeeds)
 OUTPUTS = ["stac", "catalog.yaml", "catalog_v2.yaml"]
@@ -84,69 +88,15 @@ def degrade_reasons(product: ProductSummary) -> list[str]:
     return reasons
 
 
-class Roots:
-    """What the roots of a build hold: store summaries, moraine pyramids, and what had to be left out."""
-
-    def __init__(self) -> None:
-        self.summaries: list[StoreSummary] = []
-        self.moraine: list = []  # moczarr.moraine.MorainePyramid
-        self.damaged: list[tuple[str, str]] = []  # (location, why), one per root or product left out
-        self.warnings: list[str] = []  # distinct reader warnings, "Category: message"
-
-    @property
-    def locations(self) -> list[str]:
-        return [s.root for s in self.summaries] + [m.path for m in self.moraine]
-
-
-def read_roots(roots: list[str], storage_options=None, *, progress: bool = False) -> Roots:
-    """Summarize every root (moraine pyramids told apart by content), leaving damaged products out.
-
-    A product whose content raises (:class:`~moczarr.errors.ContentError`: a
-    malformed manifest, root MOC or leaf) is recorded in ``damaged`` and the
-    rest of its root is summarized; a root that is not there or not a store
-    still raises. Raises :class:`~moczarr.errors.ContentError` when nothing is
-    left to catalog.
-    """
-    from tqdm import tqdm
-
-    from moczarr.metadata import is_remote, normalize_location, summarize_store
-    from moczarr.moraine import read_moraine_info
-
-    found = Roots()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", MoczarrWarning)
-        bar = tqdm([str(r) for r in roots], desc="stores", unit="store", disable=not progress, file=sys.stderr)
-        for root in bar:
-            bar.set_postfix_str(str(root).rstrip("/").rsplit("/", 1)[-1])
-            location = root if is_remote(root) else normalize_location(root)
-            try:
-                if classify(location, storage_options) == "moraine":
-                    found.moraine.append(read_moraine_info(location, storage_options=storage_options))
-                    continue
-                summary = summarize_store(location, storage_options, skip_damaged=True)
-            except ContentError as exc:
-                found.damaged.append((location, _one_line(exc)))
-                continue
-            if summary.products:  # a root whose every product is damaged has nothing to list
-                found.summaries.append(summary)
-            found.damaged += [(f"{summary.root.rstrip('/')}/{name}", why) for name, why in summary.damaged.items()]
-    for w in caught:
-        line = f"{w.category.__name__}: {w.message}"
-        if issubclass(w.category, MoczarrWarning) and line not in found.warnings:
-            found.warnings.append(line)
-    if not found.summaries and not found.moraine:
-        why = [f"{where}: {reason}" for where, reason in found.damaged] or ["no product found"]
-        raise ContentError("nothing to catalog: " + "; ".join(why))
-    return found
-
-
-def build_notes(entries: CatalogEntries, found: Roots) -> list[str]:
-    """One line per product left out or degraded (naming why) and per distinct reader warning."""
-    notes = [f"degraded: {where}: left out of the catalog: {why}" for where, why in found.damaged]
+def build_notes(entries: CatalogEntries, reading: Reading, caught: list) -> list[str]:
+    """One line per discovery walk, per root or product left out or degraded (naming why), per distinct warning."""
+    notes = [d.summary() for d in reading.discoveries]
+    notes += [f"degraded: {where}: left out of the catalog: {why}" for where, why in reading.damaged]
     notes += [
         f"degraded: {e.collection_id}: {reason}" for e in entries.products for reason in degrade_reasons(e.product)
     ]
-    return notes + [f"warning: {line}" for line in found.warnings]
+    lines = (f"warning: {w.category.__name__}: {w.message}" for w in caught if issubclass(w.category, MoczarrWarning))
+    return notes + list(dict.fromkeys(lines))
 
 
 def build(
@@ -161,6 +111,10 @@ def build(
     catalog_url: str | None = None,
     license: str | None = None,
     strict: bool = False,
+    discover: bool = False,
+    scheduler: str | None = None,
+    reading: Reading | None = None,
+    out_location: str | None = None,
 ) -> dict:
     """Summarize every root, write STAC and both Intake YAML flavours under ``out``; returns what was written.
 
@@ -191,22 +145,73 @@ def build(
     catalog_url = check_url(catalog_url, "--catalog-url")
     stores_root = check_stores_root(stores_root, href_base)
     licence, licence_url = check_license(license)
-    out = check_out(out, [os.fspath(r) for r in roots])
-    from .entries import catalog_entries  # the reader loads once the arguments are known to be good
-    from .hrefs import HrefPolicy
+    from moczarr.metadata import is_remote  # the reader loads once the arguments are known to be good
 
-    found = read_roots([os.fspath(r) for r in roots], storage_options, progress=progress)
-    entries = catalog_entries(found.summaries, found.moraine)
-    notes = build_notes(entries, found)
+    if is_remote(os.fspath(out)):
+        from .outstore import build_to_url
+
+        return build_to_url(
+            build,
+            roots,
+            os.fspath(out),
+            storage_options=storage_options,
+            catalog_url=catalog_url,
+            thumbnails=thumbnails,
+            progress=progress,
+            href_base=href_base,
+            stores_root=stores_root,
+            license=license,
+            strict=strict,
+            discover=discover,
+            scheduler=scheduler,
+            reading=reading,
+        )
+    # a discovered prefix may hold the catalog folder (discovery leaves it out); a store root may not
+    out = check_out(out, [] if discover else [os.fspath(r) for r in roots])
+    from .entries import catalog_entries
+    from .hrefs import HrefPolicy
+    from .reading import read_roots
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MoczarrWarning)
+        if reading is None:
+            reading = read_roots(
+                [os.fspath(r) for r in roots],
+                storage_options,
+                discover_below=discover,
+                exclude=[str(out)],
+                progress=progress,
+                scheduler=scheduler,
+            )
+    if not reading.summaries and not reading.moraine and not discover:
+        why = [f"{where}: {reason}" for where, reason in reading.damaged] or ["no product found"]
+        raise ContentError("nothing to catalog: " + "; ".join(why))
+    entries = catalog_entries(reading.summaries, reading.moraine)
+    notes = build_notes(entries, reading, caught)
     if strict and notes:
         raise DegradedBuildError(f"--strict: {len(notes)} problem(s): " + "; ".join(notes))
-    policy = HrefPolicy.for_roots(found.locations, out, href_base, stores_root)
-    for location in found.locations:  # a store outside --stores-root is refused before anything is written
+    policy = HrefPolicy.for_roots(reading.locations, out, href_base, stores_root)
+    for location in reading.locations:  # a store outside --stores-root is refused before anything is written
         policy.locate(location)
+    record = BuildRecordInputs(
+        reading,
+        list(roots),
+        discover,
+        {
+            "thumbnails": thumbnails,
+            "href_base": href_base,
+            "stores_root": stores_root,
+            "catalog_url": catalog_url,
+            "license": license,
+            "strict": strict,
+        },
+        out_location,
+    )
     api = _write_catalogs(
         entries,
         out,
         policy,
+        record,
         storage_options=storage_options,
         thumbnails=thumbnails,
         progress=progress,
@@ -219,8 +224,8 @@ def build(
         "intake": out / "catalog.yaml",
         "intake_v2": out / "catalog_v2.yaml",
         "stac": out / "stac" / "catalog.json",
-        "summaries": found.summaries,
-        "moraine": found.moraine,
+        "summaries": reading.summaries,
+        "moraine": reading.moraine,
         "notes": notes,
         "entries": entries,
         "api_items": [out / "stac" / p.relative_to(p.parents[1]) for p in api.items],
@@ -228,7 +233,26 @@ def build(
     }
 
 
-def _write_catalogs(entries: CatalogEntries, out: Path, policy: HrefPolicy, *, storage_options, catalog_url, **stac_kw):
+class BuildRecordInputs(NamedTuple):
+    """What the build record beside a catalog keeps (:mod:`.record`): the reading, the roots and the options."""
+
+    reading: Reading
+    roots: list
+    discover: bool
+    options: dict
+    out_location: str | None
+
+
+def _write_catalogs(
+    entries: CatalogEntries,
+    out: Path,
+    policy: HrefPolicy,
+    record: BuildRecordInputs,
+    *,
+    storage_options,
+    catalog_url,
+    **stac_kw,
+):
     """Write STAC (and its API outputs) and both YAML flavours to a temporary sibling of ``out``, then move them in.
 
     Returns the :class:`~moczarr_intake.stac.ApiOutputs` (paths in the temporary folder), with the lines
@@ -238,6 +262,7 @@ def _write_catalogs(entries: CatalogEntries, out: Path, policy: HrefPolicy, *, s
     import tempfile
 
     from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
+    from .record import write_beside
     from .stac import build_stac, write_api_outputs
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -264,7 +289,19 @@ def _write_catalogs(entries: CatalogEntries, out: Path, policy: HrefPolicy, *, s
         v1 = v1_catalog(entries, out, stac_hrefs=hrefs, storage_options=storage_options, policy=policy)
         write_yaml(v1, tmp / "catalog.yaml")
         write_yaml(v2_catalog(entries, out, storage_options=storage_options, policy=policy), tmp / "catalog_v2.yaml")
-        _move_in(tmp, out, OUTPUTS)
+        beside = write_beside(
+            tmp,
+            catalog,
+            record.reading,
+            record.roots,
+            record.discover,
+            record.options,
+            storage_options,
+            catalog_url or record.out_location or str(out),
+            hashes=record.out_location is not None,
+            base=None if record.out_location is not None else str(out),
+        )
+        _move_in(tmp, out, [*OUTPUTS, *beside])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return api
@@ -487,7 +524,12 @@ def parser() -> argparse.ArgumentParser:
     sub = top.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="write STAC and Intake catalogs for one or more stores")
     b.add_argument("roots", nargs="+")
-    b.add_argument("--out", required=True, type=Path, help="the catalog folder (outside every store)")
+    b.add_argument(
+        "--out",
+        required=True,
+        help="the catalog folder (outside every store), or an object-store URL (s3://bucket/cat)",
+    )
+    b.add_argument("--discover", action="store_true", help="the roots are prefixes: catalog every store below them")
     b.add_argument("--thumbnails", action="store_true", help="attach quicklook PNGs of each level's data")
     b.add_argument(
         "--href-base",
@@ -520,7 +562,8 @@ def parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=None, help="keep the sample and its catalogs here (default: a temporary folder)"
     )
     verify_cli.add_parser(sub)
-    for p in (b, s):
+    u, pub = living_cli.add_parsers(sub, b)
+    for p in (b, s, u, pub):
         p.add_argument("--anon", action="store_true", help="anonymous object-store access")
         p.add_argument("--endpoint-url", default=None, help="S3-compatible endpoint")
     return top
@@ -529,8 +572,20 @@ def parser() -> argparse.ArgumentParser:
 def run(argv: list[str] | None = None) -> int:
     """:func:`main` without the error wrapper (exceptions propagate)."""
     args = parser().parse_args(argv)
-    commands = {"build": run_build, "show": run_show, "demo": run_demo, "verify": verify_cli.run}
+    commands = {
+        "build": run_build,
+        "show": run_show,
+        "demo": run_demo,
+        "verify": verify_cli.run,
+        "update": run_living,
+        "publish": run_living,
+    }
     return commands[args.cmd](args)
+
+
+def run_living(args) -> int:
+    """``moczarr-catalog update`` and ``publish`` (:mod:`.living_cli`)."""
+    return living_cli.run(args, build, _storage_options(args), progress=sys.stderr.isatty())
 
 
 def run_build(args) -> int:
@@ -546,9 +601,14 @@ def run_build(args) -> int:
         license=args.license,
         strict=args.strict,
         progress=sys.stderr.isatty(),
+        discover=args.discover,
+        scheduler=args.scheduler,
     )
     for note in written["notes"]:
         print(note, file=sys.stderr)
+    if "uploaded" in written:
+        print(living_cli.uploaded_line(written))
+        return 0
     parts = [str(written["intake"]), str(written["intake_v2"]), str(written["stac"])]
     if written["api_items"]:
         parts.append(f"{written['api_items'][0].parent}/ ({len(written['api_items'])} stac-geoparquet files)")

@@ -49,6 +49,7 @@ class HrefPolicy:
     href_base: str | None = None
     stores_root: str | None = None
     machine_paths: list[str] = field(default_factory=list)
+    _located: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
         if self.out_dir is not None:
@@ -73,6 +74,11 @@ class HrefPolicy:
 
         Raises :class:`~moczarr.errors.ArgumentError` for a local store outside
         ``stores_root`` when ``href_base`` is given."""
+        if location not in self._located:  # a catalog spells each store many times; resolving a path is not free
+            self._located[location] = self._locate(location)
+        return self._located[location]
+
+    def _locate(self, location: str) -> tuple[str, str]:
         if is_remote(location):
             return URL, normalize_location(location)
         path = normalize_location(location)

@@ -173,10 +173,27 @@ def read_schema(storage: Storage, group: str, array_names: list[str] | None = No
     declared = array_names is not None
     if array_names is None:
         array_names = [n for n in storage.list_dir(group) if n != "zarr.json"]
+    arrays = read_array_schemas(
+        storage, group, array_names, "the stamp or provenance block" if declared else "the listing"
+    )
+    attrs = doc.get("attributes") or {}
+    if not isinstance(attrs, dict):
+        raise SchemaError(f"{where}: group attributes are {type(attrs).__name__}, not a mapping")
+    return Schema(attrs, arrays)
+
+
+def read_array_schemas(storage: Storage, group: str, array_names: list[str], source: str) -> dict[str, ArraySchema]:
+    """``{name: ArraySchema}`` of the named arrays of ``group``, ascending (one GET each, concurrent).
+
+    The array half of :func:`read_schema`, for a caller that needs no group
+    attributes (a catalog summary). ``source`` says where the names came from,
+    for the message when one is missing. Raises as :func:`read_schema` does.
+    """
+    where = storage.describe(group)
     array_names = [keys.array_name(n, where) for n in array_names]
     docs = storage.get_many_json([f"{group}/{n}/zarr.json" for n in array_names])
     present = {n: d for n, d in zip(array_names, docs) if d is not None}
-    check_declared_arrays(array_names, present, where, "the stamp or provenance block" if declared else "the listing")
+    check_declared_arrays(array_names, present, where, source)
     arrays = {}
     for name, meta in sorted(zip(array_names, docs)):
         parse_array_metadata(meta, storage.describe(f"{group}/{name}"))
@@ -184,10 +201,7 @@ def read_schema(storage: Storage, group: str, array_names: list[str] | None = No
         dims = meta.get("dimension_names") or [f"{name}_dim_{i}" for i in range(len(meta["shape"]))]
         arrays[name] = ArraySchema(name, meta, tuple(dims))
         _ = arrays[name].dtype  # an unusable data_type raises here, at open, not in a task
-    attrs = doc.get("attributes") or {}
-    if not isinstance(attrs, dict):
-        raise SchemaError(f"{where}: group attributes are {type(attrs).__name__}, not a mapping")
-    return Schema(attrs, arrays)
+    return arrays
 
 
 def check_array_contract(meta: dict, where: str) -> None:

@@ -13,7 +13,10 @@ through this module and the top-level ``moczarr`` API:
 - time: :func:`window_interval` (the span of a window label), :func:`parse_time`;
 - ids: :func:`to_words`, :func:`to_decimals`;
 - the names of the root objects: :data:`MANIFEST_NAME`, :data:`ROOT_MOC_NAME`;
-- :func:`warn`: emit a warning at the user's line, however deep the catalog code is.
+- :func:`warn`: emit a warning at the user's line, however deep the catalog code is;
+- :class:`Scanner`: listings (:class:`Entries`) and summaries of many stores below one location through one
+  client and one in-flight limit; :func:`split_location` (the bucket of a URL);
+- :class:`Writer`: the catalog's output (whole-object PUTs and DELETEs with the read path's bounds).
 
 Each name is imported on first use, like the top-level API (the table is ``__init__.pyi``).
 """

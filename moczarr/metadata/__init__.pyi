@@ -9,10 +9,17 @@ from ..ids import to_decimals as to_decimals
 from ..ids import to_words as to_words
 from ..places import footprint_geometry as footprint_geometry
 from ..places import geometry_bbox as geometry_bbox
+from ..storage import DEFAULT_CONCURRENCY as DEFAULT_CONCURRENCY
+from ..storage import Entries as Entries
+from ..storage import Writer as Writer
 from ..storage import is_remote as is_remote
 from ..storage import join_location as join_location
 from ..storage import normalize_location as normalize_location
 from ..storage import protocol as protocol
+from ..storage.keys import is_base_cell as is_base_cell
+from ..storage.keys import is_product_name as is_product_name
+from ._scan import Scanner as Scanner
+from ._scan import split_location as split_location
 from ._summary import LevelInfo as LevelInfo
 from ._summary import ProductSummary as ProductSummary
 from ._summary import StoreSummary as StoreSummary

@@ -11,13 +11,14 @@ declares (declared is not materialized; opening a level says what is on disk).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import mortie
 
 from .. import ids
-from ..dataplane.assemble import read_schema
+from ..dataplane.assemble import read_array_schemas, read_schema
 from ..errors import (
     ContentError,
     CoverageFallbackWarning,
@@ -31,7 +32,7 @@ from ..errors import (
 from ..format.coverage import ROOT_MOC_NAME, parse_root_moc
 from ..format.declaration import PyramidDeclaration, pyramid_declaration, pyramid_levels
 from ..format.manifest import MANIFEST_NAME, Manifest, parse_manifest
-from ..format.roster import read_roster
+from ..format.roster import read_manifest, read_roster
 from ..format.stamps import (
     leaf_data_prefix,
     stamp_of,
@@ -40,7 +41,7 @@ from ..format.stamps import (
     windows_present,
 )
 from ..places import footprint_geometry, geometry_bbox
-from ..storage import Storage, parse_json
+from ..storage import Storage, is_remote, parse_json
 
 #: shard nodes listed (at most) to find window labels on generative schedules
 WINDOW_SAMPLE = 8
@@ -145,10 +146,45 @@ class StoreSummary:
     #: products of a multi-product root left out as damaged (``summarize_store(skip_damaged=True)``): name -> why
     damaged: dict[str, str] = field(default_factory=dict)
 
+    def to_dict(self) -> dict:
+        """The summary as plain JSON types; :meth:`from_dict` gives it back equal (a catalog's build record)."""
+        products = []
+        for p in self.products:
+            doc = {
+                f.name: getattr(p, f.name) for f in fields(ProductSummary) if f.name not in ("manifest", "declaration")
+            }
+            doc["manifest"] = p.manifest.raw
+            doc["levels"] = [asdict(lv) for lv in p.levels]
+            doc["variables"] = [asdict(v) for v in p.variables]
+            products.append(doc)
+        return {"root": self.root, "layout": self.layout, "products": products, "damaged": self.damaged}
 
-def summarize_store(root, storage_options: dict | None = None, *, skip_damaged: bool = False) -> StoreSummary:
+    @classmethod
+    def from_dict(cls, doc: dict) -> StoreSummary:
+        """A summary from :meth:`to_dict`'s document; raises the manifest's errors when it is not one."""
+        products = []
+        for p in doc["products"]:
+            manifest = parse_manifest(p["manifest"], p["root"])
+            rest = {k: v for k, v in p.items() if k not in ("manifest", "levels", "variables")}
+            products.append(
+                ProductSummary(
+                    **rest,
+                    manifest=manifest,
+                    declaration=pyramid_declaration(manifest),
+                    levels=[LevelInfo(**lv) for lv in p["levels"]],
+                    variables=[VariableInfo(**v) for v in p["variables"]],
+                )
+            )
+        return cls(doc["root"], doc["layout"], products, dict(doc.get("damaged", {})))
+
+
+def summarize_store(
+    root, storage_options: dict | None = None, *, skip_damaged: bool = False, workers: int = 1
+) -> StoreSummary:
     """Describe a bare store or a multi-product root (see the module docstring for the cost).
 
+    ``workers``: products of a multi-product root summarized at once (threads
+    sharing the root's one in-flight limit; the result is the same).
     Raises :class:`~moczarr.errors.NotAHiveStoreError` when the root holds
     neither a manifest nor products, and the content errors
     (:class:`~moczarr.errors.ContentError`: a malformed manifest, root MOC or
@@ -166,17 +202,50 @@ def summarize_store(root, storage_options: dict | None = None, *, skip_damaged: 
         return StoreSummary(storage.location, "bare", [summarize_product(storage, manifest, name)])
     if not manifests and not found:
         raise NotAHiveStoreError(f"{storage.describe()} holds neither a morton-hive manifest nor products")
-    out = []
     damaged = {name: str(exc) for name, exc in (found or {}).items()}
-    for name in sorted(manifests):
+
+    def one(name: str) -> ProductSummary | None:
         child = storage.child(name)
         try:
-            out.append(summarize_product(child, parse_manifest(manifests[name], child.describe()), name))
+            return summarize_product(child, parse_manifest(manifests[name], child.describe()), name)
         except ContentError as exc:
             if not skip_damaged:
                 raise
             damaged[name] = str(exc)
+            return None
+
+    names = sorted(manifests)
+    if workers > 1 and len(names) > 1 and not is_local(storage):
+        with ThreadPoolExecutor(max_workers=min(workers, len(names))) as pool:
+            summaries = list(pool.map(one, names))
+    else:
+        summaries = [one(name) for name in names]
+    out = [summary for summary in summaries if summary is not None]
     return StoreSummary(storage.location, "multi", out, dict(sorted(damaged.items())))
+
+
+def summarize_products(storage: Storage, names: list[str], *, workers: int = 1) -> list[ProductSummary]:
+    """The summaries of the named products of a multi-product root (each manifest read, none listed).
+
+    What :func:`summarize_store` gives for those products, for a caller that
+    knows which products it needs (a catalog refreshing the changed ones).
+    Raises :class:`~moczarr.errors.NotAHiveStoreError` for a name without a
+    manifest, and the manifest's own errors.
+    """
+
+    def one(name: str) -> ProductSummary:
+        child = storage.child(name)
+        return summarize_product(child, read_manifest(child), name)
+
+    if workers > 1 and len(names) > 1 and not is_local(storage):
+        with ThreadPoolExecutor(max_workers=min(workers, len(names))) as pool:
+            return list(pool.map(one, names))
+    return [one(name) for name in names]
+
+
+def is_local(storage: Storage) -> bool:
+    """True for a handle on a local folder (read in the calling thread: threads would not help)."""
+    return not is_remote(storage.location)
 
 
 def summarize_product(storage: Storage, manifest: Manifest, name: str) -> ProductSummary:
@@ -260,24 +329,37 @@ def _source_variables(
     ]
     if not candidates:
         candidates = [r.path for r in walk_leaves(storage, manifest.shard_order, manifest.path_grouping)[:SCHEMA_TRIES]]
-    for path, doc in zip(candidates, storage.get_many_json([f"{p}/zarr.json" for p in candidates]), strict=True):
-        stamp = stamp_of(doc)
-        if stamp is None:
-            continue
-        prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
-        try:
-            schema = read_schema(storage, f"{prefix}/{group}", stamped_array_names(stamp, group))
-        except MoczarrError as exc:  # a torn leaf: try the next one
-            warn(f"{storage.describe(path)}: schema unreadable ({exc}); trying another leaf", ObjectDroppedWarning)
-            continue
-        out = []
-        for name, arr in schema.arrays.items():
-            if name == "morton":
+    for batch in (candidates[:1], candidates[1:]):  # the first leaf is almost always committed: one stamp GET
+        for path, doc in zip(batch, storage.get_many_json([f"{p}/zarr.json" for p in batch]), strict=True):
+            stamp = stamp_of(doc)
+            if stamp is None:
                 continue
-            kind = "ragged" if "ragged" in arr.attrs else "dense"
-            out.append(VariableInfo(name, str(arr.metadata["data_type"]), list(arr.dims), arr.attrs, kind))
-        return out
+            prefix = leaf_data_prefix(path, stamp, where=storage.describe(path))
+            try:
+                arrays = _variable_schemas(storage, f"{prefix}/{group}", stamped_array_names(stamp, group))
+            except MoczarrError as exc:  # a torn leaf: try the next one
+                warn(f"{storage.describe(path)}: schema unreadable ({exc}); trying another leaf", ObjectDroppedWarning)
+                continue
+            out = []
+            for name, arr in arrays.items():
+                if name == "morton":
+                    continue
+                kind = "ragged" if "ragged" in arr.attrs else "dense"
+                out.append(VariableInfo(name, str(arr.metadata["data_type"]), list(arr.dims), arr.attrs, kind))
+            return out
     return []
+
+
+def _variable_schemas(storage: Storage, group: str, stamped: list[str] | None) -> dict:
+    """The array schemas of a leaf's data group that a summary lists (``morton`` is no variable).
+
+    With the stamp's array names, only those arrays' metadata is read (no
+    group document, no LIST, not ``morton``'s); without them, the group as
+    :func:`read_schema` reads it.
+    """
+    if stamped is None:
+        return read_schema(storage, group, None).arrays
+    return read_array_schemas(storage, group, [n for n in stamped if n != "morton"], "the stamp")
 
 
 def _time_range(manifest: Manifest, envelope: Any) -> list[str] | None:

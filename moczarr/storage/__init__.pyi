@@ -14,9 +14,11 @@ from ._storage import CONNECT_TIMEOUT as CONNECT_TIMEOUT
 from ._storage import DEFAULT_CONCURRENCY as DEFAULT_CONCURRENCY
 from ._storage import READ_TIMEOUT as READ_TIMEOUT
 from ._storage import CountingStore as CountingStore
+from ._storage import Entries as Entries
 from ._storage import RequestCounter as RequestCounter
 from ._storage import Storage as Storage
 from ._storage import VerifiedObjectStore as VerifiedObjectStore
+from ._storage import Writer as Writer
 from ._storage import check_open_arguments as check_open_arguments
 from ._storage import count_requests as count_requests
 from ._storage import describe_key as describe_key

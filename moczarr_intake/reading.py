@@ -1,0 +1,250 @@
+"""Read the facts of every store a catalog build covers: concurrently, or on a dask cluster.
+
+One :class:`~moczarr.metadata.Scanner` per bucket (or local root) serves every
+listing and every summary below it, so all products of a bucket share one
+client and its one in-flight limit (``concurrency``, the reader's own). Object
+stores are read by a pool of threads under that limit; local roots one after
+another in the calling thread (a local read is a plain file read, and the
+warnings keep their order). With a dask.distributed ``scheduler`` the roots
+are sent to the cluster in chunks, each chunk read the same way on a worker.
+
+What each root costs: one LIST of the root (its state, :mod:`.record`) plus
+the summary's own GETs (manifest, root MOC, one stamp, the source arrays'
+metadata); a multi-product root one LIST per product more.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from tqdm import tqdm
+
+from moczarr.errors import ContentError, MoczarrWarning, ObjectDroppedWarning
+from moczarr.metadata import DEFAULT_CONCURRENCY, Scanner, StoreSummary, is_remote, split_location, warn
+from moczarr.moraine import is_moraine_pyramid, read_moraine_info
+
+from .discover import HIVE, MORAINE, Discovery, Found, discover, probe
+
+#: products of one multi-product root read at once (the root's products share the one in-flight limit)
+PRODUCT_WORKERS = 8
+#: chunks per worker a scheduled read is split into (enough to balance, few enough to share clients)
+CHUNKS_PER_WORKER = 4
+
+
+class Scanners:
+    """One :class:`~moczarr.metadata.Scanner` per bucket (object stores) or per root (local paths)."""
+
+    def __init__(self, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY):
+        self.storage_options = storage_options
+        self.concurrency = concurrency
+        self._by_base: dict[str, Scanner] = {}
+
+    def at(self, location: str) -> tuple[Scanner, str]:
+        """``(scanner, rel)`` for a root location."""
+        base, rel = split_location(location)
+        if base not in self._by_base:
+            options = self.storage_options if is_remote(base) else None
+            self._by_base[base] = Scanner(base, options, self.concurrency)
+        return self._by_base[base], rel
+
+
+@dataclass
+class Read:
+    """One root read: its :class:`~.discover.Found` (kind, listings) and its facts."""
+
+    found: Found
+    summary: StoreSummary | None = None
+    moraine: object | None = None  # moczarr.moraine.MorainePyramid
+    #: ``(location, why)`` of the root or each product of it left out as damaged
+    damaged: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Reading:
+    """Everything a build read: the roots in catalog order, and the discovery walks that found them."""
+
+    reads: list[Read]
+    discoveries: list[Discovery] = field(default_factory=list)
+
+    @property
+    def summaries(self) -> list[StoreSummary]:
+        return [r.summary for r in self.reads if r.summary is not None]
+
+    @property
+    def moraine(self) -> list:
+        return [r.moraine for r in self.reads if r.moraine is not None]
+
+    @property
+    def damaged(self) -> list[tuple[str, str]]:
+        """``(location, why)`` of every root or product left out as damaged, in catalog order."""
+        return [d for r in self.reads for d in r.damaged]
+
+    @property
+    def locations(self) -> list[str]:
+        """The locations of the stores and pyramids the catalog lists."""
+        return [s.root for s in self.summaries] + [m.path for m in self.moraine]  # type: ignore[attr-defined]
+
+
+def locate(
+    roots: Sequence[str],
+    scanners: Scanners,
+    *,
+    discover_below: bool = False,
+    exclude: Sequence[str] = (),
+    progress: bool = False,
+) -> tuple[list[Found], list[Discovery]]:
+    """The roots to read: each given root as its listing shows it, or (``discover_below``) every root below it.
+
+    A location found twice (given twice, or below two given prefixes) is read once.
+    """
+    found: list[Found] = []
+    discoveries: list[Discovery] = []
+    for root in roots:
+        scanner, rel = scanners.at(str(root))
+        if discover_below:
+            discoveries.append(discover(scanner, rel, exclude=exclude, progress=progress))
+            found += discoveries[-1].found
+        else:
+            found.append(probe(scanner, rel) or Found(scanner.url(rel), HIVE, {}, discovered=False))
+    unique: dict[str, Found] = {}
+    for f in found:
+        unique.setdefault(f.root, f)
+    return list(unique.values()), discoveries
+
+
+def read_one(found: Found, scanners: Scanners, workers: int = PRODUCT_WORKERS) -> Read:
+    """The facts of one root: its store summary, or its moraine pyramid's description.
+
+    A given folder holding ``0.zarr`` that is no moraine pyramid is read as a
+    hive root (which then names what is missing), as a build always did; a
+    discovered one is left out with an :class:`~moczarr.errors.ObjectDroppedWarning`.
+    ``workers``: products of a multi-product root read at once. A root (or a
+    product of a multi-product root) whose content raises
+    (:class:`~moczarr.errors.ContentError`: a malformed manifest, root MOC or
+    leaf) is left out and named in :attr:`Read.damaged`; a root that is not
+    there or not a store still raises.
+    """
+    try:
+        if found.kind == MORAINE:
+            if is_moraine_pyramid(found.root, storage_options=scanners.storage_options):
+                return Read(found, moraine=read_moraine_info(found.root, storage_options=scanners.storage_options))
+            if found.discovered:
+                warn(
+                    f"{found.root}: holds 0.zarr but is no moraine pyramid; left out of the catalog",
+                    ObjectDroppedWarning,
+                )
+                return Read(found)
+        scanner, rel = scanners.at(found.root)
+        summary = scanner.summarize(rel, workers=workers, skip_damaged=True)
+    except ContentError as exc:
+        return Read(found, damaged=[(found.root, one_line(exc))])
+    damaged = [(f"{summary.root.rstrip('/')}/{name}", why) for name, why in summary.damaged.items()]
+    # a root whose every product is damaged has nothing to list
+    return Read(found, summary=summary if summary.products else None, damaged=damaged)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (whitespace collapsed), or its type's name."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def read_all(
+    found: Sequence[Found],
+    scanners: Scanners,
+    *,
+    progress: bool = False,
+    scheduler: str | None = None,
+) -> list[Read]:
+    """:func:`read_one` of every root, in order: threads under the one limit, or chunks on ``scheduler``."""
+    if scheduler is not None:
+        return _read_on_cluster(list(found), scanners, scheduler, progress)
+    bar = tqdm(total=len(found), desc="stores", unit="store", disable=not progress, file=sys.stderr)
+    try:
+        return _read_here(list(found), scanners, bar.update)
+    finally:
+        bar.close()
+
+
+def _read_here(found: list[Found], scanners: Scanners, done: Callable[[int], object]) -> list[Read]:
+    remote = [f for f in found if is_remote(f.root)]
+    if len(remote) < 2:
+        out = []
+        for f in found:
+            out.append(read_one(f, scanners, scanners.concurrency))
+            done(1)
+        return out
+    by_root: dict[str, Read] = {}
+    inner = max(PRODUCT_WORKERS, scanners.concurrency // len(remote))  # few roots: their products at once
+    with ThreadPoolExecutor(max_workers=min(len(remote), scanners.concurrency)) as pool:
+        futures = {f.root: pool.submit(read_one, f, scanners, inner) for f in remote}
+        for f in found:  # local roots in this thread meanwhile
+            if not is_remote(f.root):
+                by_root[f.root] = read_one(f, scanners)
+                done(1)
+        for root, future in futures.items():
+            by_root[root] = future.result()  # the first failure (in order) ends the build
+            done(1)
+    return [by_root[f.root] for f in found]
+
+
+def read_chunk(found: list[Found], storage_options: dict | None, concurrency: int) -> tuple[list[Read], list]:
+    """A cluster task: read ``found`` on a worker; returns the reads and the warnings, as ``(category, text)``."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MoczarrWarning)
+        reads = _read_here(found, Scanners(storage_options, concurrency), lambda n: None)
+    return reads, [(w.category, str(w.message)) for w in caught if issubclass(w.category, MoczarrWarning)]
+
+
+def _read_on_cluster(found: list[Found], scanners: Scanners, scheduler: str, progress: bool) -> list[Read]:
+    """Chunks of roots read on a dask.distributed cluster; the workers' warnings are raised again here."""
+    import distributed
+
+    if not found:
+        return []
+    with distributed.Client(scheduler, set_as_default=False) as client:
+        workers = max(1, len(client.scheduler_info().get("workers", {})))
+        size = max(1, math.ceil(len(found) / (workers * CHUNKS_PER_WORKER)))
+        chunks = [found[i : i + size] for i in range(0, len(found), size)]
+        futures = [
+            client.submit(read_chunk, chunk, scanners.storage_options, scanners.concurrency, pure=False)
+            for chunk in chunks
+        ]
+        bar = tqdm(total=len(found), desc="stores", unit="store", disable=not progress, file=sys.stderr)
+        try:
+            results = []
+            for chunk, future in zip(chunks, futures, strict=True):
+                results.append(future.result())
+                bar.update(len(chunk))
+        finally:
+            bar.close()
+    reads = []
+    for chunk_reads, caught in results:
+        reads += chunk_reads
+        for category, text in caught:
+            warnings.warn(text, category, stacklevel=2)
+    return reads
+
+
+def read_roots(
+    roots: Sequence[str],
+    storage_options: dict | None = None,
+    *,
+    discover_below: bool = False,
+    exclude: Sequence[str] = (),
+    progress: bool = False,
+    scheduler: str | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> Reading:
+    """Locate (or discover) the roots and read them all: what ``moczarr-catalog build`` reads.
+
+    Roots keep the order given (discovered roots: by location below each
+    prefix). Raises the reader's errors of the first root that fails.
+    """
+    scanners = Scanners(storage_options, concurrency)
+    found, discoveries = locate(roots, scanners, discover_below=discover_below, exclude=exclude, progress=progress)
+    return Reading(read_all(found, scanners, progress=progress, scheduler=scheduler), discoveries)

@@ -1,0 +1,293 @@
+"""The living catalog: discovery, concurrent reads, object-storage output, update, the dask scheduler.
+
+Stores are written by ``moczarr.testing`` (the sample root and copies of its
+bare ``elevation`` product, a raster pyramid), so nothing here needs the
+shared fixtures. Object storage is moto's real S3 server on 127.0.0.1
+(``tests/s3server.py``); requests are counted by ``moczarr.count_requests``
+on the client and by the server's own request log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from moczarr.metadata import Scanner
+from moczarr.storage import count_requests
+from moczarr.testing import write_sample_store
+from moczarr.testing.moraine import write_raster_pyramid
+from moczarr_intake.cli import build, main
+from moczarr_intake.discover import discover
+from moczarr_intake.reading import read_roots
+from moczarr_intake.record import RECORD_NAME, BuildRecord
+from moczarr_intake.refresh import update
+
+from .conftest import local_cluster
+from .s3server import S3Server
+
+pytestmark = pytest.mark.filterwarnings("ignore::moczarr.errors.MoczarrWarning")
+
+#: what one bare copy of the sample's ``elevation`` product costs a build: its root LIST, then the summary's GETs
+ELEVATION_REQUESTS = {"LIST prefix": 1, "GET manifest": 1, "GET root_moc": 1, "GET stamp": 1, "GET metadata": 4}
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    return write_sample_store(tmp_path_factory.mktemp("living") / "sample")
+
+
+def copy_store(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest, copy_function=os.link)  # hard links: a change must replace a file, never edit it
+    return dest
+
+
+def rewrite_manifest(store: Path, **changes) -> None:
+    """Replace a store's manifest by a changed copy (a new file, so the hard-linked copies keep theirs)."""
+    path = store / "morton_hive.json"
+    doc = {**json.loads(path.read_text()), **changes}
+    path.unlink()
+    path.write_text(json.dumps(doc, indent=1))
+
+
+@pytest.fixture(scope="module")
+def bucket(sample, tmp_path_factory) -> Path:
+    """Roots of every kind below one folder, plus what discovery must skip or never enter."""
+    base = tmp_path_factory.mktemp("bucket") / "bucket"
+    copy_store(sample / "elevation", base / "A" / "store")  # a bare store in a folder of its own
+    copy_store(sample, base / "B" / "store")  # a multi-product root (two products, sample.json)
+    copy_store(sample / "elevation", base / "loose" / "x")  # two products side by side, and a folder of notes:
+    copy_store(sample / "elevation", base / "loose" / "y")  # a multi-product root
+    (base / "loose" / "notes").mkdir()
+    (base / "loose" / "notes" / "readme.json").write_text("{}")
+    write_raster_pyramid(base / "ras", np.arange(64 * 64, dtype="float32").reshape(64, 64))
+    pending = copy_store(sample / "elevation", base / "pending" / "store")
+    (pending / "morton_hive.json").unlink()  # a digit tree whose manifest has not landed
+    (base / "zarrthing").mkdir()
+    (base / "zarrthing" / "zarr.json").write_text('{"zarr_format": 3, "node_type": "group"}')
+    copy_store(sample / "elevation", base / "out" / "inside")  # the catalog's own output folder: excluded
+    return base
+
+
+EXPECTED_ROOTS = {"A/store": "bare", "B/store": "multi", "loose": "multi", "ras": "pyramid"}
+#: the folders the walk lists: the prefix, its 6 folders (out/ excluded), 6 below them, B/store's 2 products,
+#: and the pyramid's 0.zarr; never a digit node, a leaf, or anything below a root
+EXPECTED_LISTS = 1 + 6 + 6 + 2 + 1
+
+
+def test_discovery_finds_every_root_and_stops_at_them(bucket):
+    with count_requests() as counter:
+        found = discover(Scanner(bucket), exclude=[str(bucket / "out")])
+    assert {os.path.relpath(f.root, bucket): f.layout for f in found.found} == EXPECTED_ROOTS
+    assert dict(found.skipped) == {
+        str(bucket / "pending" / "store"): "digit trees without a manifest (a store still being written?)",
+        str(bucket / "zarrthing"): "zarr hierarchies (not stores)",
+    }
+    assert found.lists == counter.lists == EXPECTED_LISTS and counter.gets == 0, counter.summary()
+    loose = next(f for f in found.found if f.root.endswith("loose"))
+    assert sorted(loose.listings) == ["", "x", "y"]  # each product's listing: its state
+    assert found.summary() == (
+        f"discovered 3 morton-hive store root(s) (2 multi-product), 1 moraine pyramid(s) below {bucket} in "
+        f"{EXPECTED_LISTS} LIST(s); skipped 2: 1 digit trees without a manifest (a store still being written?), "
+        "1 zarr hierarchies (not stores)"
+    )
+
+
+def test_discovery_over_s3_lists_the_same_folders(bucket):
+    with S3Server() as server:
+        server.create_bucket("living", public=True)
+        server.upload_tree(bucket, "living", "bucket")
+        scanner = Scanner("s3://living", server.storage_options(anon=True))
+        with count_requests() as counter, server.count_http() as http:
+            found = discover(scanner, "bucket", exclude=["s3://living/bucket/out"])
+    assert {f.root.removeprefix("s3://living/bucket/"): f.layout for f in found.found} == EXPECTED_ROOTS
+    assert found.lists == counter.lists == http.lists == EXPECTED_LISTS and http.object_gets == 0
+    ras = next(f for f in found.found if f.kind == "moraine")
+    assert all(v and v.startswith("etag:") for v in ras.listings["0.zarr"].objects.values())
+
+
+def test_build_discover_cli_catalogs_what_it_found(bucket, tmp_path, capsys):
+    out = bucket / "out"
+    assert main(["build", str(bucket), "--discover", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "discovered 3 morton-hive store root(s) (2 multi-product), 1 moraine pyramid(s)" in err
+    record = BuildRecord.from_json((out / RECORD_NAME).read_bytes(), "record", base=str(out))
+    assert (
+        str(bucket) not in (out / RECORD_NAME).read_text()
+    )  # local paths relative to the record: none of this machine
+    assert record.discover and record.roots == [str(bucket)]
+    assert sorted(os.path.relpath(s.root, bucket) for s in record.stores) == sorted(EXPECTED_ROOTS)
+    collections = [json.loads(line)["id"] for line in (out / "pgstac" / "collections.ndjson").read_text().splitlines()]
+    # A/store (named by its short name), B/store's two products, loose's two; the raster pyramid has grid
+    # coordinates only, so no geometry: pgstac, which searches by geometry, gets no Item (nor Collection) of it
+    assert collections == ["moczarr_sample", "elevation", "elevation_yearly", "x", "y"]
+
+
+@pytest.fixture(scope="module")
+def s3():
+    with S3Server() as server:
+        server.create_bucket("living", public=True)
+        yield server
+
+
+def test_products_are_read_concurrently_at_the_requests_they_need(sample, s3, tmp_path):
+    for i in range(6):
+        s3.upload_tree(sample / "elevation", "living", f"conc/p{i}")
+    roots = [f"s3://living/conc/p{i}" for i in range(6)]
+    options = s3.storage_options(anon=True)
+    with count_requests() as counter:
+        concurrent = read_roots(roots, options)
+    assert counter.summary() == {k: 6 * n for k, n in ELEVATION_REQUESTS.items()}
+    one_at_a_time = read_roots(roots, options, concurrency=1)
+    assert [s.to_dict() for s in concurrent.summaries] == [s.to_dict() for s in one_at_a_time.summaries]
+    assert [s.root for s in concurrent.summaries] == roots  # the order given
+
+
+class _PutLog(logging.Handler):
+    """The keys moto is asked to PUT and DELETE, in the order its log says it answered them."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines: list[tuple[str, str]] = []
+
+    def emit(self, record):
+        found = re.search(r"\b(PUT|DELETE) /living/(\S+) HTTP", record.getMessage())
+        if found:
+            self.lines.append((found.group(1), found.group(2)))
+
+
+def _keys(s3, prefix: str) -> set[str]:
+    pages = s3.client().get_paginator("list_objects_v2").paginate(Bucket="living", Prefix=prefix)
+    return {o["Key"].removeprefix(prefix) for page in pages for o in page.get("Contents", [])}
+
+
+def test_out_to_object_storage_writes_leaves_first_and_replaces_the_previous_catalog(sample, s3):
+    s3.upload_tree(sample / "elevation", "living", "outs/a")
+    other = copy_store(sample / "elevation", sample.parent / "other")
+    rewrite_manifest(other, dataset={"short_name": "OTHER", "version": "1"})  # a second name: no prefixed ids
+    s3.upload_tree(other, "living", "outs/b")
+    roots = ["s3://living/outs/a", "s3://living/outs/b"]
+    options = s3.storage_options(anon=False)
+    log = _PutLog()
+    logging.getLogger("werkzeug").addHandler(log)
+    try:
+        written = build(roots, "s3://living/cat", storage_options=options, progress=False)
+        first, keys = list(log.lines), _keys(s3, "cat/")
+        catalog = json.loads(s3.client().get_object(Bucket="living", Key="cat/stac/catalog.json")["Body"].read())
+        log.lines.clear()
+        again = build(roots[:1], "s3://living/cat", storage_options=options, progress=False)  # b is gone
+        log.lines.clear()
+        same = build(roots[:1], "s3://living/cat", storage_options=options, progress=False)
+        third = list(log.lines)
+    finally:
+        logging.getLogger("werkzeug").removeHandler(log)
+    assert written["stac"] == "s3://living/cat/stac/catalog.json"
+    puts = [key for op, key in first if op == "PUT"]
+    roots_at = [puts.index(f"cat/{k}") for k in ("stac/catalog.json", "catalog.yaml", "catalog_v2.yaml")]
+    assert roots_at == sorted(roots_at) and roots_at[0] == len(puts) - 4 and puts[-1] == f"cat/{RECORD_NAME}"
+    item_at = max(i for i, k in enumerate(puts) if re.search(r"-o\d+/[^/]+\.json$", k))
+    collection_at = min(i for i, k in enumerate(puts) if k.endswith("/collection.json"))
+    assert item_at < collection_at  # the deepest documents first
+    assert next(lk["href"] for lk in catalog["links"] if lk["rel"] == "self") == written["stac"]
+    for link in catalog["links"]:  # every child the root names was written
+        if link["rel"] == "child":
+            assert "stac/" + link["href"].removeprefix("./") in keys
+    after = _keys(s3, "cat/")
+    gone = keys - after
+    assert gone and all("other" in key for key in gone), gone  # the documents of the product that is gone
+    assert again["uploaded"]["deleted"] == len(gone) and not any("other" in key for key in after)
+    # every document links to the root with its title, which counts the stores: all were rewritten; a build of
+    # the same stores rewrites nothing (the documents and the record are byte for byte the same)
+    assert same["uploaded"] == {"written": 0, "unchanged": len(after) - 1, "deleted": 0} and third == []
+
+
+def test_update_of_200_products_rereads_only_the_changed_one(sample, tmp_path):
+    prefix = tmp_path / "many"
+    for i in range(200):
+        copy_store(sample / "elevation", prefix / f"p{i:04}")
+    out = tmp_path / "cat"
+    build([str(prefix)], out, progress=False, discover=True)
+    rewrite_manifest(prefix / "p0007", generated_at="2031-01-01T00:00:00+00:00")
+    with count_requests() as counter:
+        result = update(build, str(out))
+    # the walk: the prefix and each product's listing; then the one changed product's summary and the record
+    assert counter.lists == 1 + 200
+    assert counter.summary() == {
+        "LIST prefix": 201,
+        **{k: n for k, n in ELEVATION_REQUESTS.items() if k.startswith("GET")},
+        "GET other": 1,  # the build record
+    }
+    assert result["refresh"] == {"read": [str(prefix / "p0007")], "added": [], "removed": [], "unchanged": 199}
+    collection = json.loads((out / "stac" / "many" / "p0007" / "collection.json").read_text())
+    assert collection["created"] == "2031-01-01T00:00:00Z"
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    names = ("stac", "catalog.yaml", "catalog_v2.yaml")
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.relative_to(folder).parts[0] in names
+    }
+
+
+def test_update_adds_and_removes_stores_and_equals_a_fresh_build(sample, tmp_path, capsys):
+    prefix = tmp_path / "stores"
+    for name in ("a", "b", "c"):
+        copy_store(sample / "elevation", prefix / "one" / name)
+    copy_store(sample, prefix / "two")
+    out = tmp_path / "cat"
+    assert main(["build", str(prefix), "--discover", "--out", str(out)]) == 0
+    shutil.rmtree(prefix / "one" / "b")
+    copy_store(sample / "elevation", prefix / "one" / "d")
+    rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
+    capsys.readouterr()
+    assert main(["update", str(out)]) == 0
+    assert capsys.readouterr().out.startswith(f"updated {out}: 1 changed, 1 added, 1 removed, 3 unchanged")
+    assert not (out / "stac" / "one" / "b").exists()
+    fresh = tmp_path / "fresh"
+    build([str(prefix)], fresh, progress=False, discover=True)
+    assert _tree(out) == _tree(fresh)
+
+
+def test_update_of_a_given_root_that_is_gone_drops_it(sample, tmp_path):
+    a = copy_store(sample / "elevation", tmp_path / "a")
+    b = copy_store(sample / "elevation", tmp_path / "b")
+    out = tmp_path / "cat"
+    build([str(a), str(b)], out, progress=False)
+    shutil.rmtree(b)
+    result = update(build, str(out))
+    assert result["refresh"]["removed"] == [str(b)] and result["refresh"]["unchanged"] == 1
+    assert [s.root for s in result["summaries"]] == [str(a)]
+
+
+def test_update_without_a_build_record_is_an_error(tmp_path, capsys):
+    assert main(["update", str(tmp_path)]) == 2
+    assert f"{tmp_path}: no {RECORD_NAME}; build the catalog there first" in capsys.readouterr().err
+
+
+def test_scheduler_reads_on_the_cluster_and_builds_the_same(sample, tmp_path):
+    prefix = tmp_path / "stores"
+    for name in ("a", "b", "c"):
+        copy_store(sample / "elevation", prefix / name / "store")
+    here = build([str(prefix)], tmp_path / "here", progress=False, discover=True)
+    with local_cluster() as client:
+        there = build(
+            [str(prefix)], tmp_path / "there", progress=False, discover=True, scheduler=client.scheduler.address
+        )
+        assert _tree(tmp_path / "here") == _tree(tmp_path / "there")
+        assert [s.to_dict() for s in here["summaries"]] == [s.to_dict() for s in there["summaries"]]
+        rewrite_manifest(prefix / "b" / "store", generated_at="2033-03-03T00:00:00+00:00")
+        updated = update(build, str(tmp_path / "there"), scheduler=client.scheduler.address)
+    assert updated["refresh"]["read"] == [str(prefix / "b" / "store")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fresh = build([str(prefix)], tmp_path / "fresh", progress=False, discover=True)
+    assert [s.to_dict() for s in updated["summaries"]] == [s.to_dict() for s in fresh["summaries"]]
