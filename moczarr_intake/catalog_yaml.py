@@ -14,6 +14,11 @@ from pathlib import Path
 
 import yaml
 
+try:  # libyaml's emitter: the same bytes, 15x faster
+    from yaml import CSafeDumper as _Dumper
+except ImportError:  # PyYAML built without libyaml
+    from yaml import SafeDumper as _Dumper  # type: ignore[assignment]
+
 from moczarr.metadata import ProductSummary, StoreSummary
 
 from .access import public_storage_options
@@ -216,7 +221,7 @@ def v2_catalog(
 def write_yaml(doc: dict, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
 
-    class _NoAliases(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml's emitter: the same bytes, 15x faster
+    class _NoAliases(_Dumper):
         def ignore_aliases(self, data):
             return True
 

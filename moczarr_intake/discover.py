@@ -119,7 +119,7 @@ def discover(
     excluded = {normalize_location(e) for e in exclude}
     walk = _Walk(scanner, excluded)
     with tqdm(desc="discover", unit="folder", disable=not progress, file=sys.stderr) as bar:
-        level = list(zip([rel], walk.list([rel]), strict=True))
+        level = list(zip([rel], walk.list_entries([rel]), strict=True))
         depth = 0
         while level:
             bar.update(len(level))
@@ -146,9 +146,9 @@ class _Walk:
         self.pyramids: list[tuple[Found, str]] = []
         self.pending: dict[str, Entries] = {}  # walked folders: multi-product roots once their children are listed
 
-    def list(self, rels: list[str]) -> list[Entries]:
+    def list_entries(self, rels: list[str]) -> list[Entries]:
         self.lists += len(rels)
-        return self.scanner.list(rels)
+        return self.scanner.list_entries(rels)
 
     def classify(self, level: list[tuple[str, Entries]]) -> list[str]:
         """Record the roots of a listed level; return the child folders to list next."""
@@ -176,7 +176,7 @@ class _Walk:
 
         Returns the rest of the listed folders, to be classified as the next level.
         """
-        listed = dict(zip(folders, self.list(folders), strict=True))
+        listed = dict(zip(folders, self.list_entries(folders), strict=True))
         by_parent: dict[str, list[str]] = {}
         for rel in folders:
             parent, _, name = rel.rpartition("/")
@@ -195,7 +195,9 @@ class _Walk:
     def list_pyramid_bases(self) -> None:
         """List each pyramid's ``0.zarr``: the marker lives in its metadata, so its version tag is part of the state."""
         if self.pyramids:
-            for (found, _), entries in zip(self.pyramids, self.list([r for _, r in self.pyramids]), strict=True):
+            for (found, _), entries in zip(
+                self.pyramids, self.list_entries([r for _, r in self.pyramids]), strict=True
+            ):
                 found.listings[PYRAMID_BASE] = entries
 
 
@@ -208,14 +210,14 @@ def probe(scanner: Scanner, rel: str = "") -> Found | None:
     then names what is missing.
     """
     walk = _Walk(scanner, set())
-    entries = walk.list([rel])[0]
+    entries = walk.list_entries([rel])[0]
     if MANIFEST_NAME in entries.objects:
         return Found(scanner.url(rel), HIVE, {"": entries}, discovered=False)
     if PYRAMID_BASE in entries.folders:
         found = Found(scanner.url(rel), MORAINE, {"": entries}, discovered=False)
-        found.listings[PYRAMID_BASE] = walk.list([_join(rel, PYRAMID_BASE)])[0]
+        found.listings[PYRAMID_BASE] = walk.list_entries([_join(rel, PYRAMID_BASE)])[0]
         return found
     names = [n for n in entries.folders if is_product_name(n)]
-    listed = zip(names, walk.list([_join(rel, n) for n in names]), strict=True)
+    listed = zip(names, walk.list_entries([_join(rel, n) for n in names]), strict=True)
     products = {n: e for n, e in listed if MANIFEST_NAME in e.objects}
     return Found(scanner.url(rel), HIVE, {"": entries, **products}, discovered=False) if products else None

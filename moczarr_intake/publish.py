@@ -103,7 +103,7 @@ def _moraine_collection(collection_id: str, items: list[dict], catalog_key: str)
             pystac.SpatialExtent([bbox]),
             pystac.TemporalExtent([[pystac.utils.str_to_datetime(times[0]), pystac.utils.str_to_datetime(times[-1])]])
             if times
-            else pystac.TemporalExtent([[None, None]]),
+            else pystac.TemporalExtent([None, None]),
         ),
         title="moraine pyramids",
         license="other",
@@ -168,7 +168,8 @@ def _password(dsn: str) -> str | None:
     from psycopg.conninfo import conninfo_to_dict
 
     try:
-        return conninfo_to_dict(dsn).get("password")
+        password = conninfo_to_dict(dsn).get("password")
+        return None if password is None else str(password)
     except Exception:
         return None
 

@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from moczarr.errors import ContentError, MoczarrWarning, ObjectDroppedWarning
 from moczarr.metadata import DEFAULT_CONCURRENCY, Scanner, StoreSummary, is_remote, split_location, warn
-from moczarr.moraine import is_moraine_pyramid, read_moraine_info
+from moczarr.moraine import MorainePyramid, is_moraine_pyramid, read_moraine_info
 
 from .discover import HIVE, MORAINE, Discovery, Found, discover, probe
 
@@ -59,7 +59,7 @@ class Read:
 
     found: Found
     summary: StoreSummary | None = None
-    moraine: object | None = None  # moczarr.moraine.MorainePyramid
+    moraine: MorainePyramid | None = None
     #: ``(location, why)`` of the root or each product of it left out as damaged
     damaged: list[tuple[str, str]] = field(default_factory=list)
 
@@ -87,7 +87,7 @@ class Reading:
     @property
     def locations(self) -> list[str]:
         """The locations of the stores and pyramids the catalog lists."""
-        return [s.root for s in self.summaries] + [m.path for m in self.moraine]  # type: ignore[attr-defined]
+        return [s.root for s in self.summaries] + [m.path for m in self.moraine]
 
 
 def locate(

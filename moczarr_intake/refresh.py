@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from moczarr.errors import NotFoundError
-from moczarr.metadata import DEFAULT_CONCURRENCY, StoreSummary, Writer, is_remote, normalize_location
+from moczarr.metadata import DEFAULT_CONCURRENCY, ProductSummary, StoreSummary, Writer, is_remote, normalize_location
 
 from .discover import HIVE, Found
 from .reading import Read, Reading, Scanners, locate, read_all
@@ -108,7 +108,8 @@ def changed_products(found: Found, previous: StoreRecord | None) -> list[str] | 
 def _merge_products(found: Found, previous: StoreRecord, names: list[str], scanners: Scanners) -> Read:
     """The multi-product root with ``names`` read again and its other products as recorded (same order)."""
     scanner, rel = scanners.at(found.root)
-    fresh = dict(zip(names, scanner.summarize_products(rel, names, workers=scanners.concurrency), strict=True))
+    summaries = scanner.summarize_products(rel, names, workers=scanners.concurrency)
+    fresh: dict[str, ProductSummary] = dict(zip(names, summaries, strict=True))
     kept = {p.name: p for p in StoreSummary.from_dict(previous.facts).products}
     products = [fresh[n] if n in fresh else kept[n] for n in state_of(found)[""]["products"]]
     return Read(found, summary=StoreSummary(scanner.url(rel), "multi", products))

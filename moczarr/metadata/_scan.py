@@ -52,7 +52,7 @@ class Scanner:
         """The location of ``rel`` as a root a reader opens."""
         return join_location(self.location, rel) if rel else self.location
 
-    def list(self, rels: list[str]) -> list[Entries]:
+    def list_entries(self, rels: list[str]) -> list[Entries]:
         """The :class:`~moczarr.storage.Entries` of each prefix (child folders, versioned objects), concurrently."""
         return self._storage.list_entries(rels)
 
