@@ -256,6 +256,7 @@ class MortonHiveCatalog(Catalog):
 
     name = "morton_hive"
     version = moczarr.__version__
+    metadata: dict  # set by intake's Catalog.__init__
 
     def __init__(self, store_root: str, storage_options: dict | None = None, stac_hrefs: dict | None = None, **kwargs):
         self.store_root = str(store_root)

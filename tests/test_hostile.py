@@ -15,6 +15,7 @@ the source data stands.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -125,7 +126,7 @@ def test_listed_names_that_are_not_leaf_names_are_no_leaves(value):
     assert ids.parse_leaf_name(f"{value}.zarr") is None
 
 
-@pytest.mark.parametrize("value", HOSTILE + ["run-", "run-a/b", "run-..x/..", "v1", "8"], ids=repr)
+@pytest.mark.parametrize("value", [*HOSTILE, "run-", "run-a/b", "run-..x/..", "v1", "8"], ids=repr)
 def test_version_names_refuse_hostile_pointers(value):
     with pytest.raises(VersionPointerError, match="leaf"):
         keys.version_name(value, "leaf")
@@ -196,16 +197,15 @@ def test_overview_field_outside_the_object(store, tmp_path, opener):
     hostile = escape(group_rel.count("/") + 2, "outside/arr")
     bird = canary(root, f"{group_rel}/{hostile}/zarr.json")
     set_attrs(obj / "zarr.json", lambda a: a["zagg_overview"]["fields"].update({hostile: {"class": "exact"}}))
+    args = (root, 6) if opener == "open_level" else (root,)
     with watch() as log, pytest.warns(ObjectDroppedWarning, match="outside"):
-        if opener == "open_level":
-            ds = moczarr.open_level(root, 6)
-            assert "43323" not in [o["node"] for o in ds.attrs["zagg_objects"]]
-        elif opener == "open_pyramid":
-            tree = moczarr.open_pyramid(root)
-            assert "o8" in tree.children and tree["o8"].ds.sizes["cells"] > 0  # the source stands
-        else:
-            tree = moczarr.open_store(root)
-            assert tree.children  # the product (and its source order) stands
+        opened = getattr(moczarr, opener)(*args)
+    if opener == "open_level":
+        assert opened is not None and "43323" not in [o["node"] for o in opened.attrs["zagg_objects"]]
+    elif opener == "open_pyramid":
+        assert "o8" in opened.children and opened["o8"].ds.sizes["cells"] > 0  # the source stands
+    else:
+        assert opened.children  # the product (and its source order) stands
     assert_contained(log, root, tmp_path)
     assert str(bird) not in log
     assert not any("outside" in p and "/../" in p for p in log)
@@ -279,11 +279,9 @@ def test_hostile_windows_are_refused(store, tmp_path, window):
 @pytest.mark.parametrize("leaf", ["../../outside/1111111.zarr", "1111111.zarr/../../x", "..", "1111111\x00"])
 def test_hostile_leaf_arguments_stay_inside(store, tmp_path, leaf):
     root = store("zagg/single_8/store")
-    with watch() as log:
-        try:
-            moczarr.open_leaf(root, leaf)
-        except moczarr.errors.MoczarrError:
-            pass  # refused, or opened the leaf the id names inside the store: both are fine
+    # refused, or opened the leaf the id names inside the store: both are fine
+    with watch() as log, contextlib.suppress(moczarr.errors.MoczarrError):
+        moczarr.open_leaf(root, leaf)
     assert_contained(log, root, tmp_path)
 
 

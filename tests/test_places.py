@@ -282,7 +282,7 @@ def test_bad_aoi_raises_a_typed_error_and_prints_nothing(aoi, message, capfd):
 
 def test_read_ragged_names_its_cells_argument(capfd):
     root = fixture_path("spec/minimal")
-    with pytest.raises(AOIError, match="cells.*canonical"):
+    with pytest.raises(AOIError, match=r"cells.*canonical"):
         moczarr.read_ragged(root, "h_tdigest", 4331421)
     assert capfd.readouterr().err == ""
 

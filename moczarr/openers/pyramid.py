@@ -69,7 +69,8 @@ def open_level(
 ) -> xr.Dataset:
     """One resolution of a store as a Dataset, whichever artifact kind materializes it.
 
-    ``cell_order`` picks the level (default: the store's native cell order). The same shape for every kind: a ``cells`` dimension in ascending word
+    ``cell_order`` picks the level (default: the store's native cell order).
+    The same shape for every kind: a ``cells`` dimension in ascending word
     order, the ``morton`` coordinate (lazy MOC index by default), fabricated
     NESTED ``cell_ids``, dense and ragged (vlen-bytes) variables, and attrs
     ``morton_hive``, ``zagg_objects`` and ``zagg_level``.
@@ -169,8 +170,8 @@ def _level(manifest: Manifest, cell_order: int) -> Level:
     return table[cell_order]
 
 
-def check_all_time(manifest: Manifest, window: str | None, all_time: bool) -> None:
-    """Refuse ``all_time`` with ``window=`` or on an unwindowed store."""
+def check_all_time(manifest: Manifest, window: str | TimeRange | None, all_time: bool) -> None:
+    """Refuse ``all_time`` with ``window=`` (a window name or a time span) or on an unwindowed store."""
     if not all_time:
         return
     if window is not None:
@@ -352,7 +353,8 @@ def _derived_level(
     stem = ALL_TOKEN if (all_time or window is None) else window
     if shards is None:
         raise LevelOmittedError(
-            f"{manifest.location}: no usable root coverage.moc, so {level.artifact} level o{cell_order} cannot be enumerated"
+            f"{manifest.location}: no usable root coverage.moc, "
+            f"so {level.artifact} level o{cell_order} cannot be enumerated"
         )
     if level.artifact == "overview" and manifest.path_grouping > 1:
         raise LevelOmittedError(
@@ -441,9 +443,9 @@ def overview_objects(
     docs = read_cache_roots(storage, [p for _, p in cands])
     out = []
     window = None if stem == ALL_TOKEN and not manifest.windowed else stem
-    for (node, path), doc in zip(cands, docs):
+    for (node, path), doc in zip(cands, docs, strict=True):
         stamp = stamp_of(doc)
-        if stamp is None:
+        if doc is None or stamp is None:
             continue
         attrs = doc.get("attributes") or {}
         role = attrs.get("role")
@@ -466,7 +468,8 @@ def overview_objects(
             if lenient and block.get("spec") == "zagg-overview/2":
                 _drop(
                     f"{where}: a zagg-overview/2 object at cell_order {block['cell_order']!r} sits where the /1 "
-                    f"declaration derives level o{level.cell_order}; dropped (open /2 levels by their declared cell order)"
+                    f"declaration derives level o{level.cell_order}; "
+                    "dropped (open /2 levels by their declared cell order)"
                 )
                 continue
             raise PyramidError(
@@ -495,9 +498,9 @@ def _column_objects(
     pg = manifest.path_grouping
     paths = [f"{ids.hive_node(d, pg)}/{stem}.pyramid.zarr" for d in shard_decimals]
     out = []
-    for node, path, doc in zip(shard_decimals, paths, read_cache_roots(storage, paths)):
+    for node, path, doc in zip(shard_decimals, paths, read_cache_roots(storage, paths), strict=True):
         stamp = stamp_of(doc)
-        if stamp is None:
+        if doc is None or stamp is None:
             continue
         attrs = doc.get("attributes") or {}
         block = attrs.get("zagg_column")
@@ -540,7 +543,7 @@ def provenance_arrays(fields, where: str) -> tuple[str, ...] | None:
     """
     if not isinstance(fields, dict) or not fields:
         return None
-    return tuple(sorted(keys.array_name(name, where) for name in fields)) + ("morton",)
+    return (*sorted(keys.array_name(name, where) for name in fields), "morton")
 
 
 def readable_level(
@@ -602,7 +605,7 @@ def _objects_dataset(
     first, _ = ids.subtree_rank_bounds(words, k, r)
     n_cells = 4 ** (r - k)
     sels = rows_in(domain, first, n_cells) if objects else []
-    parts = [Part(f"{o.path}/{group}", n_cells, s, o.hashes) for o, s in zip(objects, sels)]
+    parts = [Part(f"{o.path}/{group}", n_cells, s, o.hashes) for o, s in zip(objects, sels, strict=True)]
     schema_group = f"{schema_object.path}/{group}"
     names = list(schema_object.array_names) if schema_object.array_names else None
     schema = read_schema(storage, schema_group, names)
@@ -679,10 +682,12 @@ def pyramid_tree(
     table = pyramid_levels(manifest)
     if levels is not None:
         wanted = check_levels(levels)
+        assert wanted is not None  # levels is not None, so check_levels gave a set (or raised)
         unknown = wanted - {lv.cell_order for lv in table}
         if unknown:
             raise LevelError(
-                f"{manifest.location}: cell orders {sorted(unknown)} are not levels; levels: {[lv.cell_order for lv in table]}"
+                f"{manifest.location}: cell orders {sorted(unknown)} are not levels; "
+                f"levels: {[lv.cell_order for lv in table]}"
             )
         table = [lv for lv in table if lv.cell_order in wanted]
     if all_time:
@@ -718,19 +723,19 @@ def level_demotions(obj) -> list[dict]:
     datasets = (
         [obj] if isinstance(obj, xr.Dataset) else [n.ds for n in obj.subtree] if isinstance(obj, xr.DataTree) else [obj]
     )
-    out = []
+    out: list[dict] = []
     for ds in datasets:
         for entry in ds.attrs.get("zagg_objects") or []:
             block = entry.get("zagg_overview") or {}
-            for record in block.get("demotions") or []:
-                out.append(
-                    {
-                        "node": entry.get("node"),
-                        "window": entry.get("window"),
-                        "cell_order": block.get("cell_order"),
-                        **record,
-                    }
-                )
+            out.extend(
+                {
+                    "node": entry.get("node"),
+                    "window": entry.get("window"),
+                    "cell_order": block.get("cell_order"),
+                    **record,
+                }
+                for record in block.get("demotions") or []
+            )
     return out
 
 

@@ -32,6 +32,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import TypedDict
 
 import mortie
 import numpy as np
@@ -72,7 +73,22 @@ ROOT_MOC_AT = "2025-01-01T00:00:02+00:00"
 SWEEP_AT = "2025-01-01T00:00:03+00:00"
 
 DATASET = {"short_name": "MOCZARR_SAMPLE", "version": "1"}
-REGION = {"lat": 38.9, "lon": -76.5, "name": "Chesapeake Bay (synthetic)"}
+
+
+class _Region(TypedDict):
+    lat: float
+    lon: float
+    name: str
+
+
+class _FieldSpec(TypedDict, total=False):
+    function: str
+    source: str
+    dtype: str
+    fill_value: int | str
+
+
+REGION: _Region = {"lat": 38.9, "lon": -76.5, "name": "Chesapeake Bay (synthetic)"}
 
 #: (reference longitude at REGION lat, UTC start of the pass, window). Three 2019 and three 2020 passes.
 GRANULES = (
@@ -92,7 +108,7 @@ GROUND_SPEED_KM_S = 7.0
 KEEP_FRACTION = 0.75  # the rest is "cloud" dropout
 
 #: Aggregation fields: the semantic core (dtypes, fills, functions) hashed into ``semantic_hash``.
-FIELDS = {
+FIELDS: dict[str, _FieldSpec] = {
     "count": {"function": "count", "dtype": "int32", "fill_value": 0},
     "h_min": {"function": "min", "source": "h_li", "dtype": "float32", "fill_value": "NaN"},
     "h_max": {"function": "max", "source": "h_li", "dtype": "float32", "fill_value": "NaN"},
@@ -101,7 +117,7 @@ FIELDS = {
 FIELD_NAMES = tuple(FIELDS)
 EXACT_FIELDS = ("count", "h_min", "h_max")
 #: the manifest's per-field composability declaration (FORMAT.md §7.3)
-PYRAMID_FIELDS = {
+PYRAMID_FIELDS: dict[str, dict[str, str | int]] = {
     "count": {"class": "exact", "method": "sum", "nan_policy": "skip", "dtype": "int32", "fill_value": 0},
     "h_min": {"class": "exact", "method": "min", "nan_policy": "skip", "dtype": "float32", "fill_value": "NaN"},
     "h_max": {"class": "exact", "method": "max", "nan_policy": "skip", "dtype": "float32", "fill_value": "NaN"},
@@ -283,7 +299,7 @@ def _dense(slots: np.ndarray, n: int, values: dict[str, np.ndarray], names) -> d
 def fold(slab: dict[str, np.ndarray], group: int) -> dict[str, np.ndarray]:
     """Exact-class fold of dense slabs by ``group`` cells (sum / min / max, nan_policy skip)."""
     count = slab["count"].reshape(-1, group).sum(axis=1, dtype=np.int64).astype(np.int32)
-    out = {"count": count}
+    out: dict[str, np.ndarray] = {"count": count}
     for name, reduce, identity in (("h_min", np.min, np.inf), ("h_max", np.max, -np.inf)):
         v = slab[name].reshape(-1, group)
         present = ~np.isnan(v)
@@ -363,7 +379,7 @@ def _write_leaf(
     depth = CELL_ORDER - SHARD_ORDER
     payload, raw_nbytes = bitmap_sidecar(slots, depth)
     (path / "coverage.moc").write_bytes(payload)  # (4) bitmap sidecar
-    stamp = {
+    stamp: dict[str, object] = {
         "spec": "morton-hive/1" if window is None else "morton-hive/2",
         "complete": True,
         "cells_with_data": int(cells.size),
@@ -497,12 +513,13 @@ def _write_overviews(root: Path, leafset: _Leafset, granules_per_shard: dict[int
         r = CELL_ORDER - (SHARD_ORDER - k)  # constant-depth rule (FORMAT.md §7.3)
         shard_nodes = np.asarray(mortie.clip2order(k, leafset.shards), dtype=np.uint64)
         point_nodes = np.asarray(mortie.clip2order(k, leafset.words), dtype=np.uint64)
-        level = {"node_order": k, "cell_order": r, "nodes": {}}
+        level_nodes: dict[str, dict] = {}
+        level = {"node_order": k, "cell_order": r, "nodes": level_nodes}
         for node in np.unique(shard_nodes):
             leaves_below = leafset.shards[shard_nodes == node]
             granules = int(sum(granules_per_shard[int(s)] for s in leaves_below))
             _write_overview_node(root, node, k, r, cells, values, n_leaves=len(leaves_below), granules=granules)
-            level["nodes"][_decimals([node])[0]] = {
+            level_nodes[_decimals([node])[0]] = {
                 "path": f"{_node_path(node)}/all.zarr",
                 "n_leaves": len(leaves_below),
                 "count": int((point_nodes == node).sum()),

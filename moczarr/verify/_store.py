@@ -163,10 +163,13 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
             if payload is None:
                 continue
             try:
-                manifests[name] = read_roster(child)[0]
+                doc = read_roster(child)[0]
             except ManifestError as bad:
                 report.add("manifest-invalid", "error", f"{name}/{MANIFEST_NAME}", str(bad))
                 invalid.add(name)
+                continue
+            if doc is not None:  # None only if the manifest just read went away
+                manifests[name] = doc
     if root_doc is not None:
         return [("", storage, root_doc)]
     names = storage.list_dir("")
@@ -182,7 +185,7 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
             report.add("not-a-store", "error", "", "neither a morton-hive manifest nor any product with one")
         return []
     others = [n for n in names if not is_product_name(n) and not ids.DECIMAL_RE.match(n)]
-    for name, payload in zip(others, storage.get_many([f"{n}/{MANIFEST_NAME}" for n in others])):
+    for name, payload in zip(others, storage.get_many([f"{n}/{MANIFEST_NAME}" for n in others]), strict=True):
         if payload is not None:
             report.add(
                 "product-name-invalid",
@@ -321,7 +324,7 @@ class _ProductCheck:
     def _stamps(self, refs: list[LeafRef]) -> list[_Leaf]:
         docs = self.storage.get_many([f"{r.path}/zarr.json" for r in refs])
         leaves = []
-        for ref, payload in zip(refs, docs):
+        for ref, payload in zip(refs, docs, strict=True):
             try:
                 stamp = stamp_of(parse_json(payload, self.storage.describe(f"{ref.path}/zarr.json")))
             except StampError as exc:
@@ -342,7 +345,8 @@ class _ProductCheck:
                     "stamp-window-mismatch",
                     "warning",
                     ref.path,
-                    f"the stamp says window {stamp['window']!r}, the leaf's name {ref.window!r}: readers go by the name",
+                    f"the stamp says window {stamp['window']!r}, the leaf's name {ref.window!r}: "
+                    "readers go by the name",
                 )
             try:
                 prefix = leaf_data_prefix(ref.path, stamp, where=self.storage.describe(ref.path))
@@ -362,7 +366,7 @@ class _ProductCheck:
         listings = self.storage.list_many([lf.ref.path for lf in versioned])
         docs = self.storage.get_many([f"{lf.prefix}/zarr.json" for lf in versioned])
         groups = self.storage.get_many([f"{lf.prefix}/{self.group}/zarr.json" for lf in versioned])
-        for lf, names, payload, group in zip(versioned, listings, docs, groups):
+        for lf, names, payload, group in zip(versioned, listings, docs, groups, strict=True):
             current = version_of(lf.stamp)
             for name in names:
                 if name.startswith("run-") and name != current:
@@ -423,18 +427,19 @@ class _ProductCheck:
                     "version-stamp-differs",
                     "warning",
                     lf.prefix,
-                    f"the root stamp is not the version's stamp plus 'current' (differ: {', '.join(differ)}); readers use the root's",
+                    f"the root stamp is not the version's stamp plus 'current' (differ: {', '.join(differ)}); "
+                    "readers use the root's",
                 )
 
     # -- coverage ------------------------------------------------------------------------------------
     def _moc_agreement(self, shards, usable: bool) -> None:
         if not usable:
             return
-        named = set(int(w) for w in shards)
+        named = {int(w) for w in shards}
         stamped = self.stamped
         words = ids.to_words([r.decimal for r in stamped]) if stamped else np.empty(0, np.uint64)
         held = set()
-        for ref, w in zip(stamped, words):
+        for ref, w in zip(stamped, words, strict=True):
             held.add(int(w))
             if int(w) not in named:
                 self.add(
@@ -529,7 +534,8 @@ class _ProductCheck:
                 )
                 continue
             scopes = [(w, False) for w in windows]
-            if level.artifact == "overview" and self.m.windowed and decl.all_time and self.window is None:
+            has_folds = decl is not None and decl.all_time
+            if level.artifact == "overview" and self.m.windowed and has_folds and self.window is None:
                 scopes.append((None, True))
             found = 0
             for w, all_time in scopes:
@@ -578,7 +584,8 @@ class _ProductCheck:
                     "level-unswept",
                     "warning",
                     MANIFEST_NAME,
-                    f"declared level {name} has no stamped object in any window: never swept (or deleted); readers omit it",
+                    f"declared level {name} has no stamped object in any window: "
+                    "never swept (or deleted); readers omit it",
                 )
         return sorted(set(derived))
 
@@ -594,7 +601,8 @@ class _ProductCheck:
             objects = _read_objects(self.storage, [data for data, _ in batch], [lf is not None for _, lf in batch])
             decoded = _decode_arrays(objects)
             sidecars = self._read_sidecars([lf for _, lf in batch])
-            for (data, lf), objs, arrays, records in zip(batch, objects, decoded, sidecars):
+            for (data, lf), objs, arrays, records in zip(batch, objects, decoded, sidecars, strict=True):
+                stamp: dict | None
                 if lf is not None:
                     stamp = lf.stamp
                     if f"{self.group}/zarr.json" not in objs:
@@ -612,10 +620,10 @@ class _ProductCheck:
                         self.add("stamp-unparsable", "error", f"{data}/zarr.json", str(exc))
                         continue
                 recorded = recorded_digests(stamp)
-                arrays, digests = self._hash_object(data, objs, arrays, stamp, recorded)
+                values, digests = self._hash_object(data, objs, arrays, stamp, recorded)
                 verified_by_record = False
                 if lf is not None:
-                    self._occupancy(lf, objs, arrays)
+                    self._occupancy(lf, objs, values)
                     verified_by_record = self._check_sidecars(lf, records, digests, recorded)
                 if recorded is None and not verified_by_record:
                     unrecorded += 1
@@ -653,6 +661,7 @@ class _ProductCheck:
         self.count("arrays_hashed", len(digests))
         if recorded is None:
             return values, digests
+        assert stamp is not None  # recorded hashes are read from the stamp
         combined = stamp["content_hashes"].get("combined")
         if isinstance(combined, str) and combined != combined_digest(list(recorded.values())):
             self.add(
@@ -798,7 +807,8 @@ class _ProductCheck:
                 "granules-unmatched",
                 "warning",
                 key,
-                "granules_sha256 differs from the D20 record's: the list is of another run and untrusted (FORMAT.md §8.2)",
+                "granules_sha256 differs from the D20 record's: "
+                "the list is of another run and untrusted (FORMAT.md §8.2)",
             )
             return
         count = lf.stamp.get("granule_count")
@@ -880,7 +890,8 @@ def _decode_arrays(objects: list[dict[str, bytes]]) -> list[dict[str, np.ndarray
 
     async def one(store: MemoryStore, name: str, meta: dict):
         try:
-            arr = AsyncArray(metadata=meta, store_path=StorePath(store, name))
+            # AsyncArray parses the metadata document itself (any zarr_format); its overloads name zarr's TypedDicts
+            arr = AsyncArray(metadata=meta, store_path=StorePath(store, name))  # type: ignore[call-overload]
             return await arr.getitem(Ellipsis, prototype=proto)
         except Exception as exc:  # a chunk that does not decode: any codec error
             return exc
@@ -905,7 +916,7 @@ def _decode_arrays(objects: list[dict[str, bytes]]) -> list[dict[str, np.ndarray
 
     where, results = sync(go())
     out: list[dict] = [{} for _ in objects]
-    for (i, name), result in zip(where, results):
+    for (i, name), result in zip(where, results, strict=True):
         out[i][name] = result
     return out
 
@@ -914,7 +925,7 @@ def _chunk_presence(name: str, objs: dict[str, bytes]) -> str:
     meta = parse_json(objs[f"{name}/zarr.json"], name)
     shape = meta.get("shape") or []
     chunk = ((meta.get("chunk_grid") or {}).get("configuration") or {}).get("chunk_shape") or shape
-    expected = int(np.prod([-(-s // c) for s, c in zip(shape, chunk)])) if shape else 1
+    expected = int(np.prod([-(-s // c) for s, c in zip(shape, chunk, strict=True)])) if shape else 1
     present = sum(1 for k in objs if k.startswith(f"{name}/c/") or k == f"{name}/c")
     return f"{present} of {expected} chunk objects on disk"
 
@@ -940,7 +951,7 @@ def _read_objects(storage: Storage, targets: list[str], skip_root_doc: list[bool
     listings = sync(list_all())
     keys: list[str] = []
     owners: list[tuple[int, str]] = []
-    for i, (data, rels) in enumerate(zip(targets, listings)):
+    for i, (data, rels) in enumerate(zip(targets, listings, strict=True)):
         for rel in rels:
             if rel.startswith("run-") or (skip_root_doc[i] and rel == "zarr.json"):
                 continue
@@ -948,7 +959,7 @@ def _read_objects(storage: Storage, targets: list[str], skip_root_doc: list[bool
             owners.append((i, rel))
     payloads = storage.get_many(keys)
     out: list[dict[str, bytes]] = [{} for _ in targets]
-    for (i, rel), payload in zip(owners, payloads):
+    for (i, rel), payload in zip(owners, payloads, strict=True):
         if payload is not None:
             out[i][rel] = payload
     return out

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 import mortie
 import numpy as np
@@ -332,8 +332,9 @@ def _add_assets(owner, prod: _Product, hint: dict, open_kwargs: dict | None = No
         if key not in prod.sizes:
             continue
         asset = pystac.Asset(href=join_location(root, name), title=title, media_type=JSON_TYPE, roles=["metadata"])
-        if prod.sizes[key] is not None:
-            asset.extra_fields["file:size"] = int(prod.sizes[key])
+        size = prod.sizes[key]
+        if size is not None:
+            asset.extra_fields["file:size"] = int(size)
             extensions.add(FILE)
         assets[key] = asset
     for key, asset in assets.items():
@@ -465,8 +466,14 @@ def _license(p: ProductSummary, default: str | None, default_url: str | None) ->
     return (value if isinstance(value, str) and value else "other"), url if isinstance(url, str) else None
 
 
-def _item_assets(windowed: bool) -> dict[str, pystac.ItemAssetDefinition]:
-    defs = {
+class _AssetDef(TypedDict):
+    title: str
+    type: str
+    roles: list[str]
+
+
+def _item_assets(windowed: bool) -> dict[str, pystac.ItemAssetDefinition | dict[str, Any]]:
+    defs: dict[str, _AssetDef] = {
         "data": {"title": "the store root, opened at this Item's level", "type": MEDIA_TYPE, "roles": ["data"]},
         "morton-hive": {
             "title": "the store root as intake's MortonHive datatype",
@@ -786,7 +793,15 @@ def _add_moraine(top: pystac.Catalog, entries, storage_options) -> list:
     return out
 
 
-def _save(top, out_dir: Path, dest: Path, policy: HrefPolicy, catalog_url, thumbnails, storage_options) -> None:
+def _save(
+    top,
+    out_dir: Path,
+    dest: Path,
+    policy: HrefPolicy,
+    catalog_url,
+    thumbnails: tuple[list, list] | Literal[False],
+    storage_options,
+) -> None:
     """Normalize under ``out_dir`` (or ``catalog_url``), draw thumbnails, spell store addresses, write to ``dest``.
 
     ``thumbnails``: False, or ``(built, moraine_items)`` to draw them for.
@@ -810,7 +825,9 @@ def _save_self_links(top: pystac.Catalog, local_dir: Callable[[pystac.STACObject
     """
     below = {id(obj): obj for obj in [*top.get_children(), *top.get_all_collections()]}
     for obj in below.values():
-        name = posixpath.basename(obj.get_self_href())
+        href = obj.get_self_href()
+        assert href is not None  # the catalog is normalized: every document has a self href
+        name = posixpath.basename(href)
         obj.save_object(include_self_link=True, dest_href=os.fspath(local_dir(obj) / name))
 
 
@@ -820,6 +837,7 @@ def _local_dirs(out_dir: Path, dest: Path, catalog_url: str | None) -> Callable[
 
     def folder(obj: pystac.STACObject) -> Path:
         href = obj.get_self_href()
+        assert href is not None  # the catalog is normalized: every document has a self href
         rel = href[len(base) :].lstrip("/") if catalog_url else os.path.relpath(href, base)
         return (Path(dest) / rel).parent
 
@@ -893,14 +911,26 @@ def apply_href_policy(
     A store inside the catalog folder becomes relative to each document; with
     ``href_base`` others become published URLs; URLs stay as given.
     """
-    local_dir = local_dir or (lambda obj: Path(obj.get_self_href()).parent)
+
+    def own_dir(obj: pystac.STACObject) -> Path:
+        href = obj.get_self_href()
+        assert href is not None  # the catalog is normalized: every document has a self href
+        return Path(href).parent
+
+    local_dir = local_dir or own_dir
 
     def spell(value, owner_dir: Path):
         if isinstance(value, str) and (is_remote(value) or os.path.isabs(value)):
             return policy.stac_href(value, owner_dir)
         return value
 
-    for obj in [catalog, *catalog.get_children(), *catalog.get_all_collections(), *catalog.get_items(recursive=True)]:
+    documents: list[pystac.Catalog | pystac.Item] = [
+        catalog,
+        *catalog.get_children(),
+        *catalog.get_all_collections(),
+        *catalog.get_items(recursive=True),
+    ]
+    for obj in documents:
         obj_dir = local_dir(obj)
         fields = obj.properties if isinstance(obj, pystac.Item) else obj.extra_fields
         if "moczarr:store_root" in fields:

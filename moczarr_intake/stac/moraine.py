@@ -76,6 +76,7 @@ def mercator_to_wgs84(x: float, y: float) -> tuple[float, float]:
 
 def _grid_edges(info: MorainePyramid, level: int) -> list[float]:
     """[xmin, ymin, xmax, ymax] of the cell edges of ``level`` (cells centred at ``x0 + j * cs``)."""
+    assert info.bounds is not None and info.resolution is not None  # a point cloud with a cell size
     x0, y0 = info.bounds[0], info.bounds[1]
     cs = info.resolution * 2**level
     h, w = info.shapes[level][0], info.shapes[level][1]
@@ -85,6 +86,7 @@ def _grid_edges(info: MorainePyramid, level: int) -> list[float]:
 def _grid_transform(info: MorainePyramid, level: int) -> list[float]:
     """Affine ``[a, b, c, d, e, f]`` from (column, row) cell corners to x, y. Row 0 is the
     smallest y (rows of a moraine grid go with increasing y), so ``e`` is positive."""
+    assert info.bounds is not None and info.resolution is not None  # a point cloud with a cell size
     cs = info.resolution * 2**level
     return [cs, 0.0, info.bounds[0] - cs / 2, 0.0, cs, info.bounds[1] - cs / 2]
 
@@ -306,6 +308,7 @@ def _checked_crs(info: MorainePyramid, crs: str | None) -> str | None:
             raise ArgumentError(f"crs must be 'auto', 'EPSG:3857' or None, got {crs!r}")
         if info.kind != POINT_CLOUD:
             raise ArgumentError(f"{info.path}: a raster pyramid has no coordinates, so it cannot be in {crs}")
+        assert info.bounds is not None  # read_moraine_info requires a point cloud's bounds.toml
         if info.resolution is None or max(abs(v) for v in _grid_edges(info, 0)) > MERCATOR_LIMIT:
             raise ArgumentError(
                 f"{info.path}: bounds {list(info.bounds)} do not fit in {crs} (|x|, |y| <= {MERCATOR_LIMIT})"
@@ -348,6 +351,7 @@ def _properties(info: MorainePyramid, when_source: str) -> dict[str, Any]:
     if info.stats is not None:
         props["moraine:stats"] = info.stats
     if info.kind == POINT_CLOUD:
+        assert info.bounds is not None  # read_moraine_info requires a point cloud's bounds.toml
         props["moraine:bounds"] = list(info.bounds)
         props["moraine:resolution"] = info.resolution
         props["moraine:n_points"] = info.n_points

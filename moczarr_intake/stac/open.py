@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
+from collections.abc import Callable
+from typing import TypeGuard
 
 import pystac
 
@@ -14,7 +16,7 @@ from moczarr.metadata import is_remote, join_location
 from moczarr.moraine import open_moraine_level, open_moraine_points
 
 #: the readers an open hint may name, by their public names; nothing else is called
-OPENERS = {
+OPENERS: dict[str, Callable[..., object]] = {
     "moczarr.open_level": moczarr.open_level,
     "moczarr.open_store": moczarr.open_store,
     "moczarr.moraine.open_moraine_level": open_moraine_level,
@@ -73,7 +75,7 @@ def _read_failure(where: str, exc: Exception) -> Exception:
     return StorageError(f"{where}: the STAC document could not be read ({type(exc).__name__}: {exc})")
 
 
-def _valid(hint) -> bool:
+def _valid(hint: object) -> TypeGuard[dict]:
     return isinstance(hint, dict) and "function" in hint and isinstance(hint.get("kwargs"), dict)
 
 
