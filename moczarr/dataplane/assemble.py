@@ -124,12 +124,15 @@ def gc_paused(fn):
     return wrapper
 
 
-def read_schema(storage: Storage, group: str, array_names: list[str] | None = None) -> Schema:
+def read_schema(
+    storage: Storage, group: str, array_names: list[str] | None = None, *, group_doc: dict | None = None
+) -> Schema:
     """Group and array metadata of one data group (1 GET + one per array, concurrent).
 
     ``array_names`` skips the LIST when the caller knows them (a stamp's
     ``content_hashes``, a provenance block); each name is checked as one path
-    component first (:func:`moczarr.storage.keys.array_name`). Raises
+    component first (:func:`moczarr.storage.keys.array_name`). ``group_doc``
+    is the group's ``zarr.json`` when the caller has read it already. Raises
     :class:`StampError` when the group is missing or is not a zarr v3 group,
     :class:`~moczarr.errors.SchemaError` when an array the caller declares or
     the listing shows has missing or unusable metadata (a variable never
@@ -137,7 +140,7 @@ def read_schema(storage: Storage, group: str, array_names: list[str] | None = No
     name that is not a node name.
     """
     where = storage.describe(group)
-    doc = storage.get_json(f"{group}/zarr.json")
+    doc = storage.get_json(f"{group}/zarr.json") if group_doc is None else group_doc
     if not isinstance(doc, dict) or doc.get("node_type") != "group" or doc.get("zarr_format") != 3:
         raise StampError(f"{where}: missing or not a zarr v3 group (malformed object)")
     declared = array_names is not None

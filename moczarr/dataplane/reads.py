@@ -23,7 +23,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ArrayContractError, ChunkError, MoczarrError, StampError
+from ..errors import ArrayContractError, ChunkError, DebrisWarning, MoczarrError, StampError, warn
+from ..format.stamps import check_missing_version, version_prefix_of
 from ..storage import Storage
 
 DEFAULT_BATCH_BYTES = 4 * 2**20
@@ -466,18 +467,35 @@ class CellsSource:
         """Objects none of whose chunks exist: their data group must (else fill would be a silent wrong answer).
 
         zarr leaves an all-fill chunk unwritten, so missing chunks alone prove
-        nothing; a missing data *group* under a committed stamp does (a removed
-        or nulled ``current``). One GET per group, memoized per open, and only
-        for objects whose chunks are all absent. Raises :class:`StampError`.
+        nothing; a missing data *group* under a committed stamp does. One GET per
+        group, memoized per open, and only for objects whose chunks are all
+        absent. A versioned leaf's missing group is told apart by its version's
+        stamp (one more GET, once per version; FORMAT.md §5.5): a version that is
+        gone is debris, warned about with :class:`~moczarr.errors.DebrisWarning`,
+        and its rows read as fill; a stamped one is a malformed leaf. Raises
+        :class:`StampError` for that and for a legacy object's missing group (a
+        removed or nulled ``current``).
         """
+        memo = self.storage.memo
         for group in groups:
-            memo_key = ("group_exists", group)
-            if memo_key not in self.storage.memo:
-                self.storage.memo[memo_key] = self.storage.get_bytes(f"{group}/zarr.json") is not None
-            if not self.storage.memo[memo_key]:
+            if ("group_exists", group) not in memo:
+                memo["group_exists", group] = self.storage.get_bytes(f"{group}/zarr.json") is not None
+            if memo["group_exists", group]:
+                continue
+            version = version_prefix_of(group)
+            if version is None:
                 raise StampError(
                     f"{self.storage.describe(group)}: the data group of a committed object is missing (its stamp "
                     "says committed; a removed or nulled 'current' pointer?); refusing to read its rows as fill"
+                )
+            if ("version_gone", version) not in memo:
+                check_missing_version(self.storage, version, group.rpartition("/")[2])
+                memo["version_gone", version] = True
+                leaf, _, name = version.rpartition("/")
+                warn(
+                    f"{self.storage.describe(leaf)}: stamp points at version {name!r}, which is missing or unstamped "
+                    "(committed data removed out of band); its rows read as fill",
+                    DebrisWarning,
                 )
 
 

@@ -121,6 +121,33 @@ def leaf_data_prefix(leaf: str, stamp: dict | None, *, where: str | None = None)
     return f"{leaf.rstrip('/')}/{version}" if version else leaf.rstrip("/")
 
 
+def version_prefix_of(data_group: str) -> str | None:
+    """The version prefix ``{leaf}.zarr/run-...`` holding a data group, or None (a legacy leaf, a derived object).
+
+    Names beginning ``run-`` never collide with data groups (FORMAT.md §5.2), so
+    the path alone tells a versioned leaf's data group from any other.
+    """
+    parent = data_group.rstrip("/").rpartition("/")[0]
+    above, _, name = parent.rpartition("/")
+    return parent if name.startswith("run-") and above.endswith(".zarr") else None
+
+
+def check_missing_version(storage: Storage, version_prefix: str, group: str) -> None:
+    """A versioned leaf's data group is missing: return when its version is gone, raise when it is stamped.
+
+    FORMAT.md §5.5: a version that is missing or unstamped is a corrupted leaf
+    (committed data removed out of band: debris, for the caller to warn about);
+    a stamped version without its ``group`` data group is a malformed leaf and
+    raises :class:`~moczarr.errors.StampError`. One GET (the version's stamp).
+    """
+    from ..errors import StampError
+
+    if read_stamp(storage, version_prefix) is not None:
+        raise StampError(
+            f"{storage.describe(version_prefix)}: stamped version has no {group}/ data group (malformed leaf)"
+        )
+
+
 @dataclass(frozen=True)
 class LeafRef:
     """A candidate source leaf: its id, window and stable path."""

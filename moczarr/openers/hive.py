@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from .. import ids
-from ..dataplane.assemble import Part, build_dataset, domain_of, gc_paused, read_schema, rows_in
+from ..dataplane.assemble import Part, Schema, build_dataset, domain_of, gc_paused, read_schema, rows_in
 from ..errors import (
     ArgumentError,
     CoverageError,
@@ -27,7 +27,6 @@ from ..errors import (
     MissingLeafWarning,
     NoCoverageError,
     StaleCoverageError,
-    StampError,
     UncommittedError,
     WindowError,
     warn,
@@ -45,6 +44,7 @@ from ..format.manifest import Manifest, check_window
 from ..format.roster import read_manifest
 from ..format.stamps import (
     LeafRef,
+    check_missing_version,
     leaf_data_prefix,
     read_roots,
     read_stamp,
@@ -189,13 +189,10 @@ def open_source(
     window = check_window(manifest, window, lambda: _labels(storage, manifest, shards))
     cover = aoi_cover(aoi, manifest.cell_order)
     candidates = candidate_leaves(storage, manifest, shards, window, cover)
-    leaves, corrupted = admit_leaves(storage, manifest, candidates, cover, named_by_moc=shards is not None)
-    attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
-    attrs.update(extra_attrs or {})
-    if not leaves:
-        schema_leaf = find_schema_leaf(
-            storage, manifest, candidates, corrupted, scoped=aoi is not None or window is not None
-        )
+    leaves = admit_leaves(storage, manifest, candidates, cover, named_by_moc=shards is not None)
+    schema, leaves = first_schema(storage, manifest, leaves)
+    if schema is None:
+        schema = empty_selection_schema(storage, manifest, scoped=aoi is not None or window is not None)
         if aoi is None and window is not None:
             present = _labels(storage, manifest, shards)
             if window not in present:
@@ -208,10 +205,9 @@ def open_source(
             "leaf; returning the schema with 0 rows",
             EmptySelectionWarning,
         )
-        return leaves_dataset(storage, manifest, [], cover, schema_leaf, index_kind, fabricate_cell_ids, attrs)
-    return leaves_dataset(
-        storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs, batch_bytes
-    )
+    attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
+    attrs.update(extra_attrs or {})
+    return leaves_dataset(storage, manifest, leaves, cover, schema, index_kind, fabricate_cell_ids, attrs, batch_bytes)
 
 
 def root_shards(storage: Storage, manifest: Manifest) -> np.ndarray | None:
@@ -249,16 +245,15 @@ def admit_leaves(
     cover: np.ndarray | None,
     *,
     named_by_moc: bool = False,
-) -> tuple[list[Leaf], set[str]]:
+) -> list[Leaf]:
     """Read the candidates' stamps (one batch) and keep the committed leaves worth opening.
 
     Unstamped prefixes are debris and skipped silently. A stamped box that
-    misses the AOI is rejected. A version pointer is followed; a pointer whose
-    version group is gone (and whose version is unstamped) is skipped with a
-    :class:`DebrisWarning`. A shard the root MOC names (``named_by_moc``) of
-    an unwindowed store whose leaf is missing entirely (no ``zarr.json``) is
-    left out with a :class:`MissingLeafWarning`. Returns the leaves and the
-    paths of corrupted ones.
+    misses the AOI is rejected. A version pointer is followed at no cost: the
+    version's objects are not read here (a version that is gone shows when its
+    leaf is read: :func:`first_schema`, and at compute the data plane). A shard
+    the root MOC names (``named_by_moc``) of an unwindowed store whose leaf is
+    missing entirely (no ``zarr.json``) is left out with a :class:`MissingLeafWarning`.
     """
     docs = read_roots(storage, [c.path for c in candidates])
     admitted: list[Leaf] = []
@@ -279,56 +274,63 @@ def admit_leaves(
             if box is not None and not meets(box, cover).any():
                 continue
         admitted.append(Leaf(ref, stamp, leaf_data_prefix(ref.path, stamp, where=storage.describe(ref.path))))
-    return drop_missing_versions(storage, manifest, admitted)
+    return admitted
 
 
-def drop_missing_versions(storage: Storage, manifest: Manifest, leaves: list[Leaf]) -> tuple[list[Leaf], set[str]]:
-    """Probe each versioned leaf's data group; skip pointers to versions that are gone (FORMAT.md §5.5).
+def first_schema(storage: Storage, manifest: Manifest, leaves: list[Leaf]) -> tuple[Schema | None, list[Leaf]]:
+    """The schema of the first leaf whose data group is there, and the leaves without those skipped before it.
 
-    One batched GET per versioned leaf (legacy leaves cost nothing); for a
-    missing group the version's own stamp decides: missing or unstamped ->
-    corrupted leaf, skipped with a warning; stamped -> a malformed leaf, raised.
+    The array schemas are read once, from one leaf, whatever kind the leaves
+    are (FORMAT.md §5.3: a versioned store opens with the legacy request set).
+    A versioned leaf whose data group is missing is told apart by its version's
+    stamp (one GET, on that path only; FORMAT.md §5.5): a version that is gone
+    is debris, skipped with a :class:`DebrisWarning` and the next leaf gives the
+    schema; a stamped one raises :class:`StampError`, as does a legacy leaf's
+    missing group. ``(None, [])`` when every leaf's version is gone.
     """
-    versioned = [lf for lf in leaves if lf.prefix != lf.ref.path]
-    if not versioned:
-        return leaves, set()
     group = str(manifest.cell_order)
-    groups = storage.get_many([f"{lf.prefix}/{group}/zarr.json" for lf in versioned])
-    missing = [lf for lf, g in zip(versioned, groups) if g is None]
-    if not missing:
-        return leaves, set()
-    corrupted = set()
-    for lf, doc in zip(missing, read_roots(storage, [lf.prefix for lf in missing])):
-        if stamp_of(doc) is not None:
-            raise StampError(
-                f"{storage.describe(lf.prefix)}: stamped version has no {group}/ data group (malformed leaf)"
+    for i, lf in enumerate(leaves):
+        doc = storage.get_json(f"{lf.prefix}/{group}/zarr.json")
+        if doc is None and lf.prefix != lf.ref.path:
+            check_missing_version(storage, lf.prefix, group)
+            warn(
+                f"{storage.describe(lf.ref.path)}: stamp points at version {lf.stamp['current']!r}, which is missing "
+                "or unstamped (committed data removed out of band); leaf skipped",
+                DebrisWarning,
             )
-        warn(
-            f"{storage.describe(lf.ref.path)}: stamp points at version {lf.stamp['current']!r}, which is missing "
-            "or unstamped (committed data removed out of band); leaf skipped",
-            DebrisWarning,
-        )
-        corrupted.add(lf.ref.path)
-    return [lf for lf in leaves if lf.ref.path not in corrupted], corrupted
+            continue
+        return leaf_schema(storage, manifest, lf, group_doc=doc), [lf, *leaves[i + 1 :]]
+    return None, []
 
 
-def find_schema_leaf(
-    storage: Storage, manifest: Manifest, candidates: list[LeafRef], corrupted: set[str], *, scoped: bool
-) -> Leaf:
-    """A committed leaf to take the schema from when a selection is empty (FORMAT.md §12).
+def leaf_schema(storage: Storage, manifest: Manifest, lf: Leaf, *, group_doc: dict | None = None) -> Schema:
+    """The data group schema of one leaf, its ``cells`` extents checked against the manifest.
+
+    Raises :class:`StampError` when the group is missing or malformed and
+    :class:`~moczarr.errors.SchemaError` for unusable array metadata.
+    """
+    group = str(manifest.cell_order)
+    where = f"{lf.prefix}/{group}"
+    if group_doc is None and lf.prefix != lf.ref.path:
+        group_doc = storage.get_json(f"{where}/zarr.json")
+    schema = read_schema(storage, where, stamped_array_names(lf.stamp, group), group_doc=group_doc)
+    check_cells_extent(schema.arrays, lambda a: a.cells_axis, manifest.cells_per_leaf, storage.describe(where))
+    return schema
+
+
+def empty_selection_schema(storage: Storage, manifest: Manifest, *, scoped: bool) -> Schema:
+    """The schema of a committed leaf when a selection is empty (FORMAT.md §12): the walk's first live leaf.
 
     Raises :class:`NoCoverageError` when the store has no stamped leaf at all,
     and :class:`StaleCoverageError` when an unscoped open found none through the
     root MOC although committed leaves exist.
     """
     for ref in walk_leaves(storage, manifest.shard_order, manifest.path_grouping):
-        if ref.path in corrupted:
-            continue
-        stamp = stamp_of(storage.get_json(f"{ref.path}/zarr.json"))
+        stamp = read_stamp(storage, ref.path)
         if stamp is None:
             continue
         leaf = Leaf(ref, stamp, leaf_data_prefix(ref.path, stamp, where=storage.describe(ref.path)))
-        live, _ = drop_missing_versions(storage, manifest, [leaf])
+        schema, live = first_schema(storage, manifest, [leaf])
         if not live:
             continue
         if not scoped:
@@ -336,7 +338,7 @@ def find_schema_leaf(
                 f"{storage.describe()}: committed leaves exist (e.g. {ref.path}) but the root coverage.moc "
                 "names none of them; the MOC is stale: rebuild it"
             )
-        return leaf
+        return schema
     raise NoCoverageError(f"{storage.describe()}: the store holds no committed (stamped) leaf")
 
 
@@ -345,21 +347,14 @@ def leaves_dataset(
     manifest: Manifest,
     leaves: list[Leaf],
     cover: np.ndarray | None,
-    schema_leaf: Leaf,
+    schema: Schema,
     index_kind: str,
     fabricate_cell_ids,
     attrs: dict,
     batch_bytes: int | None = None,
 ) -> xr.Dataset:
-    """The Dataset of admitted leaves: domain arithmetic, then lazy assembly."""
+    """The Dataset of admitted leaves under ``schema``: domain arithmetic, then lazy assembly."""
     group = str(manifest.cell_order)
-    schema = read_schema(storage, f"{schema_leaf.prefix}/{group}", stamped_array_names(schema_leaf.stamp, group))
-    check_cells_extent(
-        schema.arrays,
-        lambda a: a.cells_axis,
-        manifest.cells_per_leaf,
-        storage.describe(f"{schema_leaf.prefix}/{group}"),
-    )
     words = ids.to_words([lf.ref.decimal for lf in leaves]) if leaves else np.empty(0, np.uint64)
     domain = domain_of(words, manifest.shard_order, manifest.cell_order, cover)
     first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
@@ -450,7 +445,9 @@ def open_leaf(
     ref = LeafRef(decimal, window, path)
     lf = Leaf(ref, stamp, leaf_data_prefix(path, stamp, where=storage.describe(path)))
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary([lf])}}
-    return leaves_dataset(storage, manifest, [lf], None, lf, index_kind, fabricate_cell_ids, attrs)
+    return leaves_dataset(
+        storage, manifest, [lf], None, leaf_schema(storage, manifest, lf), index_kind, fabricate_cell_ids, attrs
+    )
 
 
 def read_coverage_bitmap(
