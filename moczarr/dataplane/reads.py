@@ -187,18 +187,41 @@ def row_bytes(dtype: np.dtype, shape: tuple[int, ...], cells_axis: int) -> int:
     return per * int(np.prod([s for i, s in enumerate(shape) if i != cells_axis], dtype=np.int64))
 
 
+class Segments:
+    """The objects a variable concatenates, in order: ``groups[i]`` is segment i's object (its data group,
+    store-relative), ``sels[i]`` the object's local cell positions it holds, in order (None = all
+    ``n_cells[i]``), ``offsets`` the first row of each segment (and the total, last).
+
+    An open builds one and every variable shares it: they read the same objects.
+    """
+
+    __slots__ = ("groups", "n_cells", "offsets", "sels", "whole")
+
+    def __init__(self, groups: Sequence[str], sels: Sequence[np.ndarray | None], n_cells: Sequence[int]):
+        self.groups = list(groups)
+        self.sels = list(sels)
+        self.n_cells = [int(n) for n in n_cells]
+        counts = np.array([n if s is None else s.size for n, s in zip(self.n_cells, self.sels)], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        #: every segment holds its whole object (no sub-selection): a range of segments is a range of objects
+        self.whole = all(s is None for s in self.sels)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+
 class CellsSource:
     """One variable over many objects, concatenated on the cells axis, as a lazily indexed array.
 
-    The concatenation is made of segments: ``groups[i]`` is segment i's object
-    (its data group, store-relative), ``sels[i]`` the object's local cell
-    positions it holds, in order (None = all ``n_cells[i]``). An open's source
-    has one segment per object; :meth:`pick` makes sources whose segments may
-    repeat objects and positions. Indexing with slices, integers or integer
-    arrays reads only the objects the key touches, each once, in sub-batches of
-    at most :data:`SUB_BATCH_KEYS` chunks whose values are copied straight into
+    The concatenation is made of :class:`Segments`. An open's source has one
+    segment per object; :meth:`pick` makes sources whose segments may repeat
+    objects and positions. Indexing with slices, integers or integer arrays
+    reads only the objects the key touches, each once, in sub-batches of at
+    most :data:`SUB_BATCH_KEYS` chunks whose values are copied straight into
     the result, so a read holds the result plus a bounded number of payloads.
-    ``source[...]`` of a whole batch is what a dask task computes.
+    ``source[...]`` of a whole batch is what a dask task computes. Every chunk
+    payload arrives through :meth:`_payloads`. ``dtype``, when given, spares
+    parsing the codec chain until the first read.
     """
 
     def __init__(
@@ -207,26 +230,34 @@ class CellsSource:
         name: str,
         metadata: dict,
         cells_axis: int,
-        groups: Sequence[str],
-        sels: Sequence[np.ndarray | None],
-        n_cells: Sequence[int],
+        segments: Segments,
         token: str = "",
+        dtype: np.dtype | None = None,
     ):
         self.storage, self.name, self.metadata, self.axis = storage, name, metadata, cells_axis
-        self.groups = list(groups)
-        self.sels = list(sels)
-        self.n_cells = [int(n) for n in n_cells]
-        counts = np.array([n if s is None else s.size for n, s in zip(self.n_cells, self.sels)], dtype=np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        self.segments = segments
         self.token = token
         self._decoder: ChunkDecoder | None = None
+        self._dtype = dtype
         meta_shape = tuple(int(s) for s in metadata["shape"])
         self._leaf_shape = meta_shape
         self._origin = [(0,) * len(meta_shape)]  # the one chunk of a single-chunk object
         shape = list(meta_shape)
-        shape[cells_axis] = int(self.offsets[-1])
+        shape[cells_axis] = int(segments.offsets[-1])
         self.shape = tuple(shape)
         self.ndim = len(shape)
+
+    @property
+    def groups(self) -> list[str]:
+        return self.segments.groups
+
+    @property
+    def sels(self) -> list[np.ndarray | None]:
+        return self.segments.sels
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self.segments.offsets
 
     @property
     def decoder(self) -> ChunkDecoder:
@@ -238,7 +269,9 @@ class CellsSource:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.decoder.dtype
+        if self._dtype is None:
+            self._dtype = self.decoder.dtype
+        return self._dtype
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_decoder": None}
@@ -263,8 +296,9 @@ class CellsSource:
             sel = self.sels[p]
             groups.append(self.groups[p])
             sels.append(local[a:b] if sel is None else sel[local[a:b]])
-            n_cells.append(self.n_cells[p])
-        picked = CellsSource(self.storage, self.name, self.metadata, self.axis, groups, sels, n_cells, token=token)
+            n_cells.append(self.segments.n_cells[p])
+        segments = Segments(groups, sels, n_cells)
+        picked = CellsSource(self.storage, self.name, self.metadata, self.axis, segments, token, self._dtype)
         picked._decoder = self._decoder
         return picked
 
@@ -297,6 +331,13 @@ class CellsSource:
         """Rows ``start:stop`` of the concatenation, cells axis kept (no per-row index arrays are built)."""
         first = max(int(np.searchsorted(self.offsets, start, side="right")) - 1, 0)
         last = min(int(np.searchsorted(self.offsets, stop, side="left")), len(self.groups))
+        if (
+            self.segments.whole
+            and self.decoder.single_chunk
+            and self.offsets[first] == start
+            and self.offsets[last] == stop
+        ):
+            return self._read_objects(first, last)
 
         def pieces():
             bounds = self.offsets[first : last + 1].tolist()
@@ -306,6 +347,33 @@ class CellsSource:
                     yield p, slice(lo - a, hi - a), lo - start
 
         return self._fill(pieces(), stop - start)
+
+    def _read_objects(self, first: int, last: int) -> np.ndarray:
+        """Whole single-chunk objects ``first:last``: what a dask task of an open reads (no per-piece planning).
+
+        The objects are read in sub-batches of :data:`SUB_BATCH_KEYS`, each
+        read and decoded in the storage's turn (:meth:`~moczarr.storage.Storage.turn`).
+        """
+        n = self._leaf_shape[self.axis]
+        shape = list(self.shape)
+        shape[self.axis] = int(self.offsets[last] - self.offsets[first])
+        out = np.empty(shape, dtype=self.dtype)
+        suffix = f"/{self.name}/{self.decoder.chunk_key(self._origin[0])}"
+        for a in range(first, last, SUB_BATCH_KEYS):
+            groups = self.groups[a : min(last, a + SUB_BATCH_KEYS)]
+            with self.storage.turn():
+                payloads = self._payloads([group + suffix for group in groups])
+                self._require_groups([g for g, p in zip(groups, payloads) if p is None])
+                at = (a - first) * n
+                if not self._copy_joined(out, at, payloads):
+                    for i, (group, payload) in enumerate(zip(groups, payloads)):
+                        leaf = self._decode_object(group, self._origin, [payload])
+                        out[(slice(None),) * self.axis + (slice(at + i * n, at + (i + 1) * n),)] = leaf
+        return out
+
+    def _payloads(self, keys: list[str]) -> list[bytes | None]:
+        """The bytes of the chunks at ``keys`` (None for a missing one): the one place chunk payloads arrive."""
+        return self.storage.get_many(keys)
 
     def read_rows(self, rows: np.ndarray) -> np.ndarray:
         """Values of the given rows of the concatenation (any order, repeats allowed), cells axis kept."""
@@ -341,11 +409,13 @@ class CellsSource:
         for piece in pieces:
             group = self.groups[piece[0]]
             if group not in batch and len(batch) * per_object >= SUB_BATCH_KEYS:
-                self._fill_batch(out, batch)
+                with self.storage.turn():
+                    self._fill_batch(out, batch)
                 batch = {}
             batch.setdefault(group, []).append(piece)
         if batch:
-            self._fill_batch(out, batch)
+            with self.storage.turn():
+                self._fill_batch(out, batch)
         return out
 
     def _chunks_of(self, pieces: list) -> list[tuple[int, ...]]:
@@ -381,11 +451,11 @@ class CellsSource:
         plans = [(group, self._chunks_of(pieces), pieces) for group, pieces in batch.items()]
         if dec.single_chunk:
             suffix = f"/{self.name}/{dec.chunk_key((0,) * len(self._leaf_shape))}"
-            payloads = self.storage.get_many([group + suffix for group in batch])
+            payloads = self._payloads([group + suffix for group in batch])
             gone = [group for group, p in zip(batch, payloads) if p is None]
         else:
             keys = [f"{group}/{self.name}/{dec.chunk_key(c)}" for group, coords_list, _ in plans for c in coords_list]
-            payloads = self.storage.get_many(keys)
+            payloads = self._payloads(keys)
             del keys
             k, gone = 0, []
             for group, coords_list, _ in plans:
@@ -411,17 +481,11 @@ class CellsSource:
                 )
 
     def _fill_joined(self, out: np.ndarray, plans: list, payloads: list) -> bool:
-        """Whole single-chunk objects of a plain ``bytes`` array, landing on consecutive rows: one copy of their joined bytes.
+        """:meth:`_copy_joined` of a sub-batch whose pieces are whole objects landing on consecutive rows.
 
-        False (nothing written) when the shortcut does not apply: a
-        sub-selection, another codec chain, a missing or odd-sized chunk, an
-        object read for several pieces. Tiny chunks are the norm (zagg
-        leaves), so one array over the joined bytes saves an array per chunk.
+        False (nothing written) when they are not: a sub-selection, an object read for several pieces.
         """
-        dec = self.decoder
         n = self._leaf_shape[self.axis]
-        if dec._raw_dtype is None or dec._zstd or dec.chunk_shape != self._leaf_shape:
-            return False
         at = plans[0][2][0][2]
         expect = at
         for _, _, pieces in plans:
@@ -436,14 +500,30 @@ class CellsSource:
             ):
                 return False
             expect += n
+        return self._copy_joined(out, at, payloads)
+
+    def _copy_joined(self, out: np.ndarray, at: int, payloads: list) -> bool:
+        """Whole single-chunk objects of a plain ``bytes`` array into rows ``at:``: one copy of their joined bytes.
+
+        False (nothing written) when the shortcut does not apply: another codec
+        chain, chunks not the object's shape, a missing or odd-sized chunk. Tiny
+        chunks are the norm (zagg leaves), so one array over the joined bytes
+        saves an array per chunk. ``payloads`` is emptied once copied.
+        """
+        dec = self.decoder
+        if dec._raw_dtype is None or dec._zstd or dec.chunk_shape != self._leaf_shape:
+            return False
         nbytes = int(np.prod(self._leaf_shape)) * dec._raw_dtype.itemsize
         if any(p is None or len(p) != nbytes for p in payloads):
             return False
-        stacked = np.frombuffer(b"".join(payloads), dtype=dec._raw_dtype).reshape((len(plans), *self._leaf_shape))
+        count = len(payloads)
+        stacked = np.frombuffer(b"".join(payloads), dtype=dec._raw_dtype).reshape((count, *self._leaf_shape))
         payloads.clear()
+        n = self._leaf_shape[self.axis]
         shape = list(self._leaf_shape)
-        shape[self.axis] = n * len(plans)
-        out[(slice(None),) * self.axis + (slice(at, expect),)] = np.moveaxis(stacked, 0, self.axis).reshape(shape)
+        shape[self.axis] = n * count
+        rows = (slice(None),) * self.axis + (slice(at, at + n * count),)
+        out[rows] = np.moveaxis(stacked, 0, self.axis).reshape(shape)
         return True
 
     def _decode_object(self, group: str, coords_list: list, payloads: list) -> np.ndarray:
@@ -508,7 +588,7 @@ def read_whole(storage: Storage, name: str, metadata: dict, group: str) -> np.nd
         chunk = dec.decode(storage.get_bytes(f"{group}/{name}/{dec.chunk_key((0,) * len(shape))}"), where)
         values = chunk[tuple(slice(0, s) for s in shape)] if shape else chunk.reshape(())
     else:
-        values = CellsSource(storage, name, metadata, 0, [group], [None], [shape[0]])[...]
+        values = CellsSource(storage, name, metadata, 0, Segments([group], [None], [shape[0]]))[...]
     return values if values.flags.writeable else values.copy()
 
 
@@ -549,6 +629,7 @@ __all__ = [
     "SUB_BATCH_KEYS",
     "CellsSource",
     "ChunkDecoder",
+    "Segments",
     "batch_row_chunks",
     "cells_rows",
     "read_whole",

@@ -9,15 +9,16 @@ The data flow, one function a step::
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import mortie
 import numpy as np
 import xarray as xr
 
 from .. import ids
-from ..dataplane.assemble import Part, Schema, build_dataset, domain_of, gc_paused, read_schema, rows_in
+from ..dataplane.assemble import Part, Schema, build_dataset, domain_of, read_schema, rows_in
 from ..errors import (
     ArgumentError,
     CoverageError,
@@ -39,14 +40,14 @@ from ..format.coverage import (
     parse_root_moc,
     stamp_coverage,
 )
-from ..format.integrity import check_cells_extent, check_leaf_stamp, stamp_clock, stamp_int
+from ..format.integrity import check_cells_extent, leaf_stamp_fields
 from ..format.manifest import Manifest, check_window
 from ..format.roster import read_manifest
 from ..format.stamps import (
     LeafRef,
     check_missing_version,
     leaf_data_prefix,
-    read_roots,
+    parse_root,
     read_stamp,
     stamp_of,
     stamped_array_names,
@@ -58,17 +59,49 @@ from ..storage import DEFAULT_CONCURRENCY, Storage, keys
 from .times import TimeRange, check_time_store, over_windows, window_or_time
 
 
-@dataclass(frozen=True)
-class Leaf:
-    """A committed leaf admitted to an open: where it is, its stamp, and where its arrays are."""
+class Leaf(NamedTuple):
+    """A committed leaf admitted to an open: where it is, where its arrays are, and what its stamp says.
+
+    An open holds one per leaf while it runs, so a leaf keeps its stamp's
+    fields as plain values and the stamp itself as the bytes it was read as
+    (``source``, parsed again on demand: only the leaf giving the schema needs
+    it), or as the stamp a caller handed over. Thousands of parsed stamps kept
+    alive would be tens of thousands of containers for the cyclic garbage
+    collector to scan again and again while the open allocates. A named tuple:
+    the cheapest record to make, one per leaf.
+    """
 
     ref: LeafRef
-    stamp: dict
     prefix: str
+    written_at: str | None
+    time_range: tuple[str, str] | None
+    cells_with_data: int
+    granule_count: int
+    source: bytes | dict
+
+    @classmethod
+    def admit(cls, ref: LeafRef, stamp: dict, where: str, source: bytes | dict) -> Leaf:
+        """The leaf of a committed stamp, its fields checked.
+
+        Raises :class:`StampError` naming the leaf for an unknown spec or a
+        mistyped field, :class:`~moczarr.errors.VersionPointerError` for a bad ``current``.
+        """
+        return cls(
+            ref, leaf_data_prefix(ref.path, stamp, where=where), *leaf_stamp_fields(stamp, where, ref.path), source
+        )
+
+    @property
+    def stamp(self) -> dict:
+        """The commit stamp (parsed again from ``source`` when that is the document's bytes)."""
+        return self.source if isinstance(self.source, dict) else stamp_of(json.loads(self.source))
+
+    @property
+    def versioned(self) -> bool:
+        return self.prefix != self.ref.path
 
     @property
     def word(self) -> int:
-        return int(ids.to_words(self.ref.decimal)[0])
+        return self.ref.word if self.ref.word is not None else int(ids.to_words(self.ref.decimal)[0])
 
 
 def open_hive(
@@ -150,7 +183,6 @@ def open_hive(
     )
 
 
-@gc_paused
 def open_source(
     storage: Storage,
     manifest: Manifest,
@@ -235,7 +267,9 @@ def candidate_leaves(
         return refs
     if cover is not None and shards.size:
         shards = shards[meets(shards, cover)]
-    return [LeafRef(d, window, ids.leaf_path(d, window, pg)) for d in ids.to_decimals(shards)]
+    return [
+        LeafRef(d, window, ids.leaf_path(d, window, pg), w) for d, w in zip(ids.to_decimals(shards), shards.tolist())
+    ]
 
 
 def admit_leaves(
@@ -255,25 +289,24 @@ def admit_leaves(
     the root MOC names (``named_by_moc``) of an unwindowed store whose leaf is
     missing entirely (no ``zarr.json``) is left out with a :class:`MissingLeafWarning`.
     """
-    docs = read_roots(storage, [c.path for c in candidates])
-    admitted: list[Leaf] = []
-    missing = [ref.path for ref, doc in zip(candidates, docs) if doc is None]
+    payloads = storage.get_many([f"{c.path}/zarr.json" for c in candidates])
+    missing = [ref.path for ref, payload in zip(candidates, payloads) if payload is None]
     if named_by_moc and missing and not manifest.windowed:
         warn(
             f"{storage.describe()}: the root coverage.moc names {len(missing)} shard(s) with no leaf at all "
             f"(e.g. {missing[0]}): removed out of band, or a stale MOC; left out",
             MissingLeafWarning,
         )
-    for ref, doc in zip(candidates, docs):
-        stamp = stamp_of(doc)
+    admitted: list[Leaf] = []
+    for ref, payload in zip(candidates, payloads):  # each document parsed, used and dropped in turn
+        stamp = stamp_of(parse_root(payload, storage.describe(f"{ref.path}/zarr.json")))
         if stamp is None:
             continue
-        check_leaf_stamp(stamp, storage.describe(ref.path))
         if cover is not None:
             box = box_words(stamp)
             if box is not None and not meets(box, cover).any():
                 continue
-        admitted.append(Leaf(ref, stamp, leaf_data_prefix(ref.path, stamp, where=storage.describe(ref.path))))
+        admitted.append(Leaf.admit(ref, stamp, storage.describe(ref.path), payload))
     return admitted
 
 
@@ -290,8 +323,8 @@ def first_schema(storage: Storage, manifest: Manifest, leaves: list[Leaf]) -> tu
     """
     group = str(manifest.cell_order)
     for i, lf in enumerate(leaves):
-        doc = storage.get_json(f"{lf.prefix}/{group}/zarr.json")
-        if doc is None and lf.prefix != lf.ref.path:
+        schema = leaf_schema(storage, manifest, lf, missing_ok=lf.versioned)
+        if schema is None:
             check_missing_version(storage, lf.prefix, group)
             warn(
                 f"{storage.describe(lf.ref.path)}: stamp points at version {lf.stamp['current']!r}, which is missing "
@@ -299,22 +332,22 @@ def first_schema(storage: Storage, manifest: Manifest, leaves: list[Leaf]) -> tu
                 DebrisWarning,
             )
             continue
-        return leaf_schema(storage, manifest, lf, group_doc=doc), [lf, *leaves[i + 1 :]]
+        return schema, [lf, *leaves[i + 1 :]]
     return None, []
 
 
-def leaf_schema(storage: Storage, manifest: Manifest, lf: Leaf, *, group_doc: dict | None = None) -> Schema:
+def leaf_schema(storage: Storage, manifest: Manifest, lf: Leaf, *, missing_ok: bool = False) -> Schema | None:
     """The data group schema of one leaf, its ``cells`` extents checked against the manifest.
 
-    Raises :class:`StampError` when the group is missing or malformed and
+    None for a missing group when ``missing_ok``. Raises :class:`StampError`
+    when the group is missing (else) or malformed and
     :class:`~moczarr.errors.SchemaError` for unusable array metadata.
     """
     group = str(manifest.cell_order)
     where = f"{lf.prefix}/{group}"
-    if group_doc is None and lf.prefix != lf.ref.path:
-        group_doc = storage.get_json(f"{where}/zarr.json")
-    schema = read_schema(storage, where, stamped_array_names(lf.stamp, group), group_doc=group_doc)
-    check_cells_extent(schema.arrays, lambda a: a.cells_axis, manifest.cells_per_leaf, storage.describe(where))
+    schema = read_schema(storage, where, stamped_array_names(lf.stamp, group), missing_ok=missing_ok)
+    if schema is not None:
+        check_cells_extent(schema.arrays, lambda a: a.cells_axis, manifest.cells_per_leaf, storage.describe(where))
     return schema
 
 
@@ -329,7 +362,7 @@ def empty_selection_schema(storage: Storage, manifest: Manifest, *, scoped: bool
         stamp = read_stamp(storage, ref.path)
         if stamp is None:
             continue
-        leaf = Leaf(ref, stamp, leaf_data_prefix(ref.path, stamp, where=storage.describe(ref.path)))
+        leaf = Leaf.admit(ref, stamp, storage.describe(ref.path), stamp)
         schema, live = first_schema(storage, manifest, [leaf])
         if not live:
             continue
@@ -355,12 +388,12 @@ def leaves_dataset(
 ) -> xr.Dataset:
     """The Dataset of admitted leaves under ``schema``: domain arithmetic, then lazy assembly."""
     group = str(manifest.cell_order)
-    words = ids.to_words([lf.ref.decimal for lf in leaves]) if leaves else np.empty(0, np.uint64)
+    words = np.fromiter((lf.word for lf in leaves), dtype=np.uint64, count=len(leaves))
     domain = domain_of(words, manifest.shard_order, manifest.cell_order, cover)
     first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
     n_cells = manifest.cells_per_leaf
-    sels = rows_in(domain, first, n_cells)
-    parts = [Part(f"{lf.prefix}/{group}", int(f), n_cells, s) for lf, f, s in zip(leaves, first, sels)]
+    sels = [None] * len(leaves) if cover is None else rows_in(domain, first, n_cells)  # no AOI: whole leaves
+    parts = [Part(f"{lf.prefix}/{group}", f, n_cells, s) for lf, f, s in zip(leaves, first.tolist(), sels)]
     return build_dataset(
         storage,
         schema,
@@ -374,19 +407,15 @@ def leaves_dataset(
 
 
 def leaf_summary(leaves: list[Leaf]) -> dict:
-    """What the admitted leaves' stamps say, summarized for ``attrs``.
-
-    Raises :class:`StampError` naming the leaf for a mistyped stamp field.
-    """
-    clocks = [stamp_clock(lf.stamp, lf.ref.path) for lf in leaves]
-    written = sorted(w for w, _ in clocks if w is not None)
-    ranges = [r for _, r in clocks if r is not None]
+    """What the admitted leaves' stamps say (checked when they were admitted), summarized for ``attrs``."""
+    written = sorted(lf.written_at for lf in leaves if lf.written_at is not None)
+    ranges = [lf.time_range for lf in leaves if lf.time_range is not None]
     out = {
         "n_leaves": len(leaves),
         "leaves": [lf.ref.decimal for lf in leaves],
-        "n_versioned": sum(1 for lf in leaves if lf.prefix != lf.ref.path),
-        "cells_with_data": sum(stamp_int(lf.stamp, "cells_with_data", lf.ref.path) for lf in leaves),
-        "granule_count": sum(stamp_int(lf.stamp, "granule_count", lf.ref.path) for lf in leaves),
+        "n_versioned": sum(1 for lf in leaves if lf.versioned),
+        "cells_with_data": sum(lf.cells_with_data for lf in leaves),
+        "granule_count": sum(lf.granule_count for lf in leaves),
     }
     if written:
         out["written_at"] = [written[0], written[-1]]
@@ -443,7 +472,7 @@ def open_leaf(
                 f"{storage.describe(path)}: no committed leaf there (missing, or debris without a stamp)"
             )
     ref = LeafRef(decimal, window, path)
-    lf = Leaf(ref, stamp, leaf_data_prefix(path, stamp, where=storage.describe(path)))
+    lf = Leaf.admit(ref, stamp, storage.describe(path), stamp)
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary([lf])}}
     return leaves_dataset(
         storage, manifest, [lf], None, leaf_schema(storage, manifest, lf), index_kind, fabricate_cell_ids, attrs
