@@ -1,12 +1,14 @@
 """Load-time benchmark: ``.load()`` of every variable beside its physical floor, and peak memory.
 
-    python benchmarks/bench_load.py [--work ../bench] [--sizes 500,2000,5000]
+    python benchmarks/bench_load.py [--work ../bench] [--sizes 500,2000,5000] [--repeats 7] [--json rows.jsonl]
 
 Stores are ``{work}/single_{n}/store`` (written by the zagg writer, see
 ``bench_open.py``). For each size it prints the median ``.load()`` time of a
-fresh open (the open itself not timed), the floor — a plain loop that reads
-every data chunk the load reads (keys known from the arithmetic) and decodes
-it (``numpy.frombuffer``, zstd where the codec says so) — and the ratio; then
+fresh open (the open itself not timed) under dask's default (threaded)
+scheduler, the floor — a plain loop that reads every data chunk the load
+reads (keys known from the arithmetic) and decodes it (``numpy.frombuffer``,
+zstd where the codec says so), timed in turn with the loads — and the median
+of their ratios, with the machine's load average beside them; then
 the peak traced memory (tracemalloc) of ``.load()`` after a fresh open,
 beside the decoded bytes: the target is peak <= 2 x decoded + a constant
 (dask's final concatenation of a variable's blocks already holds blocks and
@@ -23,7 +25,6 @@ import functools
 import gc
 import json
 import os
-import statistics
 import sys
 import time
 import tracemalloc
@@ -31,7 +32,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from bench_open import existing_stores, size_parser
+from bench_open import emit, existing_stores, interleaved, load_average, size_parser
 
 import moczarr
 from moczarr import ids
@@ -65,14 +66,8 @@ def raw_floor(plan) -> float:
     return time.perf_counter() - t0
 
 
-def median_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        times.append(fn())
-    return statistics.median(times)
-
-
 def timed_load(store: Path) -> float:
+    """``.load()`` of a fresh open (the open not timed, so ``interleaved`` times the open too: subtracted here)."""
     ds = moczarr.open_hive(store)
     t0 = time.perf_counter()
     ds.load()
@@ -84,16 +79,16 @@ def main() -> None:
     warnings.simplefilter("ignore", UserWarning)
     print(f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, {os.cpu_count()} cpus")
     print(
-        f"{'case':<22}{'load ms':>10}{'floor ms':>10}{'ratio':>8}{'chunks':>8}{'tasks':>7}"
+        f"{'case':<20}{'load ms':>9}{'floor ms':>10}{'ratio':>7}{'avg':>6}{'chunks':>8}{'tasks':>6}"
         f"{'peak MB':>9}{'decoded MB':>12}{'peak/dec':>10}{'excess MB':>11}{'record MB':>11}{'other MB':>10}"
     )
     for n, store in existing_stores(args.work, args.sizes):
         ds = moczarr.open_hive(store)
         plan = chunk_plan(store, ds)
-        raw_floor(plan)  # warm the page cache
-        timed_load(store)
-        floor = median_of(functools.partial(raw_floor, plan), args.repeats)
-        load = median_of(functools.partial(timed_load, store), args.repeats)
+        load, floor, ratio = interleaved(
+            functools.partial(timed_load, store), functools.partial(raw_floor, plan), args.repeats
+        )
+        avg = load_average()
         with count_requests() as counter:
             moczarr.open_hive(store).load()
         tasks = sum(len(v.data.__dask_graph__()) for v in ds.variables.values() if v.chunks is not None)
@@ -101,10 +96,37 @@ def main() -> None:
         peak, record = peak_of_load(store)
         excess = peak - 2 * decoded
         print(
-            f"{'load single_' + str(n):<22}{load * 1e3:>10.1f}{floor * 1e3:>10.1f}{load / floor:>7.1f}x"
-            f"{counter.kind('chunk:data'):>8}{tasks:>7}{peak / 1e6:>9.2f}{decoded / 1e6:>12.2f}{peak / max(decoded, 1):>9.1f}x"
+            f"{'load single_' + str(n):<20}{load * 1e3:>9.1f}{floor * 1e3:>10.1f}{ratio:>6.2f}x{avg:>6.1f}"
+            f"{counter.kind('chunk:data'):>8}{tasks:>6}{peak / 1e6:>9.2f}{decoded / 1e6:>12.2f}"
+            f"{peak / max(decoded, 1):>9.1f}x"
             f"{excess / 1e6:>11.2f}{record / 1e6:>11.2f}{(peak - decoded - record) / 1e6:>10.2f}",
             flush=True,
+        )
+        common = {"leaves": n, "repeats": args.repeats, "load": avg}
+        emit(
+            args.json,
+            {
+                "case": f"load single_{n}",
+                "figure": "load",
+                "median_s": load,
+                "floor_s": floor,
+                "ratio": ratio,
+                "floor_is": "read + decode of every data chunk",
+                **common,
+            },
+        )
+        emit(
+            args.json,
+            {
+                "case": f"load peak single_{n}",
+                "figure": "memory",
+                "peak_mb": peak / 1e6,
+                "decoded_mb": decoded / 1e6,
+                "ratio": peak / max(decoded, 1),
+                "excess_mb": excess / 1e6,
+                "floor_is": "decoded bytes",
+                **common,
+            },
         )
 
 
