@@ -8,7 +8,9 @@ fresh open (the open itself not timed) under dask's default (threaded)
 scheduler, the floor — a plain loop that reads every data chunk the load
 reads (keys known from the arithmetic) and decodes it (``numpy.frombuffer``,
 zstd where the codec says so), timed in turn with the loads — and the median
-of their ratios, with the machine's load average beside them; then
+of their ratios, with the machine's load average beside them; beside it the
+same floor reading through the OS calls alone (``os.open``/``os.read``, as
+moczarr's local reads do; ``open()`` builds a file object per chunk); then
 the peak traced memory (tracemalloc) of ``.load()`` after a fresh open,
 beside the decoded bytes: the target is peak <= 2 x decoded + a constant
 (dask's final concatenation of a variable's blocks already holds blocks and
@@ -32,7 +34,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from bench_open import emit, existing_stores, interleaved, load_average, size_parser
+from bench_open import emit, existing_stores, interleaved, load_average, read_os, read_plain, size_parser
 
 import moczarr
 from moczarr import ids
@@ -52,14 +54,14 @@ def chunk_plan(root: Path, ds) -> list[tuple[str, np.dtype, bool]]:
     return plan
 
 
-def raw_floor(plan) -> float:
+def raw_floor(plan, read=read_plain) -> float:
+    """Seconds of a plain loop reading (``read``) and decoding every chunk of the plan."""
     import zstandard
 
     dctx = zstandard.ZstdDecompressor()
     t0 = time.perf_counter()
     for path, dtype, zstd in plan:
-        with open(path, "rb") as f:
-            payload = f.read()
+        payload = read(path)
         if zstd:
             payload = dctx.decompress(payload)
         np.frombuffer(payload, dtype=dtype)
@@ -79,15 +81,20 @@ def main() -> None:
     warnings.simplefilter("ignore", UserWarning)
     print(f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, {os.cpu_count()} cpus")
     print(
-        f"{'case':<20}{'load ms':>9}{'floor ms':>10}{'ratio':>7}{'avg':>6}{'chunks':>8}{'tasks':>6}"
+        f"{'case':<20}{'load ms':>9}{'floor ms':>10}{'ratio':>7}{'os-read':>9}{'ratio':>7}{'avg':>6}"
+        f"{'chunks':>8}{'tasks':>6}"
         f"{'peak MB':>9}{'decoded MB':>12}{'peak/dec':>10}{'excess MB':>11}{'record MB':>11}{'other MB':>10}"
     )
     for n, store in existing_stores(args.work, args.sizes):
         ds = moczarr.open_hive(store)
         plan = chunk_plan(store, ds)
-        load, floor, ratio = interleaved(
-            functools.partial(timed_load, store), functools.partial(raw_floor, plan), args.repeats
+        timed = interleaved(
+            functools.partial(timed_load, store),
+            functools.partial(raw_floor, plan),
+            args.repeats,
+            functools.partial(raw_floor, plan, read_os),
         )
+        load, floor, ratio = timed["median_s"], timed["floor_s"], timed["ratio"]
         avg = load_average()
         with count_requests() as counter:
             moczarr.open_hive(store).load()
@@ -96,7 +103,8 @@ def main() -> None:
         peak, record = peak_of_load(store)
         excess = peak - 2 * decoded
         print(
-            f"{'load single_' + str(n):<20}{load * 1e3:>9.1f}{floor * 1e3:>10.1f}{ratio:>6.2f}x{avg:>6.1f}"
+            f"{'load single_' + str(n):<20}{load * 1e3:>9.1f}{floor * 1e3:>10.1f}{ratio:>6.2f}x"
+            f"{timed['os_floor_s'] * 1e3:>9.1f}{timed['os_ratio']:>6.2f}x{avg:>6.1f}"
             f"{counter.kind('chunk:data'):>8}{tasks:>6}{peak / 1e6:>9.2f}{decoded / 1e6:>12.2f}"
             f"{peak / max(decoded, 1):>9.1f}x"
             f"{excess / 1e6:>11.2f}{record / 1e6:>11.2f}{(peak - decoded - record) / 1e6:>10.2f}",
@@ -108,9 +116,7 @@ def main() -> None:
             {
                 "case": f"load single_{n}",
                 "figure": "load",
-                "median_s": load,
-                "floor_s": floor,
-                "ratio": ratio,
+                **timed,
                 "floor_is": "read + decode of every data chunk",
                 **common,
             },

@@ -66,19 +66,40 @@ def seconds(fn) -> float:
     return out if isinstance(out, float) else time.perf_counter() - t0
 
 
-def interleaved(fn, floor_fn, repeats: int) -> tuple[float, float, float]:
-    """Medians of ``fn`` and ``floor_fn`` (:func:`seconds`) timed in turn ``repeats`` times, and of their ratios.
+def interleaved(fn, floor_fn, repeats: int, os_floor_fn=None) -> dict:
+    """Medians of ``fn`` and its floors (:func:`seconds`), timed in turn ``repeats`` times, and of their ratios.
 
-    Timing them in turn exposes both to the same load; the median of the
-    per-pair ratios is steadier than the ratio of two medians on a shared machine.
+    Timing them in turn exposes all to the same load; the median of the
+    per-run ratios is steadier than the ratio of two medians on a shared
+    machine. ``os_floor_fn`` is the same floor reading its files through the
+    OS calls alone (:func:`read_os`), which moczarr's local reads use.
     """
-    fn(), floor_fn()  # warm the filesystem cache, imports and clients
-    floors, times = [], []
+    floors = {"floor": floor_fn, **({"os_floor": os_floor_fn} if os_floor_fn else {})}
+    fn(), [f() for f in floors.values()]  # warm the filesystem cache, imports and clients
+    times: dict[str, list[float]] = {"median": [], **{k: [] for k in floors}}
     for _ in range(repeats):
-        floors.append(seconds(floor_fn))
-        times.append(seconds(fn))
-    ratios = [t / f for t, f in zip(times, floors)]
-    return statistics.median(times), statistics.median(floors), statistics.median(ratios)
+        for k, f in floors.items():
+            times[k].append(seconds(f))
+        times["median"].append(seconds(fn))
+    out = {f"{k}_s": statistics.median(v) for k, v in times.items()}
+    for k in floors:
+        out[k.replace("floor", "ratio")] = statistics.median(t / f for t, f in zip(times["median"], times[k]))
+    return out
+
+
+def read_plain(path: str) -> bytes:
+    """A file's bytes the plain way: a Python file object."""
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def read_os(path: str) -> bytes:
+    """A small file's bytes through the OS calls alone (every stamp and chunk of these stores is below 64 KiB)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        return os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
 
 
 def existing_stores(work: str | Path, sizes: str) -> Iterator[tuple[int, Path]]:
@@ -103,8 +124,8 @@ def ensure_store(work: Path, kind: str, leaves: int, zagg_python: str) -> Path:
     return out / "store"
 
 
-def stamp_loop(store: Path):
-    """The floor of an open: a plain loop reading and ``json.loads``-ing every admitted leaf's stamp."""
+def stamp_loop(store: Path, read=read_plain):
+    """The floor of an open: a plain loop reading (``read``) and ``json.loads``-ing every admitted leaf's stamp."""
     ds = moczarr.open_hive(store)
     manifest = moczarr.read_manifest(store)
     paths = [
@@ -114,24 +135,20 @@ def stamp_loop(store: Path):
 
     def loop():
         for p in paths:
-            with open(p, "rb") as f:
-                json.loads(f.read())
+            json.loads(read(p))
 
     return loop
 
 
-def measure(label: str, fn, repeats: int = 5, floor_fn=None, json_path: str | None = None, **extra) -> dict:
-    """Median time of ``fn`` (beside ``floor_fn``'s when given), its requests, its peak traced memory; printed."""
+def measure(
+    label: str, fn, repeats: int = 5, floor_fn=None, json_path: str | None = None, os_floor_fn=None, **extra
+) -> dict:
+    """Median time of ``fn`` (beside its floors' when given), its requests, its peak traced memory; printed."""
     if floor_fn is None:
         fn()
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-        median, floor, ratio = statistics.median(times), None, None
+        timed = {"median_s": statistics.median(seconds(fn) for _ in range(repeats))}
     else:
-        median, floor, ratio = interleaved(fn, floor_fn, repeats)
+        timed = interleaved(fn, floor_fn, repeats, os_floor_fn)
     with count_requests() as counter:
         fn()
     tracemalloc.start()
@@ -140,9 +157,9 @@ def measure(label: str, fn, repeats: int = 5, floor_fn=None, json_path: str | No
     tracemalloc.stop()
     row = {
         "case": label,
-        "median_s": median,
-        "floor_s": floor,
-        "ratio": ratio,
+        "floor_s": None,
+        "ratio": None,
+        **timed,
         "repeats": repeats,
         "load": load_average(),
         "peak_mb": peak / 1e6,
@@ -151,10 +168,12 @@ def measure(label: str, fn, repeats: int = 5, floor_fn=None, json_path: str | No
         "lists": counter.lists,
         **extra,
     }
-    beside = f"   floor {floor * 1000:7.1f} ms  {ratio:4.2f}x" if floor else ""
+    beside = f"   floor {row['floor_s'] * 1000:7.1f} ms {row['ratio']:4.2f}x" if row["floor_s"] else ""
+    if "os_floor_s" in row:
+        beside += f"   os-read floor {row['os_floor_s'] * 1000:7.1f} ms {row['os_ratio']:4.2f}x"
     print(
-        f"{label:<34} median {median * 1000:8.1f} ms{beside}   load {row['load']:4.1f}   peak {row['peak_mb']:6.1f} MB"
-        f"   GET {row['gets']:5d}  LIST {row['lists']:3d}",
+        f"{label:<26} median {row['median_s'] * 1000:7.1f} ms{beside}   load {row['load']:4.1f}"
+        f"   peak {row['peak_mb']:5.1f} MB   GET {row['gets']:5d}  LIST {row['lists']:3d}",
         flush=True,
     )
     emit(json_path, row)
@@ -182,6 +201,7 @@ def main() -> None:
                 args.repeats,
                 floor,
                 args.json,
+                os_floor_fn=stamp_loop(store, read_os),
                 figure="open",
                 leaves=n,
                 floor_is="read + json.loads of every stamp",

@@ -12,8 +12,10 @@ Runs, one after the other in fresh interpreters (so one's memory and caches neve
   20 ms to every request, beside ``GETs x latency / in-flight limit``.
 
 Each script's own report is printed as it runs; then one table of every figure: the median of its
-runs, its floor, the median of the per-run ratios (local cases are timed in turn with their floors),
-and the load average (1 minute) when it was taken. On a machine shared with other work the ratios
+runs, its floor, the median of the per-run ratios (local cases are timed in turn with their floors;
+``os-read`` is the same floor reading its files through ``os.open``/``os.read``, as moczarr's local
+reads do, where the plain floor uses Python file objects), and the load average (1 minute) when it
+was taken. On a machine shared with other work the ratios
 are the figures to read (they move far less than absolute times), and the load column says how
 busy the machine was. Stores are ``{work}/single_{n}/store`` (``bench_open.py`` writes missing ones
 with the zagg writer).
@@ -40,8 +42,11 @@ def run(script: str, *args: str, rows: Path) -> None:
 
 
 def table(rows: list[dict]) -> None:
-    """Every figure beside its floor."""
-    print(f"\n{'figure':<34}{'median':>11}{'floor':>11}{'ratio':>8}{'runs':>6}{'load':>6}  floor is")
+    """Every figure beside its floor (and, for local reads, beside the floor reading through the OS calls alone)."""
+    print(
+        f"\n{'figure':<30}{'median':>10}{'floor':>10}{'ratio':>7}{'os-read':>9}{'ratio':>7}{'runs':>5}{'load':>6}"
+        "  floor is"
+    )
     for r in rows:
         if r["figure"] == "memory":
             value, floor = f"{r['peak_mb']:.2f} MB", f"{r['decoded_mb']:.2f} MB"
@@ -49,7 +54,11 @@ def table(rows: list[dict]) -> None:
         else:
             value, floor = f"{r['median_s'] * 1e3:.0f} ms", f"{r['floor_s'] * 1e3:.0f} ms"
             note = r["floor_is"]
-        print(f"{r['case']:<34}{value:>11}{floor:>11}{r['ratio']:>7.2f}x{r['repeats']:>6}{r['load']:>6.1f}  {note}")
+        lean = f"{r['os_floor_s'] * 1e3:.0f} ms{r['os_ratio']:>6.2f}x" if "os_floor_s" in r else f"{'':>9}{'':>7}"
+        print(
+            f"{r['case']:<30}{value:>10}{floor:>10}{r['ratio']:>6.2f}x{lean:>16}{r['repeats']:>5}"
+            f"{r['load']:>6.1f}  {note}"
+        )
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ objects' arrays through the open call's single store handle
 
 from __future__ import annotations
 
+import json
 import weakref
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -266,7 +267,7 @@ def lazy_cells_array(
         shape = list(schema.shape)
         shape[axis] = 0
         return da.from_array(np.empty(shape, dtype=schema.dtype), chunks=-1)
-    token = tokenize(parts_token, schema.name, schema.metadata)
+    token = tokenize(parts_token, schema.name, json.dumps(schema.metadata, sort_keys=True))
     dtype = schema.dtype if schema.dtype.kind in "biufc" else None  # else the codec chain says (string types)
     source = CellsSource(storage, schema.name, schema.metadata, axis, segments, token, dtype)
     return cells_array(source, row_chunks, f"moczarr-{schema.name}-{token}")

@@ -201,10 +201,14 @@ class Segments:
         self.groups = list(groups)
         self.sels = list(sels)
         self.n_cells = [int(n) for n in n_cells]
-        counts = np.array([n if s is None else s.size for n, s in zip(self.n_cells, self.sels)], dtype=np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         #: every segment holds its whole object (no sub-selection): a range of segments is a range of objects
         self.whole = all(s is None for s in self.sels)
+        counts = (
+            np.asarray(self.n_cells, dtype=np.int64)
+            if self.whole
+            else np.array([n if s is None else s.size for n, s in zip(self.n_cells, self.sels)], dtype=np.int64)
+        )
+        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
     def __len__(self) -> int:
         return len(self.groups)

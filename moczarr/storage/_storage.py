@@ -168,6 +168,32 @@ def make_store(
     return CountingStore(base, policy)
 
 
+#: bytes a local read asks for first: every stamp, metadata document and zagg chunk fits
+_FIRST_READ = 1 << 16
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0)
+
+
+def read_file(path: str) -> bytes:
+    """A whole file's bytes through the OS calls alone (no file object: the hive's files are small and many).
+
+    ``open()`` builds a buffered file object around every read; for the
+    thousands of small files of an open or a load that costs more than the
+    read. Raises what :func:`os.open` and :func:`os.read` raise
+    (``FileNotFoundError``, ``NotADirectoryError``, ``IsADirectoryError``, ...).
+    """
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        payload = os.read(fd, _FIRST_READ)
+        if len(payload) == _FIRST_READ:  # a large object: the rest in one more read (or a few, if it grows)
+            parts = [payload]
+            while part := os.read(fd, max(os.fstat(fd).st_size - sum(map(len, parts)), _FIRST_READ)):
+                parts.append(part)
+            payload = b"".join(parts)
+        return payload
+    finally:
+        os.close(fd)
+
+
 def client_name(store: Store) -> str:
     """``"local"``, ``"obstore"``, or the package of an fsspec store's filesystem (``"s3fs"``; ``"fsspec"``: HTTP)."""
     base = store._store if isinstance(store, WrapperStore) else store
@@ -325,8 +351,7 @@ class Storage:
                 key = f"{root}/{key}" if key else root
             record_request("GET", key)
             try:
-                with open(f"{base}/{key}", "rb") as f:
-                    payload = f.read()
+                payload = read_file(f"{base}/{key}")
             except (FileNotFoundError, NotADirectoryError):
                 if not os.path.isdir(base):
                     raise StoreNotFoundError(f"{self.location}: the store root does not exist") from None
