@@ -143,14 +143,14 @@ class S3Server:
         self.stop()
 
     # -- clients and options --------------------------------------------------------------------
-    def client(self):
+    def client(self, region: str = REGION):
         """A boto3 S3 client with the test credentials (used for setup only)."""
         return boto3.client(
             "s3",
             endpoint_url=self.endpoint_url,
             aws_access_key_id=ACCESS_KEY,
             aws_secret_access_key=SECRET_KEY,
-            region_name=REGION,
+            region_name=region,
             config=Config(max_pool_connections=32, retries={"max_attempts": 2}),
         )
 
@@ -162,10 +162,11 @@ class S3Server:
         return {"key": ACCESS_KEY, "secret": SECRET_KEY, "client_kwargs": client_kwargs}
 
     # -- buckets and uploads --------------------------------------------------------------------
-    def create_bucket(self, name: str, *, public: bool = False) -> None:
-        """A bucket; ``public=True`` attaches a policy allowing anonymous reads and listings."""
-        s3 = self.client()
-        s3.create_bucket(Bucket=name)
+    def create_bucket(self, name: str, *, public: bool = False, region: str = REGION) -> None:
+        """A bucket in ``region``; ``public=True`` attaches a policy allowing anonymous reads and listings."""
+        s3 = self.client(region)
+        where = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+        s3.create_bucket(Bucket=name, **where)
         if public:
             policy = {
                 "Version": "2012-10-17",
