@@ -1,17 +1,22 @@
 """Load-time benchmark: ``.load()`` of every variable beside its physical floor, and peak memory.
 
-    python benchmarks/bench_load.py [--work ../bench] [--sizes 500,2000,5000]
+    python benchmarks/bench_load.py [--work ../bench] [--sizes 500,2000,5000] [--repeats 7] [--json rows.jsonl]
 
 Stores are ``{work}/single_{n}/store`` (written by the zagg writer, see
 ``bench_open.py``). For each size it prints the median ``.load()`` time of a
-fresh open (the open itself not timed), the floor — a plain loop that reads
-every data chunk the load reads (keys known from the arithmetic) and decodes
-it (``numpy.frombuffer``, zstd where the codec says so) — and the ratio.
+fresh open (the open itself not timed) under dask's default (threaded)
+scheduler, the floor — a plain loop that reads every data chunk the load
+reads (keys known from the arithmetic) and decodes it (``numpy.frombuffer``,
+zstd where the codec says so), timed in turn with the loads — and the median
+of their ratios, with the machine's load average beside them; beside it the
+same floor reading through the OS calls alone (``os.open``/``os.read``, as
+moczarr's local reads do; ``open()`` builds a file object per chunk).
 
-The load is timed twice: as opened by default (every chunk checked against
-its stamp's ``content_hashes``) and with ``verify_chunks=False``; ``check %``
-is what the check adds to the unchecked load, printed beside the floor of the
-check itself (``hash ms``: the same plain loop plus one ``sha256`` per decoded
+The load is timed as opened by default (every chunk checked against its
+stamp's ``content_hashes``) and, in the same turns, with
+``verify_chunks=False``; ``check %`` is what the check adds to the unchecked
+load (the median of the per-run ratios), printed beside the floor of the
+check itself (``hash ms``: the plain loop plus one ``sha256`` per decoded
 chunk, minus the plain loop). Then
 the peak traced memory (tracemalloc) of ``.load()`` after a fresh open,
 beside the decoded bytes: the target is peak <= 2 x decoded + a constant
@@ -30,7 +35,6 @@ import gc
 import hashlib
 import json
 import os
-import statistics
 import sys
 import time
 import tracemalloc
@@ -38,7 +42,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from bench_open import existing_stores, size_parser
+from bench_open import emit, existing_stores, interleaved, load_average, read_os, read_plain, size_parser
 
 import moczarr
 from moczarr import ids
@@ -58,15 +62,15 @@ def chunk_plan(root: Path, ds) -> list[tuple[str, np.dtype, bool]]:
     return plan
 
 
-def raw_floor(plan, hashed: bool = False) -> float:
-    """The plain loop over the load's chunks: read, decompress, view as values (and ``sha256`` them, ``hashed``)."""
+def raw_floor(plan, read=read_plain, hashed: bool = False) -> float:
+    """Seconds of a plain loop reading (``read``) and decoding every chunk of the plan (and ``sha256``-ing the
+    values, ``hashed``)."""
     import zstandard
 
     dctx = zstandard.ZstdDecompressor()
     t0 = time.perf_counter()
     for path, dtype, zstd in plan:
-        with open(path, "rb") as f:
-            payload = f.read()
+        payload = read(path)
         if zstd:
             payload = dctx.decompress(payload)
         values = np.frombuffer(payload, dtype=dtype)
@@ -75,14 +79,8 @@ def raw_floor(plan, hashed: bool = False) -> float:
     return time.perf_counter() - t0
 
 
-def median_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        times.append(fn())
-    return statistics.median(times)
-
-
 def timed_load(store: Path, verify_chunks: bool = True) -> float:
+    """``.load()`` of a fresh open (the open not timed, so ``interleaved`` times the open too: subtracted here)."""
     ds = moczarr.open_hive(store, verify_chunks=verify_chunks)
     t0 = time.perf_counter()
     ds.load()
@@ -93,24 +91,27 @@ def main() -> None:
     args = size_parser(__doc__).parse_args()
     warnings.simplefilter("ignore", UserWarning)
     print(
-        f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, {os.cpu_count()} cpus, "
-        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
-    )
-    print(
-        f"{'case':<22}{'load ms':>10}{'floor ms':>10}{'ratio':>8}{'unchecked':>11}{'check %':>9}{'hash ms':>9}"
-        f"{'chunks':>8}{'tasks':>7}"
+        f"{'case':<20}{'load ms':>9}{'floor ms':>10}{'ratio':>7}{'os-read':>9}{'ratio':>7}"
+        f"{'unchecked':>10}{'check %':>8}{'hash ms':>8}{'avg':>6}{'chunks':>8}{'tasks':>6}"
         f"{'peak MB':>9}{'decoded MB':>12}{'peak/dec':>10}{'excess MB':>11}{'record MB':>11}{'other MB':>10}"
     )
     for n, store in existing_stores(args.work, args.sizes):
         ds = moczarr.open_hive(store)
         plan = chunk_plan(store, ds)
-        raw_floor(plan)  # warm the page cache
-        timed_load(store)
-        floor = median_of(functools.partial(raw_floor, plan), args.repeats)
-        hashed = median_of(functools.partial(raw_floor, plan, True), args.repeats)
-        # checked and unchecked loads alternate, so a change in the machine's load hits both alike
-        pairs = [(timed_load(store), timed_load(store, False)) for _ in range(args.repeats)]
-        load, unchecked = (statistics.median(t) for t in zip(*pairs, strict=True))
+        timed = interleaved(
+            functools.partial(timed_load, store),
+            functools.partial(raw_floor, plan),
+            args.repeats,
+            functools.partial(raw_floor, plan, read_os),
+            others={
+                "unchecked": functools.partial(timed_load, store, False),
+                "hashed_floor": functools.partial(raw_floor, plan, read_plain, True),
+            },
+        )
+        load, floor, ratio = timed["median_s"], timed["floor_s"], timed["ratio"]
+        check_pct = (timed["unchecked_ratio"] - 1) * 100
+        hash_s = timed["hashed_floor_s"] - floor
+        avg = load_average()
         with count_requests() as counter:
             moczarr.open_hive(store).load()
         tasks = sum(len(v.data.__dask_graph__()) for v in ds.variables.values() if v.chunks is not None)
@@ -118,11 +119,51 @@ def main() -> None:
         peak, record = peak_of_load(store)
         excess = peak - 2 * decoded
         print(
-            f"{'load single_' + str(n):<22}{load * 1e3:>10.1f}{floor * 1e3:>10.1f}{load / floor:>7.1f}x"
-            f"{unchecked * 1e3:>11.1f}{(load / unchecked - 1) * 100:>8.1f}%{(hashed - floor) * 1e3:>9.1f}"
-            f"{counter.kind('chunk:data'):>8}{tasks:>7}{peak / 1e6:>9.2f}{decoded / 1e6:>12.2f}{peak / max(decoded, 1):>9.1f}x"
+            f"{'load single_' + str(n):<20}{load * 1e3:>9.1f}{floor * 1e3:>10.1f}{ratio:>6.2f}x"
+            f"{timed['os_floor_s'] * 1e3:>9.1f}{timed['os_ratio']:>6.2f}x"
+            f"{timed['unchecked_s'] * 1e3:>10.1f}{check_pct:>7.1f}%{hash_s * 1e3:>8.1f}{avg:>6.1f}"
+            f"{counter.kind('chunk:data'):>8}{tasks:>6}{peak / 1e6:>9.2f}{decoded / 1e6:>12.2f}"
+            f"{peak / max(decoded, 1):>9.1f}x"
             f"{excess / 1e6:>11.2f}{record / 1e6:>11.2f}{(peak - decoded - record) / 1e6:>10.2f}",
             flush=True,
+        )
+        common = {"leaves": n, "repeats": args.repeats, "load": avg}
+        emit(
+            args.json,
+            {
+                "case": f"load single_{n}",
+                "figure": "load",
+                **timed,
+                "floor_is": "read + decode of every data chunk",
+                **common,
+            },
+        )
+        emit(
+            args.json,
+            {
+                "case": f"verify-on-read single_{n}",
+                "figure": "check",
+                "median_s": load,
+                "floor_s": timed["unchecked_s"],
+                "ratio": timed["unchecked_ratio"],
+                "check_pct": check_pct,
+                "hash_floor_s": hash_s,
+                "floor_is": f"the load with verify_chunks=False; sha256 of every chunk alone {hash_s * 1e3:.0f} ms",
+                **common,
+            },
+        )
+        emit(
+            args.json,
+            {
+                "case": f"load peak single_{n}",
+                "figure": "memory",
+                "peak_mb": peak / 1e6,
+                "decoded_mb": decoded / 1e6,
+                "ratio": peak / max(decoded, 1),
+                "excess_mb": excess / 1e6,
+                "floor_is": "decoded bytes",
+                **common,
+            },
         )
 
 

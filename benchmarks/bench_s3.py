@@ -2,7 +2,7 @@
 
     python benchmarks/bench_s3.py [--work ../bench] [--sizes 500,2000,5000] [--load-sizes 500,2000]
                                   [--latency-ms 20] [--concurrency 32] [--server moto|rclone]
-                                  [--backends obstore,s3fs]
+                                  [--backends obstore,s3fs] [--repeats 3] [--json rows.jsonl]
 
 A real S3-compatible server runs in a child process on 127.0.0.1 and stops
 itself after ``--lifetime`` seconds (or when this process goes):
@@ -28,6 +28,8 @@ every variable are timed and printed with:
   server itself allows, so a ratio to the floor that the server explains is
   told apart from one the client adds.
 
+Each case runs ``--repeats`` times (a fresh open each time) and prints the
+median, with the machine's load average (1 minute) beside it.
 ``.load()`` runs only at ``--load-sizes`` (a 5,000-leaf load is 50,000 GETs: minutes on moto).
 A proxy check line compares a bare loop direct to the server with one through the proxy.
 """
@@ -40,6 +42,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,6 +51,8 @@ import urllib.request
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from bench_open import emit, load_average
 
 import moczarr
 from moczarr.storage import CountingStore, Storage, count_requests, make_store
@@ -273,16 +278,16 @@ def bare_loop(endpoint: str, keys: list[str], concurrency: int) -> float:
 
 HEADER = (
     f"{'case':<30}{'GETs':>7}{'limit':>6}{'lat ms':>7}{'floor ms':>10}{'ms':>9}{'ratio':>7}"
-    f"{'server ms':>10}{'/server':>8}{'in flight':>10}"
+    f"{'server ms':>10}{'/server':>8}{'in flight':>10}{'avg':>6}"
 )
 
 
 def row(label: str, seconds: float, gets: int, latency: float, limit: int, server: float | None, seen: int) -> None:
     floor = gets * latency / limit
-    vs_server = f"{server * 1e3:>10.0f}{seconds / server:>7.1f}x" if server else f"{'-':>10}{'-':>8}"
+    vs_server = f"{server * 1e3:>10.0f}{seconds / server:>7.2f}x" if server else f"{'-':>10}{'-':>8}"
     print(
         f"{label:<30}{gets:>7}{limit:>6}{latency * 1e3:>7.0f}{floor * 1e3:>10.0f}{seconds * 1e3:>9.0f}"
-        f"{seconds / floor:>6.1f}x{vs_server}{seen:>10}",
+        f"{seconds / floor:>6.2f}x{vs_server}{seen:>10}{load_average():>6.1f}",
         flush=True,
     )
 
@@ -296,6 +301,8 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--server", choices=("moto", "rclone"), default="moto")
     parser.add_argument("--backends", default="obstore,s3fs")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each case (medians are printed)")
+    parser.add_argument("--json", help="append every row to this file as a JSON line")
     parser.add_argument("--lifetime", type=float, default=1800.0, help="seconds before the servers stop themselves")
     parser.add_argument("--serve-moto", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-proxy", type=int, nargs=2, help=argparse.SUPPRESS)
@@ -417,28 +424,58 @@ def main() -> None:
             for backend in backends:
                 opts = {**base_opts, "moczarr_backend": backend}
                 moczarr.open_hive(bench_storage(url, opts, limit))  # warm the client and the server's caches
-                storage = bench_storage(url, opts, limit)
-                proxy_stats(endpoint)
-                with count_requests() as counter:
-                    t0 = time.perf_counter()
-                    ds = moczarr.open_hive(storage)
-                    seconds = time.perf_counter() - t0
-                seen = proxy_stats(endpoint)["max_in_flight"]
-                if "open" not in server_floor:
-                    server_floor["open"] = bare_loop(endpoint, [f"single_{n}/{k}" for k in storage.store.keys], limit)
-                row(f"open single_{n} ({backend})", seconds, counter.gets, latency, limit, server_floor["open"], seen)
-                if n not in load_sizes:
-                    continue
-                storage.store.keys.clear()
-                proxy_stats(endpoint)
-                with count_requests() as counter:
-                    t0 = time.perf_counter()
-                    ds.load()
-                    seconds = time.perf_counter() - t0
-                seen = proxy_stats(endpoint)["max_in_flight"]
-                if "load" not in server_floor:
-                    server_floor["load"] = bare_loop(endpoint, [f"single_{n}/{k}" for k in storage.store.keys], limit)
-                row(f"load single_{n} ({backend})", seconds, counter.gets, latency, limit, server_floor["load"], seen)
+                runs: dict[str, list] = {"open": [], "load": []}
+                for _ in range(args.repeats):
+                    storage = bench_storage(url, opts, limit)
+                    proxy_stats(endpoint)
+                    with count_requests() as counter:
+                        t0 = time.perf_counter()
+                        ds = moczarr.open_hive(storage)
+                        seconds = time.perf_counter() - t0
+                    runs["open"].append((seconds, counter.gets, proxy_stats(endpoint)["max_in_flight"]))
+                    if "open" not in server_floor:
+                        server_floor["open"] = bare_loop(
+                            endpoint, [f"single_{n}/{k}" for k in storage.store.keys], limit
+                        )
+                    if n not in load_sizes:
+                        continue
+                    storage.store.keys.clear()
+                    proxy_stats(endpoint)
+                    with count_requests() as counter:
+                        t0 = time.perf_counter()
+                        ds.load()
+                        seconds = time.perf_counter() - t0
+                    runs["load"].append((seconds, counter.gets, proxy_stats(endpoint)["max_in_flight"]))
+                    if "load" not in server_floor:
+                        server_floor["load"] = bare_loop(
+                            endpoint, [f"single_{n}/{k}" for k in storage.store.keys], limit
+                        )
+                for what, done in runs.items():
+                    if not done:
+                        continue
+                    seconds = statistics.median(r[0] for r in done)
+                    gets, seen = done[-1][1], max(r[2] for r in done)
+                    label = f"{what} single_{n} ({backend})"
+                    row(label, seconds, gets, latency, limit, server_floor[what], seen)
+                    emit(
+                        args.json,
+                        {
+                            "case": label,
+                            "figure": f"s3 {what}",
+                            "leaves": n,
+                            "backend": backend,
+                            "server": args.server,
+                            "median_s": seconds,
+                            "floor_s": gets * latency / limit,
+                            "ratio": seconds / (gets * latency / limit),
+                            "server_s": server_floor[what],
+                            "gets": gets,
+                            "in_flight": seen,
+                            "repeats": len(done),
+                            "load": load_average(),
+                            "floor_is": f"GETs x {latency * 1e3:g} ms / {limit} in flight",
+                        },
+                    )
     finally:
         for child in children:
             child.terminate()

@@ -85,6 +85,10 @@ class ProductError(ArgumentError):
     """A ``products=`` argument the store root cannot take (a bare store, or a name it does not hold)."""
 
 
+class ObstoreUnsupportedError(ArgumentError):
+    """obstore cannot serve an object-store root with these options; the message says why (fsspec then reads it)."""
+
+
 class MixedOrderError(ArgumentError):
     """A rank-space structure was handed words of more than one cell order."""
 
@@ -298,6 +302,7 @@ __all__ = [
     "NotAHiveStoreError",
     "NotFoundError",
     "ObjectDroppedWarning",
+    "ObstoreUnsupportedError",
     "PrecisionWarning",
     "ProductError",
     "PyramidError",

@@ -131,8 +131,14 @@ def _decode(item: bytes) -> str:
         raise AOIError(f"{item!r:.40} is not a morton decimal id (not ASCII text)") from None
 
 
+#: many decimal ids at once, one per line, none with the point marker: the common case checked in one scan
+_DECIMAL_LINES = re.compile(r"(?:-?[1-6][1-4]{0,29}\n)*")
+
+
 def _parse_decimals(texts) -> np.ndarray:
-    texts = [str(t) for t in texts]
+    texts = [t if type(t) is str else str(t) for t in texts]
+    if _DECIMAL_LINES.fullmatch("\n".join(texts) + "\n"):
+        return np.asarray(mortie.decimal_to_word(np.asarray(texts)), dtype=np.uint64).reshape(-1)
     for t in texts:
         if len(t) > 32 or not is_decimal_id(t.removesuffix("p")):
             raise AOIError(
@@ -201,6 +207,8 @@ def hive_node(decimal: str, path_grouping: int = 1) -> str:
     The first component is the sign and base digit alone; the digit tail is cut
     into components of ``path_grouping`` digits, the last carrying the remainder.
     """
+    if path_grouping == 1:  # one digit a component: the common layout, joined in one call
+        return "/".join(decimal) if decimal[0] != "-" else "-" + "/".join(decimal[1:])
     head = 2 if decimal.startswith("-") else 1
     tail = decimal[head:]
     parts = [decimal[:head]]

@@ -150,14 +150,14 @@ class S3Server:
         self.stop()
 
     # -- clients and options --------------------------------------------------------------------
-    def client(self):
+    def client(self, region: str = REGION):
         """A boto3 S3 client with the test credentials (used for setup only)."""
         return boto3.client(
             "s3",
             endpoint_url=self.endpoint_url,
             aws_access_key_id=ACCESS_KEY,
             aws_secret_access_key=SECRET_KEY,
-            region_name=REGION,
+            region_name=region,
             config=Config(max_pool_connections=32, retries={"max_attempts": 2}),
         )
 
@@ -169,13 +169,16 @@ class S3Server:
         return {"key": ACCESS_KEY, "secret": SECRET_KEY, "client_kwargs": client_kwargs}
 
     # -- buckets and uploads --------------------------------------------------------------------
-    def bucket(self, name: str, *, public: bool = False) -> str:
-        """Bucket ``name``, empty, with the policy ``public`` asks for (whatever an earlier user left); returns it."""
+    def bucket(self, name: str, *, public: bool = False, region: str | None = None) -> str:
+        """Bucket ``name``, empty, with the policy ``public`` asks for (whatever an earlier user left); returns it.
+
+        A new bucket is made in ``region`` (default the server's); an existing one keeps its region.
+        """
         s3 = self.client()
         try:
             s3.head_bucket(Bucket=name)
         except s3.exceptions.ClientError:
-            self.create_bucket(name, public=public)
+            self.create_bucket(name, public=public, region=region or REGION)
             return name
         self.delete_prefix(name, "")
         if public:
@@ -184,12 +187,13 @@ class S3Server:
             s3.delete_bucket_policy(Bucket=name)
         return name
 
-    def create_bucket(self, name: str, *, public: bool = False, exists: bool = False) -> None:
-        """A new bucket (or, ``exists=True``, one already there); ``public=True`` attaches a policy allowing
-        anonymous reads and listings."""
-        s3 = self.client()
+    def create_bucket(self, name: str, *, public: bool = False, region: str = REGION, exists: bool = False) -> None:
+        """A new bucket in ``region`` (or, ``exists=True``, one already there); ``public=True`` attaches a policy
+        allowing anonymous reads and listings."""
+        s3 = self.client(region)
         if not exists:
-            s3.create_bucket(Bucket=name)
+            where = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+            s3.create_bucket(Bucket=name, **where)
         if public:
             policy = {
                 "Version": "2012-10-17",

@@ -15,7 +15,7 @@ import zarr
 from zarr.storage import LocalStore
 
 import moczarr
-from moczarr.dataplane.reads import CellsSource, ChunkDecoder, batch_row_chunks
+from moczarr.dataplane.reads import CellsSource, ChunkDecoder, Segments, batch_row_chunks
 from moczarr.storage import count_requests, local_root
 
 from .conftest import REPO, fixture_path
@@ -275,7 +275,7 @@ def test_source_over_chunked_objects_equals_zarr(tmp_path, layout):
     axis = 1 if extra else 0
     sels = [None, np.array([1, 5, 6, 15]), None, np.arange(4, 12), None]
     storage = Storage.open(tmp_path)
-    source = CellsSource(storage, "v", meta, axis, groups, sels, [16] * 5, token="t")
+    source = CellsSource(storage, "v", meta, axis, Segments(groups, sels, [16] * 5), token="t")
     expected = np.concatenate(
         [a if s is None else np.take(a, s, axis=axis) for a, s in zip(arrays, sels, strict=True)], axis=axis
     )
@@ -330,7 +330,7 @@ def test_a_batch_is_read_in_bounded_sub_batches_straight_into_its_result(tmp_pat
     calls = []
     plain = storage.get_many
     monkeypatch.setattr(storage, "get_many", lambda rels: calls.append(len(rels)) or plain(rels))
-    source = CellsSource(storage, "v", meta, 0, groups, [None] * n, [16] * n, token="t")
+    source = CellsSource(storage, "v", meta, 0, Segments(groups, [None] * n, [16] * n), token="t")
     source[:16]  # parse the codecs, warm the imports
     calls.clear()
     tracemalloc.start()
@@ -345,6 +345,36 @@ def test_a_batch_is_read_in_bounded_sub_batches_straight_into_its_result(tmp_pat
     transient = peak - after
     assert transient < 1_500_000, f"{transient} bytes held at the peak beyond the result (base {base})"
     assert values.flags.writeable and values.base is None, "the result is one array written in place"
+
+
+def test_local_reads_take_turns_across_threads(tmp_path):
+    """Reading and decoding small local files is work for the GIL: dask's threads take turns at it.
+
+    Two threads doing it at once hand the GIL to each other around every file open and read (twice
+    the CPU for the same load), so every local handle of the process shares one turn; object stores
+    wait on the network with the GIL released and take none.
+    """
+    import contextlib
+    import threading
+
+    from moczarr.storage import Storage
+
+    meta, groups, expected = _tiny_objects(tmp_path, 64)
+    storage, other = Storage.open(tmp_path), Storage.open(tmp_path)
+    assert storage.turn() is other.turn()
+    source = CellsSource(storage, "v", meta, 0, Segments(groups, [None] * 64, [16] * 64), token="t")
+    read: list = []
+    with other.turn():  # another reader's turn: this read waits for it
+        reader = threading.Thread(target=lambda: read.append(source[...]))
+        reader.start()
+        reader.join(0.5)
+        assert reader.is_alive() and not read
+    reader.join(10)
+    np.testing.assert_array_equal(read[0], expected)
+    remote = Storage.open(
+        "s3://b/p", {"anon": True, "client_kwargs": {"endpoint_url": "http://127.0.0.1:9", "region_name": "r"}}
+    )
+    assert isinstance(remote.turn(), contextlib.nullcontext)
 
 
 @pytest.mark.parametrize(

@@ -144,13 +144,13 @@ def test_bad_retry_options_raise_typed(bad):
 def test_obstore_options_bound_every_request():
     opts = {"anon": True, "client_kwargs": {"endpoint_url": "http://127.0.0.1:1", "region_name": "us-east-1"}}
     mapped = obstore_options("s3://b/p", opts, RetryPolicy(), concurrency=48)
-    client, retry = mapped["kwargs"]["client_options"], mapped["kwargs"]["retry_config"]
+    client, retry = mapped.kwargs["client_options"], mapped.kwargs["retry_config"]
     assert client["connect_timeout"].total_seconds() == CONNECT_TIMEOUT
     assert client["read_timeout"].total_seconds() == READ_TIMEOUT
     assert client["pool_max_idle_per_host"] == "48"  # the pool is sized to the concurrency
     assert retry["max_retries"] == 0  # obstore makes one attempt: moczarr retries
     caller = {**opts, "config_kwargs": {"read_timeout": 2, "max_pool_connections": 4}}
-    client = obstore_options("s3://b/p", caller, RetryPolicy(), concurrency=48)["kwargs"]["client_options"]
+    client = obstore_options("s3://b/p", caller, RetryPolicy(), concurrency=48).kwargs["client_options"]
     assert client["read_timeout"].total_seconds() == 2 and client["pool_max_idle_per_host"] == "4"
 
 

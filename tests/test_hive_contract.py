@@ -18,7 +18,8 @@ from moczarr.storage import count_requests
 
 from .conftest import fixture_path, load_json, set_attrs, write_json
 
-VERSIONED_LEAF = "1/1/1/1/1/1/1/1111111.zarr"
+VERSIONED_LEAF = "1/1/1/1/1/1/1/1111111.zarr"  # the first leaf: it gives the schema
+LAST_VERSIONED_LEAF = "1/1/1/1/1/4/4/1111144.zarr"
 
 
 def _open_quiet(*args, **kwargs):
@@ -211,7 +212,8 @@ def test_bad_current_raises(copy_fixture, bad):
         moczarr.read_coverage_bitmap(root, "1111111")
 
 
-def test_pointer_to_missing_version_is_skipped_with_warning(copy_fixture):
+def test_pointer_to_missing_version_on_the_schema_leaf_is_skipped_at_open(copy_fixture):
+    """The schema leaf is the one leaf an open reads inside: a version gone there is seen and skipped at once."""
     root = copy_fixture("zagg/versioned/store")
     expected = moczarr.open_hive(fixture_path("zagg/versioned/store"))
     current = _stamp_of(root, VERSIONED_LEAF)["current"]
@@ -223,6 +225,33 @@ def test_pointer_to_missing_version_is_skipped_with_warning(copy_fixture):
     assert moczarr.read_coverage_bitmap(root, "1111111") is None
 
 
+def test_pointer_to_missing_version_elsewhere_reads_as_fill_with_a_warning(copy_fixture):
+    """Any other leaf is read only at compute (the open costs what a healthy one does, FORMAT.md §5.3): the load
+    warns, reads that leaf's rows as fill and every other row as before."""
+    healthy = fixture_path("zagg/versioned/store")
+    root = copy_fixture("zagg/versioned/store")
+    current = _stamp_of(root, LAST_VERSIONED_LEAF)["current"]
+    shutil.rmtree(root / LAST_VERSIONED_LEAF / current)
+    with count_requests() as expected_open:
+        expected = _open_quiet(healthy)
+    with warnings.catch_warnings(), count_requests() as damaged_open:
+        warnings.simplefilter("error", moczarr.errors.MoczarrWarning)
+        ds = moczarr.open_hive(root)
+    assert damaged_open == expected_open
+    with pytest.warns(moczarr.errors.DebrisWarning, match="1111144.*missing or unstamped"):
+        loaded = ds.load()
+    expected = expected.load()
+    leaves = ds.attrs["morton_hive"]["leaves"]
+    n = ds.sizes["cells"] // len(leaves)
+    gone = np.zeros(ds.sizes["cells"], bool)
+    gone[leaves.index("1111144") * n : (leaves.index("1111144") + 1) * n] = True
+    xr.testing.assert_identical(loaded.isel(cells=~gone), expected.isel(cells=~gone))
+    group = healthy / VERSIONED_LEAF / _stamp_of(healthy, VERSIONED_LEAF)["current"] / "8"
+    for name, var in loaded.data_vars.items():
+        fill = np.array(load_json(group / name / "zarr.json")["fill_value"], dtype=var.dtype)
+        np.testing.assert_array_equal(var.values[gone], np.full_like(var.values[gone], fill))
+
+
 def test_unstamped_version_with_arrays_is_served(copy_fixture):
     root = copy_fixture("zagg/versioned/store")
     current = _stamp_of(root, VERSIONED_LEAF)["current"]
@@ -231,12 +260,14 @@ def test_unstamped_version_with_arrays_is_served(copy_fixture):
     assert "1111111" in ds.attrs["morton_hive"]["leaves"]
 
 
-def test_stamped_version_without_data_group_raises(copy_fixture):
+@pytest.mark.parametrize("leaf", [VERSIONED_LEAF, LAST_VERSIONED_LEAF], ids=["schema-leaf", "other-leaf"])
+def test_stamped_version_without_data_group_raises(copy_fixture, leaf):
+    """A malformed leaf raises where it is read: at open for the schema leaf, at compute for any other."""
     root = copy_fixture("zagg/versioned/store")
-    current = _stamp_of(root, VERSIONED_LEAF)["current"]
-    shutil.rmtree(root / VERSIONED_LEAF / current / "8")
+    current = _stamp_of(root, leaf)["current"]
+    shutil.rmtree(root / leaf / current / "8")
     with pytest.raises(moczarr.errors.StampError, match="malformed"):
-        moczarr.open_hive(root)
+        moczarr.open_hive(root).load()
 
 
 def test_legacy_and_versioned_leaves_mix(copy_fixture):

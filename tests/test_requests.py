@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import warnings
 from pathlib import Path
 
 import pytest
+import xarray as xr
 
 import moczarr
 from moczarr.storage import count_requests
@@ -161,25 +163,47 @@ def test_single_8_figures():
     assert compute.summary() == {"GET chunk:data": 72}  # 9 data variables x 8 leaves x 1 chunk
 
 
-def test_versioned_store_costs_one_probe_per_versioned_leaf():
-    """Following a pointer is free; telling a live version from a removed one costs one GET per versioned leaf.
+def legacy_twin(versioned: Path) -> Path:
+    """Rewrite a copy of a versioned store in place into its legacy twin: each current version's objects moved up
+    to the leaf root (superseded versions stay, as the reader ignores them), ``current`` dropped from the stamp."""
+    for stamp_doc in versioned.rglob("*.zarr/zarr.json"):
+        doc = load_json(stamp_doc)
+        stamp = doc["attributes"]["morton_hive_commit"]
+        leaf = stamp_doc.parent
+        version = leaf / stamp.pop("current")
+        for child in version.iterdir():
+            if child.name != "zarr.json":
+                shutil.move(child, leaf / child.name)
+        shutil.rmtree(version)
+        stamp_doc.write_text(json.dumps(doc))
+    return versioned
 
-    This reader never opens a leaf's group at open time (that is what keeps opens fast), so the
-    version's data group is probed instead: without it a pointer to a removed version would read as
-    empty rows instead of being skipped with a DebrisWarning (FORMAT.md §5.5).
+
+def test_a_versioned_store_opens_with_its_legacy_twins_request_set(copy_fixture):
+    """FORMAT.md §5.3: following a pointer is free, and nothing is read per version; the schema is read once.
+
+    The twin holds the same leaves and bytes with every version's objects at the leaf root: the open and the
+    load of each make the same requests, kind by kind (the versioned keys are the legacy ones re-prefixed).
     """
-    _legacy, legacy_counter = open_counted(fixture_path("zagg/single_8/store"))
-    root = fixture_path("zagg/versioned/store")
-    ds, counter = open_counted(root)
-    n_versioned = ds.attrs["morton_hive"]["n_versioned"]
-    assert n_versioned > 0
-    assert counter.lists == 0 and counter.kind("chunk:data") == 0
-    assert counter.kind("stamp") == moc_candidates(root)
-    assert counter.kind("metadata") == legacy_counter.kind("metadata") + n_versioned
-    assert (
-        counter.gets
-        <= moc_candidates(root) + 3 + schema_arrays(root, ds.attrs["morton_hive"]["leaves"][0]) + n_versioned
-    )
+    versioned = fixture_path("zagg/versioned/store")
+    twin = legacy_twin(copy_fixture("zagg/versioned/store"))
+    ds, counter = open_counted(versioned)
+    legacy, legacy_counter = open_counted(twin)
+    n = ds.attrs["morton_hive"]["n_leaves"]
+    assert ds.attrs["morton_hive"]["n_versioned"] == n > 1 and legacy.attrs["morton_hive"]["n_versioned"] == 0
+    assert counter == legacy_counter, (counter.summary(), legacy_counter.summary())
+    assert counter.summary() == {
+        "GET manifest": 1,
+        "GET root_moc": 1,
+        "GET stamp": moc_candidates(versioned),
+        "GET metadata": 1 + schema_arrays(versioned, ds.attrs["morton_hive"]["leaves"][0]),  # one schema
+    }
+    with count_requests() as compute:
+        values = ds.load()
+    with count_requests() as twin_compute:
+        twin_values = legacy.load()
+    assert compute == twin_compute and compute.kind("chunk:data") == data_chunk_count(versioned, ds) > 0
+    xr.testing.assert_identical(values.drop_attrs(), twin_values.drop_attrs())
 
 
 def test_versioned_store_compute_reads_no_coordinate_chunk():

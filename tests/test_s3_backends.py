@@ -9,24 +9,42 @@ HTTP to a real moto server on 127.0.0.1 (``tests/s3server.py``). ``gs://`` and
 
 from __future__ import annotations
 
+import json
+import os
+import pickle
+import socket
+import sys
 import warnings
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 import xarray as xr
 
 import moczarr
-from moczarr.storage import RetryPolicy, count_requests, describe_key, make_store, obstore_options
+from moczarr.errors import ObstoreUnsupportedError
+from moczarr.storage import (
+    AwsCredentialChain,
+    RetryPolicy,
+    Storage,
+    bucket_region,
+    count_requests,
+    describe_key,
+    make_store,
+    obstore_options,
+)
 
 from .conftest import fixture_path
+from .s3server import ACCESS_KEY, SECRET_KEY
 
 STORE = "zagg/single_8/store"
 
 
 @pytest.fixture(scope="module")
 def s3(s3_server, store_layer):
-    for bucket, public in (("pub", True), ("priv", False)):
-        s3_server.bucket(bucket, public=public)
+    s3_server.eu_bucket = "pub-eu"
+    for bucket, public, region in (("pub", True, None), ("priv", False, None), ("pub-eu", True, "eu-west-2")):
+        s3_server.bucket(bucket, public=public, region=region)
         s3_server.upload_tree(fixture_path(STORE), bucket, "single_8")
     return s3_server
 
@@ -56,15 +74,123 @@ def test_obstore_is_the_default_when_the_options_map(s3):
         backend({**anon, "moczarr_backend": "boto"})
 
 
-def test_ambient_credentials_and_unknown_aws_regions_stay_on_s3fs(monkeypatch):
+def test_what_obstore_cannot_express_is_a_typed_refusal(monkeypatch):
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    policy = RetryPolicy()
+    with pytest.raises(ObstoreUnsupportedError, match="chained"):
+        obstore_options("simplecache::s3://b/p", {"anon": True}, policy, 8)
+    with pytest.raises(ObstoreUnsupportedError, match="default_block_size"):
+        obstore_options("s3://b/p", {"anon": True, "default_block_size": 2**20}, policy, 8)
+    with pytest.raises(ObstoreUnsupportedError, match="secret"):
+        obstore_options("s3://b/p", {"key": "K"}, policy, 8)
+    with pytest.raises(ObstoreUnsupportedError, match="fsspec"):
+        obstore_options("https://example.invalid/p", None, policy, 8)
+    assert issubclass(ObstoreUnsupportedError, moczarr.errors.ArgumentError)
+
+
+def test_anon_alone_and_ambient_credentials_map_leaving_region_and_credentials_to_the_open(monkeypatch):
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    policy = RetryPolicy()
+    anon = obstore_options("s3://b/p", {"anon": True}, policy, 8)
+    assert (anon.store, anon.bucket, anon.ambient) == ("S3Store", "b", False)
+    assert anon.kwargs["skip_signature"] is True and "region" not in anon.kwargs  # found from the bucket at open
+    assert "endpoint" not in anon.kwargs
+    ambient = obstore_options("s3://b/p", {}, policy, 8)
+    assert ambient.ambient and ambient.profile is None and "access_key_id" not in ambient.kwargs
+    assert obstore_options("s3://b/p", {"profile": "research"}, policy, 8).profile == "research"
+    named = obstore_options("s3://b/p", {"anon": True, "client_kwargs": {"region_name": "eu-west-1"}}, policy, 8)
+    assert named.kwargs["region"] == "eu-west-1"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # read from the environment, as the AWS clients do
+    from_env = obstore_options("s3://b/p", {"anon": True}, policy, 8)
+    assert from_env.kwargs["endpoint"] == "http://127.0.0.1:9" and from_env.kwargs["client_options"]["allow_http"]
+    assert "secret" not in repr(obstore_options("s3://b/p", {"key": "K", "secret": "secret"}, policy, 8))
+
+
+@pytest.fixture
+def aws_env(monkeypatch, tmp_path, s3):
+    """An AWS environment holding only the server's endpoint: no keys, no profile, no region, no instance metadata."""
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3.endpoint_url)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.fspath(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.fspath(tmp_path / "config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return tmp_path
+
+
+def read_equal(url: str, options: dict | None, client: str = "obstore") -> Storage:
+    """Open ``url`` with ``options``, check its client and that it reads what the local store holds."""
+    storage = Storage.open(url, options)
+    assert storage.client == client, storage
+    local = moczarr.open_hive(fixture_path(STORE)).load()
+    xr.testing.assert_identical(moczarr.open_hive(storage).load(), local)
+    return storage
+
+
+def test_anon_alone_is_served_by_obstore_in_the_buckets_region(s3, aws_env):
+    """``{"anon": True}`` and nothing else: obstore, in the region the bucket names (one HEAD, once a process)."""
+    with s3.count_http() as http, count_requests() as counter:
+        storage = read_equal(f"s3://{s3.eu_bucket}/single_8", {"anon": True})
+    assert storage.store._store.store.config["region"] == "eu-west-2"
+    assert counter["HEAD", "bucket"] == http.heads == 1
+    with s3.count_http() as again:
+        assert Storage.open(f"s3://{s3.eu_bucket}/single_8", {"anon": True}).client == "obstore"
+    assert again.total == 0  # the region is cached for the process
+    assert bucket_region(s3.eu_bucket, s3.endpoint_url) == "eu-west-2"
+
+
+def test_ambient_environment_credentials_use_obstore(s3, aws_env, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    read_equal("s3://priv/single_8", None)  # the bucket refuses anonymous reads: these were signed
+
+
+def test_a_profile_of_the_shared_files_uses_obstore(s3, aws_env, monkeypatch):
+    (aws_env / "credentials").write_text(
+        f"[reader]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+    )
+    read_equal("s3://priv/single_8", {"profile": "reader"})
+    monkeypatch.setenv("AWS_PROFILE", "reader")
+    read_equal("s3://priv/single_8", None)
+
+
+def test_refreshing_credentials_are_a_picklable_provider(s3, aws_env):
+    """``credential_process`` with an expiry: botocore refreshes; obstore asks a provider that pickles as a profile."""
+    document = {
+        "Version": 1,
+        "AccessKeyId": ACCESS_KEY,
+        "SecretAccessKey": SECRET_KEY,
+        "Expiration": (datetime.now(UTC) + timedelta(hours=1)).isoformat(),
+    }
+    script = aws_env / "process.py"
+    script.write_text(f"print({json.dumps(json.dumps(document))})\n")
+    (aws_env / "config").write_text(f"[profile rotating]\ncredential_process = {sys.executable} {script}\n")
+    storage = read_equal("s3://priv/single_8", {"profile": "rotating"})
+    provider = storage.store._store.store.credential_provider
+    assert isinstance(provider, AwsCredentialChain) and provider()["access_key_id"] == ACCESS_KEY
+    clone = pickle.loads(pickle.dumps(storage.store))
+    assert clone._store.store.credential_provider.profile == "rotating"
+    assert clone._store.store.credential_provider()["secret_access_key"] == SECRET_KEY
+
+
+def test_no_credentials_anywhere_stays_on_s3fs(s3, aws_env):
+    assert backend(None, "s3://priv/single_8") == "FsspecStore"
+    with pytest.raises(ObstoreUnsupportedError, match="no credentials"):
+        backend(OBSTORE, "s3://priv/single_8")
+
+
+def test_a_server_naming_no_region_gets_the_default(monkeypatch):
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{sock.getsockname()[1]}"
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
-    policy = RetryPolicy()
-    assert "ambient credentials" in obstore_options("s3://b/p", {}, policy, 8)
-    assert "region" in obstore_options("s3://b/p", {"anon": True}, policy, 8)
-    monkeypatch.setenv("AWS_REGION", "eu-west-1")
-    assert obstore_options("s3://b/p", {"anon": True}, policy, 8)["kwargs"]["region"] == "eu-west-1"
-    assert "chained" in obstore_options("simplecache::s3://b/p", {"anon": True}, policy, 8)
+    assert bucket_region("b", endpoint, timeout=1) is None
+    store = make_store("s3://b/p", {"anon": True, "endpoint_url": endpoint})._store
+    assert store.store.config["region"] == "us-east-1"
 
 
 def test_https_roots_stay_on_fsspec():
@@ -88,8 +214,8 @@ def test_s3_option_mapping():
         RetryPolicy(deadline=12.0),
         16,
     )
-    kw = mapped["kwargs"]
-    assert (mapped["store"], mapped["bucket"], kw["prefix"]) == ("S3Store", "bucket", "a/b")
+    kw = mapped.kwargs
+    assert (mapped.store, mapped.bucket, kw["prefix"]) == ("S3Store", "bucket", "a/b")
     assert (kw["access_key_id"], kw["secret_access_key"], kw["session_token"]) == ("K", "S", "T")
     assert kw["endpoint"] == "https://s3.example.invalid" and kw["request_payer"] is True
     assert kw["client_options"]["allow_http"] is False
@@ -101,15 +227,15 @@ def test_s3_option_mapping():
 def test_gcs_option_mapping():
     policy = RetryPolicy()
     anon = obstore_options("gs://bkt/x/y", {"token": "anon"}, policy, 8)
-    assert (anon["store"], anon["bucket"], anon["kwargs"]["prefix"]) == ("GCSStore", "bkt", "x/y")
-    assert anon["kwargs"]["skip_signature"] is True
+    assert (anon.store, anon.bucket, anon.kwargs["prefix"]) == ("GCSStore", "bkt", "x/y")
+    assert anon.kwargs["skip_signature"] is True
     keyfile = obstore_options("gs://bkt", {"token": "/path/sa.json", "project": "p"}, policy, 8)
-    assert keyfile["kwargs"]["service_account_path"] == "/path/sa.json" and keyfile["kwargs"]["prefix"] is None
-    assert (
-        "service_account_path" not in obstore_options("gs://bkt", None, policy, 8)["kwargs"]
-    )  # ambient: obstore's chain
-    assert "token" in obstore_options("gs://bkt", {"token": "browser"}, policy, 8)
-    assert "requester_pays" in obstore_options("gs://bkt", {"requester_pays": True}, policy, 8)
+    assert keyfile.kwargs["service_account_path"] == "/path/sa.json" and keyfile.kwargs["prefix"] is None
+    assert "service_account_path" not in obstore_options("gs://bkt", None, policy, 8).kwargs  # ambient: obstore's chain
+    with pytest.raises(ObstoreUnsupportedError, match="token"):
+        obstore_options("gs://bkt", {"token": "browser"}, policy, 8)
+    with pytest.raises(ObstoreUnsupportedError, match="requester_pays"):
+        obstore_options("gs://bkt", {"requester_pays": True}, policy, 8)
     store = make_store("gs://bkt/x/y", {"token": "anon"})._store  # builds without a request
     assert describe_key(store, "zarr.json") == "gs://bkt/x/y/zarr.json"
 
@@ -117,15 +243,16 @@ def test_gcs_option_mapping():
 def test_azure_option_mapping():
     policy = RetryPolicy()
     sas = obstore_options("az://cont/p", {"account_name": "acct", "sas_token": "sv=1"}, policy, 8)
-    assert (sas["store"], sas["bucket"]) == ("AzureStore", "cont")
-    assert sas["kwargs"]["account_name"] == "acct" and sas["kwargs"]["sas_key"] == "sv=1"
+    assert (sas.store, sas.bucket) == ("AzureStore", "cont")
+    assert sas.kwargs["account_name"] == "acct" and sas.kwargs["sas_key"] == "sv=1"
     key = obstore_options("abfs://cont", {"account_name": "acct", "account_key": "k"}, policy, 8)
-    assert key["kwargs"]["account_key"] == "k"
-    assert "account_name" in obstore_options("az://cont", {"anon": True}, policy, 8)
-    assert "ambient" in obstore_options("az://cont", {"account_name": "acct"}, policy, 8)
-    assert "connection_string" in obstore_options(
-        "az://cont", {"account_name": "a", "anon": True, "connection_string": "x"}, policy, 8
-    )
+    assert key.kwargs["account_key"] == "k"
+    with pytest.raises(ObstoreUnsupportedError, match="account_name"):
+        obstore_options("az://cont", {"anon": True}, policy, 8)
+    with pytest.raises(ObstoreUnsupportedError, match="ambient"):
+        obstore_options("az://cont", {"account_name": "acct"}, policy, 8)
+    with pytest.raises(ObstoreUnsupportedError, match="connection_string"):
+        obstore_options("az://cont", {"account_name": "a", "anon": True, "connection_string": "x"}, policy, 8)
     store = make_store("az://cont/p", {"account_name": "acct", "anon": True})._store
     assert describe_key(store, "zarr.json") == "az://cont/p/zarr.json"
 

@@ -11,12 +11,12 @@ objects' arrays through the open call's single store handle
 
 from __future__ import annotations
 
-import functools
-import gc
+import json
 import posixpath
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import dask.array as da
 import mortie
@@ -41,6 +41,7 @@ from ..storage import Storage, keys
 from .reads import (
     DEFAULT_BATCH_BYTES,
     CellsSource,
+    Segments,
     batch_row_chunks,
     cells_rows,
     read_whole,
@@ -92,13 +93,14 @@ class Schema:
     arrays: dict[str, ArraySchema] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(NamedTuple):
     """One object's contribution: the rows ``sel`` (local cell positions, None = all) of ``group``.
 
     ``hashes`` is what the object's stamp records under ``content_hashes``
     (:func:`moczarr.format.content.recorded_hashes`: digests by array path
-    relative to the object's data root, ``"8/count"``), None when nothing is recorded.
+    relative to the object's data root, ``"8/count"``), None when nothing is
+    recorded. A named tuple: an open makes one per object, and a tuple is the
+    cheapest record to make.
     """
 
     group: str  # store-relative path of the object's data group, e.g. "4/3/.../4331421.zarr/8"
@@ -126,27 +128,6 @@ def part_digests(parts: list[Part], name: str) -> list:
     return [None if (h := p.hashes) is None else h.get(key) for p in parts]
 
 
-def gc_paused(fn):
-    """Run ``fn`` with the cyclic garbage collector paused.
-
-    An open allocates a few small objects per leaf (parsed stamps, parts) that
-    all stay alive; every generation-0 collection rescans them, which made
-    large opens superlinear. Nothing an open builds is cyclic garbage.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        if not gc.isenabled():
-            return fn(*args, **kwargs)
-        gc.disable()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            gc.enable()
-
-    return wrapper
-
-
 def check_verify_chunks(value) -> bool:
     """An opener's ``verify_chunks=`` argument: True or False; raises :class:`~moczarr.errors.ArgumentTypeError`."""
     if not isinstance(value, bool):
@@ -154,27 +135,38 @@ def check_verify_chunks(value) -> bool:
     return value
 
 
-def read_schema(storage: Storage, group: str, array_names: list[str] | None = None) -> Schema:
-    """Group and array metadata of one data group (1 GET + one per array, concurrent).
+def read_schema(
+    storage: Storage, group: str, array_names: list[str] | None = None, *, missing_ok: bool = False
+) -> Schema | None:
+    """Group and array metadata of one data group: 1 GET + one per array, in one batched read.
 
     ``array_names`` skips the LIST when the caller knows them (a stamp's
-    ``content_hashes``, a provenance block); each name is checked as one path
-    component first (:func:`moczarr.storage.keys.array_name`). Raises
-    :class:`StampError` when the group is missing or is not a zarr v3 group,
-    :class:`~moczarr.errors.SchemaError` when an array the caller declares or
-    the listing shows has missing or unusable metadata (a variable never
-    vanishes silently), and :class:`~moczarr.errors.KeyContainmentError` for a
-    name that is not a node name.
+    ``content_hashes``, a provenance block), and then the group's and the
+    arrays' ``zarr.json`` are read at once; each name is checked as one path
+    component first (:func:`moczarr.storage.keys.array_name`). With
+    ``missing_ok`` a missing group gives None (the caller tells why it is
+    missing). Raises :class:`StampError` when the group is missing or is not a
+    zarr v3 group, :class:`~moczarr.errors.SchemaError` when an array the
+    caller declares or the listing shows has missing or unusable metadata (a
+    variable never vanishes silently), and
+    :class:`~moczarr.errors.KeyContainmentError` for a name that is not a node name.
     """
     where = storage.describe(group)
-    doc = storage.get_json(f"{group}/zarr.json")
+    declared = array_names is not None
+    if declared:
+        array_names = [keys.array_name(n, where) for n in array_names]
+        doc, *docs = storage.get_many_json([f"{group}/zarr.json", *(f"{group}/{n}/zarr.json" for n in array_names)])
+    else:
+        doc = storage.get_json(f"{group}/zarr.json")
+    if doc is None and missing_ok:
+        return None
     if not isinstance(doc, dict) or doc.get("node_type") != "group" or doc.get("zarr_format") != 3:
         raise StampError(f"{where}: missing or not a zarr v3 group (malformed object)")
-    declared = array_names is not None
-    if array_names is None:
-        array_names = [n for n in storage.list_dir(group) if n != "zarr.json"]
-    arrays = read_array_schemas(
-        storage, group, array_names, "the stamp or provenance block" if declared else "the listing"
+    if not declared:
+        array_names = [keys.array_name(n, where) for n in storage.list_dir(group) if n != "zarr.json"]
+        docs = storage.get_many_json([f"{group}/{n}/zarr.json" for n in array_names])
+    arrays = _array_schemas(
+        storage, group, array_names, docs, "the stamp or provenance block" if declared else "the listing"
     )
     attrs = doc.get("attributes") or {}
     if not isinstance(attrs, dict):
@@ -183,7 +175,7 @@ def read_schema(storage: Storage, group: str, array_names: list[str] | None = No
 
 
 def read_array_schemas(storage: Storage, group: str, array_names: list[str], source: str) -> dict[str, ArraySchema]:
-    """``{name: ArraySchema}`` of the named arrays of ``group``, ascending (one GET each, concurrent).
+    """``{name: ArraySchema}`` of the named arrays of ``group``, ascending (one GET each, in one batched read).
 
     The array half of :func:`read_schema`, for a caller that needs no group
     attributes (a catalog summary). ``source`` says where the names came from,
@@ -192,6 +184,12 @@ def read_array_schemas(storage: Storage, group: str, array_names: list[str], sou
     where = storage.describe(group)
     array_names = [keys.array_name(n, where) for n in array_names]
     docs = storage.get_many_json([f"{group}/{n}/zarr.json" for n in array_names])
+    return _array_schemas(storage, group, array_names, docs, source)
+
+
+def _array_schemas(storage: Storage, group: str, array_names: list[str], docs: list, source: str) -> dict:
+    """The checked :class:`ArraySchema` of each named array from its read ``zarr.json`` document."""
+    where = storage.describe(group)
     present = {n: d for n, d in zip(array_names, docs) if d is not None}
     check_declared_arrays(array_names, present, where, source)
     arrays = {}
@@ -325,41 +323,35 @@ def _source_of(arr) -> CellsSource | None:
 def lazy_cells_array(
     storage: Storage,
     schema: ArraySchema,
-    parts: list[Part],
+    segments: Segments,
     row_chunks: tuple[int, ...],
-    parts_token: str = "",
-    verify_chunks: bool = True,
+    parts_token: str,
+    digests: list | None = None,
 ) -> da.Array:
-    """A dask array over the ``cells`` axis, one task per batch of parts (``row_chunks``, part-aligned).
+    """A dask array over the ``cells`` axis of ``segments``, one task per batch of objects (``row_chunks``).
 
-    Each task reads its parts' chunks of this array in batched reads; a
-    later slice is fused into the task, so it reads only the parts it
-    touches (scattered picks: :func:`pick_cells`). With ``verify_chunks``
-    each part's values are checked against the digest its stamp records.
+    Each task reads its objects' chunks of this array in batched reads; a
+    later slice is fused into the task, so it reads only the objects it
+    touches (scattered picks: :func:`pick_cells`). ``parts_token`` names the
+    objects and rows (:func:`parts_token_of`, once per open). With
+    ``digests`` (one per segment, :func:`part_digests`) each object's values
+    are checked against the digest its stamp records.
     """
     axis = schema.cells_axis
-    if not parts:
+    if not len(segments):
         shape = list(schema.shape)
         shape[axis] = 0
         return da.from_array(np.empty(shape, dtype=schema.dtype), chunks=-1)
-    token = tokenize(parts_token or parts_token_of(storage, parts), schema.name, schema.metadata, verify_chunks)
-    source = CellsSource(
-        storage,
-        schema.name,
-        schema.metadata,
-        axis,
-        [p.group for p in parts],
-        [p.sel for p in parts],
-        [p.n_cells for p in parts],
-        token=token,
-        digests=part_digests(parts, schema.name) if verify_chunks else None,
-    )
+    token = tokenize(parts_token, schema.name, json.dumps(schema.metadata, sort_keys=True), digests is not None)
+    dtype = schema.dtype if schema.dtype.kind in "biufc" else None  # else the codec chain says (string types)
+    source = CellsSource(storage, schema.name, schema.metadata, axis, segments, token, dtype, digests=digests)
     return cells_array(source, row_chunks, f"moczarr-{schema.name}-{token}")
 
 
 def parts_token_of(storage: Storage, parts: list[Part]) -> str:
     """One token for the objects and rows of an open (computed once, shared by every variable)."""
-    return tokenize(storage.location, [p.group for p in parts], [p.sel for p in parts])
+    sels = [(i, p.sel) for i, p in enumerate(parts) if p.sel is not None]  # whole objects are most of them
+    return tokenize(storage.location, "\n".join(p.group for p in parts), sels)
 
 
 def lazy_whole_array(storage: Storage, schema: ArraySchema, part: Part, verify_chunks: bool = True) -> da.Array:
@@ -456,16 +448,17 @@ def build_dataset(
     """
     if fabricate_cell_ids not in ("auto", True, False):
         raise ArgumentError(f"fabricate_cell_ids must be 'auto', True or False, got {fabricate_cell_ids!r}")
-    n_rows = sum(p.n_rows for p in parts)
-    if n_rows != len(domain):
-        raise ValueError(f"row domain holds {len(domain)} cells but the objects give {n_rows}")
-    live = [p for p in parts if p.n_rows]
+    rows = [p.n_rows for p in parts]
+    if sum(rows) != len(domain):
+        raise ValueError(f"row domain holds {len(domain)} cells but the objects give {sum(rows)}")
+    live = [p for p, n in zip(parts, rows) if n]
     widest = max(
         (row_bytes(a.dtype, a.shape, a.cells_axis) for a in schema.arrays.values() if a.cells_axis is not None),
         default=1,
     )
-    row_chunks = batch_row_chunks([p.n_rows for p in live], widest, batch_bytes or DEFAULT_BATCH_BYTES)
+    row_chunks = batch_row_chunks([n for n in rows if n], widest, batch_bytes or DEFAULT_BATCH_BYTES)
     parts_token = parts_token_of(storage, live) if live else ""
+    segments = Segments([p.group for p in live], [p.sel for p in live], [p.n_cells for p in live])
     data_vars, coords = {}, {}
     for name, arr in schema.arrays.items():
         if name == COORD:
@@ -477,8 +470,9 @@ def build_dataset(
                     arr.dims, lazy_whole_array(storage, arr, live[0], verify_chunks), arr.attrs
                 )
             continue
+        digests = part_digests(live, name) if verify_chunks else None
         var = xr.Variable(
-            arr.dims, lazy_cells_array(storage, arr, live, row_chunks, parts_token, verify_chunks), arr.attrs
+            arr.dims, lazy_cells_array(storage, arr, segments, row_chunks, parts_token, digests), arr.attrs
         )
         if name == NESTED:
             if fabricate_cell_ids is True:

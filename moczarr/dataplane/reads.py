@@ -31,8 +31,18 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError, ArrayContractError, ChunkError, ContentHashError, MoczarrError, StampError
+from ..errors import (
+    ArgumentError,
+    ArrayContractError,
+    ChunkError,
+    ContentHashError,
+    DebrisWarning,
+    MoczarrError,
+    StampError,
+    warn,
+)
 from ..format.content import bytes_digest, content_digest
+from ..format.stamps import check_missing_version, version_prefix_of
 from ..storage import Storage
 
 DEFAULT_BATCH_BYTES = 4 * 2**20
@@ -207,14 +217,39 @@ def row_bytes(dtype: np.dtype, shape: tuple[int, ...], cells_axis: int) -> int:
     return per * int(np.prod([s for i, s in enumerate(shape) if i != cells_axis], dtype=np.int64))
 
 
+class Segments:
+    """The objects a variable concatenates, in order: ``groups[i]`` is segment i's object (its data group,
+    store-relative), ``sels[i]`` the object's local cell positions it holds, in order (None = all
+    ``n_cells[i]``), ``offsets`` the first row of each segment (and the total, last).
+
+    An open builds one and every variable shares it: they read the same objects.
+    """
+
+    __slots__ = ("groups", "n_cells", "offsets", "sels", "whole")
+
+    def __init__(self, groups: Sequence[str], sels: Sequence[np.ndarray | None], n_cells: Sequence[int]):
+        self.groups = list(groups)
+        self.sels = list(sels)
+        self.n_cells = [int(n) for n in n_cells]
+        #: every segment holds its whole object (no sub-selection): a range of segments is a range of objects
+        self.whole = all(s is None for s in self.sels)
+        counts = (
+            np.asarray(self.n_cells, dtype=np.int64)
+            if self.whole
+            else np.array([n if s is None else s.size for n, s in zip(self.n_cells, self.sels)], dtype=np.int64)
+        )
+        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+
 class CellsSource:
     """One variable over many objects, concatenated on the cells axis, as a lazily indexed array.
 
-    The concatenation is made of segments: ``groups[i]`` is segment i's object
-    (its data group, store-relative), ``sels[i]`` the object's local cell
-    positions it holds, in order (None = all ``n_cells[i]``). An open's source
-    has one segment per object; :meth:`pick` makes sources whose segments may
-    repeat objects and positions. ``digests[i]`` is the O11 digest segment i's
+    The concatenation is made of :class:`Segments`. An open's source has one
+    segment per object; :meth:`pick` makes sources whose segments may repeat
+    objects and positions. ``digests[i]`` is the O11 digest segment i's
     object's stamp records for this array (None: nothing recorded); with
     ``digests`` given every object read is checked against it
     (:meth:`check_content`), and an object with a digest is always read
@@ -222,7 +257,9 @@ class CellsSource:
     objects the key touches, each once, in sub-batches of at most
     :data:`SUB_BATCH_KEYS` chunks whose values are copied straight into the
     result, so a read holds the result plus a bounded number of payloads.
-    ``source[...]`` of a whole batch is what a dask task computes.
+    ``source[...]`` of a whole batch is what a dask task computes. Every chunk
+    payload arrives through :meth:`_payloads`. ``dtype``, when given, spares
+    parsing the codec chain until the first read.
     """
 
     def __init__(
@@ -231,28 +268,36 @@ class CellsSource:
         name: str,
         metadata: dict,
         cells_axis: int,
-        groups: Sequence[str],
-        sels: Sequence[np.ndarray | None],
-        n_cells: Sequence[int],
+        segments: Segments,
         token: str = "",
+        dtype: np.dtype | None = None,
         digests: Sequence[str | None] | None = None,
     ):
         self.storage, self.name, self.metadata, self.axis = storage, name, metadata, cells_axis
-        self.groups = list(groups)
-        self.sels = list(sels)
+        self.segments = segments
         self.digests = None if digests is None else list(digests)
-        self.n_cells = [int(n) for n in n_cells]
-        counts = np.array([n if s is None else s.size for n, s in zip(self.n_cells, self.sels)], dtype=np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.token = token
         self._decoder: ChunkDecoder | None = None
+        self._dtype = dtype
         meta_shape = tuple(int(s) for s in metadata["shape"])
         self._leaf_shape = meta_shape
         self._origin = [(0,) * len(meta_shape)]  # the one chunk of a single-chunk object
         shape = list(meta_shape)
-        shape[cells_axis] = int(self.offsets[-1])
+        shape[cells_axis] = int(segments.offsets[-1])
         self.shape = tuple(shape)
         self.ndim = len(shape)
+
+    @property
+    def groups(self) -> list[str]:
+        return self.segments.groups
+
+    @property
+    def sels(self) -> list[np.ndarray | None]:
+        return self.segments.sels
+
+    @property
+    def offsets(self) -> np.ndarray:
+        return self.segments.offsets
 
     @property
     def decoder(self) -> ChunkDecoder:
@@ -264,7 +309,9 @@ class CellsSource:
 
     @property
     def dtype(self) -> np.dtype:
-        return self.decoder.dtype
+        if self._dtype is None:
+            self._dtype = self.decoder.dtype
+        return self._dtype
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_decoder": None}
@@ -296,18 +343,18 @@ class CellsSource:
             sel = self.sels[p]
             groups.append(self.groups[p])
             sels.append(local[a:b] if sel is None else sel[local[a:b]])
-            n_cells.append(self.n_cells[p])
+            n_cells.append(self.segments.n_cells[p])
             if keep:
                 digests.append(self.digests[p])
+        segments = Segments(groups, sels, n_cells)
         picked = CellsSource(
             self.storage,
             self.name,
             self.metadata,
             self.axis,
-            groups,
-            sels,
-            n_cells,
-            token=token,
+            segments,
+            token,
+            self._dtype,
             digests=digests if keep else None,
         )
         picked._decoder = self._decoder
@@ -342,6 +389,13 @@ class CellsSource:
         """Rows ``start:stop`` of the concatenation, cells axis kept (no per-row index arrays are built)."""
         first = max(int(np.searchsorted(self.offsets, start, side="right")) - 1, 0)
         last = min(int(np.searchsorted(self.offsets, stop, side="left")), len(self.groups))
+        if (
+            self.segments.whole
+            and self.decoder.single_chunk
+            and self.offsets[first] == start
+            and self.offsets[last] == stop
+        ):
+            return self._read_objects(first, last)
 
         def pieces():
             bounds = self.offsets[first : last + 1].tolist()
@@ -351,6 +405,40 @@ class CellsSource:
                     yield p, slice(lo - a, hi - a), lo - start
 
         return self._fill(pieces(), stop - start)
+
+    def _read_objects(self, first: int, last: int) -> np.ndarray:
+        """Whole single-chunk objects ``first:last``: what a dask task of an open reads (no per-piece planning).
+
+        The objects are read in sub-batches of :data:`SUB_BATCH_KEYS`, each
+        read and decoded in the storage's turn (:meth:`~moczarr.storage.Storage.turn`).
+        """
+        n = self._leaf_shape[self.axis]
+        shape = list(self.shape)
+        shape[self.axis] = int(self.offsets[last] - self.offsets[first])
+        out = np.empty(shape, dtype=self.dtype)
+        suffix = f"/{self.name}/{self.decoder.chunk_key(self._origin[0])}"
+        for a in range(first, last, SUB_BATCH_KEYS):
+            groups = self.groups[a : min(last, a + SUB_BATCH_KEYS)]
+            with self.storage.turn():
+                payloads = self._payloads([group + suffix for group in groups])
+                debris = self._require_groups([g for g, p in zip(groups, payloads) if p is None])
+                decoded = (
+                    self.check_content([(g, a + i, self._origin) for i, g in enumerate(groups)], payloads, debris)
+                    if self.digests is not None
+                    else {}
+                )
+                at = (a - first) * n
+                if decoded or not self._copy_joined(out, at, payloads):
+                    for i, (group, payload) in enumerate(zip(groups, payloads)):
+                        leaf = decoded.pop(group, None)
+                        if leaf is None:
+                            leaf = self._decode_object(group, self._origin, [payload])
+                        out[(slice(None),) * self.axis + (slice(at + i * n, at + (i + 1) * n),)] = leaf
+        return out
+
+    def _payloads(self, keys: list[str]) -> list[bytes | None]:
+        """The bytes of the chunks at ``keys`` (None for a missing one): the one place chunk payloads arrive."""
+        return self.storage.get_many(keys)
 
     def read_rows(self, rows: np.ndarray) -> np.ndarray:
         """Values of the given rows of the concatenation (any order, repeats allowed), cells axis kept."""
@@ -386,11 +474,13 @@ class CellsSource:
         for piece in pieces:
             group = self.groups[piece[0]]
             if group not in batch and len(batch) * per_object >= SUB_BATCH_KEYS:
-                self._fill_batch(out, batch)
+                with self.storage.turn():
+                    self._fill_batch(out, batch)
                 batch = {}
             batch.setdefault(group, []).append(piece)
         if batch:
-            self._fill_batch(out, batch)
+            with self.storage.turn():
+                self._fill_batch(out, batch)
         return out
 
     def _chunks_of(self, pieces: list) -> list[tuple[int, ...]]:
@@ -433,19 +523,23 @@ class CellsSource:
         plans = [(group, self._chunks_of(pieces), pieces) for group, pieces in batch.items()]
         if dec.single_chunk:
             suffix = f"/{self.name}/{dec.chunk_key((0,) * len(self._leaf_shape))}"
-            payloads = self.storage.get_many([group + suffix for group in batch])
+            payloads = self._payloads([group + suffix for group in batch])
             gone = [group for group, p in zip(batch, payloads) if p is None]
         else:
             keys = [f"{group}/{self.name}/{dec.chunk_key(c)}" for group, coords_list, _ in plans for c in coords_list]
-            payloads = self.storage.get_many(keys)
+            payloads = self._payloads(keys)
             del keys
             k, gone = 0, []
             for group, coords_list, _ in plans:
                 if all(p is None for p in payloads[k : k + len(coords_list)]):
                     gone.append(group)
                 k += len(coords_list)
-        self._require_groups(gone)
-        decoded = self.check_content(plans, payloads) if self.digests is not None else {}
+        debris = self._require_groups(gone)
+        decoded = (
+            self.check_content([(group, pieces[0][0], coords) for group, coords, pieces in plans], payloads, debris)
+            if self.digests is not None
+            else {}
+        )
         if not decoded and self._fill_joined(out, plans, payloads):
             return
         k = 0
@@ -465,26 +559,28 @@ class CellsSource:
                     else np.take(leaf, pos, axis=self.axis)
                 )
 
-    def check_content(self, plans: list, payloads: list) -> dict[str, np.ndarray]:
+    def check_content(self, objects: list, payloads: list, debris: set[str] = frozenset()) -> dict[str, np.ndarray]:
         """Check each object of a sub-batch whose stamp records this array's digest; return what it had to decode.
 
-        ``plans`` are ``(object, chunk coordinates, pieces)`` and ``payloads``
-        their chunks in order, as read. A plain little-endian ``bytes`` chunk
+        ``objects`` are ``(object, a segment of it, chunk coordinates)`` and
+        ``payloads`` their chunks in order, as read. A plain little-endian ``bytes`` chunk
         is hashed as it is; any other object is decoded and hashed
         (:func:`~moczarr.format.content.content_digest`), and its values are
         returned by object so the caller does not decode them again. Raises
         :class:`~moczarr.errors.ContentHashError` naming the chunk when the
         values are not the recorded ones, a missing chunk (read as fill) included.
+        Objects in ``debris`` (a gone version, already warned about by
+        :meth:`_require_groups`) are not checked: their rows are fill by the format's rule.
         """
         dec = self.decoder
         nbytes = dec.content_nbytes
         decoded: dict[str, np.ndarray] = {}
         k = 0
-        for group, coords_list, pieces in plans:
+        for group, seg, coords_list in objects:
             chunks = payloads[k : k + len(coords_list)]
             k += len(coords_list)
-            expected = self.digests[pieces[0][0]]
-            if not isinstance(expected, str):
+            expected = self.digests[seg]
+            if not isinstance(expected, str) or group in debris:
                 continue
             if nbytes is not None and chunks[0] is not None and len(chunks[0]) == nbytes:
                 got = bytes_digest(chunks[0])
@@ -508,17 +604,11 @@ class CellsSource:
         return mismatch_message(where, got, expected, missing=missing, n_chunks=len(coords_list))
 
     def _fill_joined(self, out: np.ndarray, plans: list, payloads: list) -> bool:
-        """Whole single-chunk objects of a plain ``bytes`` array, landing on consecutive rows: one copy of their joined bytes.
+        """:meth:`_copy_joined` of a sub-batch whose pieces are whole objects landing on consecutive rows.
 
-        False (nothing written) when the shortcut does not apply: a
-        sub-selection, another codec chain, a missing or odd-sized chunk, an
-        object read for several pieces. Tiny chunks are the norm (zagg
-        leaves), so one array over the joined bytes saves an array per chunk.
+        False (nothing written) when they are not: a sub-selection, an object read for several pieces.
         """
-        dec = self.decoder
         n = self._leaf_shape[self.axis]
-        if dec._raw_dtype is None or dec._zstd or dec.chunk_shape != self._leaf_shape:
-            return False
         at = plans[0][2][0][2]
         expect = at
         for _, _, pieces in plans:
@@ -533,14 +623,30 @@ class CellsSource:
             ):
                 return False
             expect += n
+        return self._copy_joined(out, at, payloads)
+
+    def _copy_joined(self, out: np.ndarray, at: int, payloads: list) -> bool:
+        """Whole single-chunk objects of a plain ``bytes`` array into rows ``at:``: one copy of their joined bytes.
+
+        False (nothing written) when the shortcut does not apply: another codec
+        chain, chunks not the object's shape, a missing or odd-sized chunk. Tiny
+        chunks are the norm (zagg leaves), so one array over the joined bytes
+        saves an array per chunk. ``payloads`` is emptied once copied.
+        """
+        dec = self.decoder
+        if dec._raw_dtype is None or dec._zstd or dec.chunk_shape != self._leaf_shape:
+            return False
         nbytes = int(np.prod(self._leaf_shape)) * dec._raw_dtype.itemsize
         if any(p is None or len(p) != nbytes for p in payloads):
             return False
-        stacked = np.frombuffer(b"".join(payloads), dtype=dec._raw_dtype).reshape((len(plans), *self._leaf_shape))
+        count = len(payloads)
+        stacked = np.frombuffer(b"".join(payloads), dtype=dec._raw_dtype).reshape((count, *self._leaf_shape))
         payloads.clear()
+        n = self._leaf_shape[self.axis]
         shape = list(self._leaf_shape)
-        shape[self.axis] = n * len(plans)
-        out[(slice(None),) * self.axis + (slice(at, expect),)] = np.moveaxis(stacked, 0, self.axis).reshape(shape)
+        shape[self.axis] = n * count
+        rows = (slice(None),) * self.axis + (slice(at, at + n * count),)
+        out[rows] = np.moveaxis(stacked, 0, self.axis).reshape(shape)
         return True
 
     def _decode_object(self, group: str, coords_list: list, payloads: list) -> np.ndarray:
@@ -560,23 +666,43 @@ class CellsSource:
             leaf[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
         return leaf
 
-    def _require_groups(self, groups: Sequence[str]) -> None:
+    def _require_groups(self, groups: Sequence[str]) -> set[str]:
         """Objects none of whose chunks exist: their data group must (else fill would be a silent wrong answer).
 
         zarr leaves an all-fill chunk unwritten, so missing chunks alone prove
-        nothing; a missing data *group* under a committed stamp does (a removed
-        or nulled ``current``). One GET per group, memoized per open, and only
-        for objects whose chunks are all absent. Raises :class:`StampError`.
+        nothing; a missing data *group* under a committed stamp does. One GET per
+        group, memoized per open, and only for objects whose chunks are all
+        absent. A versioned leaf's missing group is told apart by its version's
+        stamp (one more GET, once per version; FORMAT.md §5.5): a version that is
+        gone is debris, warned about with :class:`~moczarr.errors.DebrisWarning`,
+        and its rows read as fill; a stamped one is a malformed leaf. Raises
+        :class:`StampError` for that and for a legacy object's missing group (a
+        removed or nulled ``current``). Returns the objects of gone versions
+        (their rows are fill, and no recorded content hash applies to them).
         """
+        memo, debris = self.storage.memo, set()
         for group in groups:
-            memo_key = ("group_exists", group)
-            if memo_key not in self.storage.memo:
-                self.storage.memo[memo_key] = self.storage.get_bytes(f"{group}/zarr.json") is not None
-            if not self.storage.memo[memo_key]:
+            if ("group_exists", group) not in memo:
+                memo["group_exists", group] = self.storage.get_bytes(f"{group}/zarr.json") is not None
+            if memo["group_exists", group]:
+                continue
+            version = version_prefix_of(group)
+            if version is None:
                 raise StampError(
                     f"{self.storage.describe(group)}: the data group of a committed object is missing (its stamp "
                     "says committed; a removed or nulled 'current' pointer?); refusing to read its rows as fill"
                 )
+            if ("version_gone", version) not in memo:
+                check_missing_version(self.storage, version, group.rpartition("/")[2])
+                memo["version_gone", version] = True
+                leaf, _, name = version.rpartition("/")
+                warn(
+                    f"{self.storage.describe(leaf)}: stamp points at version {name!r}, which is missing or unstamped "
+                    "(committed data removed out of band); its rows read as fill",
+                    DebrisWarning,
+                )
+            debris.add(group)
+        return debris
 
 
 def mismatch_message(where: str, got: str, expected: str, *, missing: int = 0, n_chunks: int = 1) -> str:
@@ -603,7 +729,7 @@ def read_whole(storage: Storage, name: str, metadata: dict, group: str, digest: 
     shape = tuple(int(x) for x in metadata["shape"])
     if shape:
         digests = None if digest is None else [digest]
-        values = CellsSource(storage, name, metadata, 0, [group], [None], [shape[0]], digests=digests)[...]
+        values = CellsSource(storage, name, metadata, 0, Segments([group], [None], [shape[0]]), digests=digests)[...]
         return values if values.flags.writeable else values.copy()
     dec = ChunkDecoder(metadata, storage.describe(f"{group}/{name}"))
     key = f"{group}/{name}/{dec.chunk_key(())}"
@@ -651,6 +777,7 @@ __all__ = [
     "SUB_BATCH_KEYS",
     "CellsSource",
     "ChunkDecoder",
+    "Segments",
     "batch_row_chunks",
     "cells_rows",
     "read_whole",

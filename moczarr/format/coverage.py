@@ -56,29 +56,20 @@ def parse_root_moc(payload: bytes | None, shard_order: int, where: str) -> np.nd
 
 
 def expand_ranges(ranges: list, order: int, where: str) -> np.ndarray:
-    """Words of every shard in inclusive ``[first, last]`` decimal ranges (validated first)."""
+    """Words of every shard in inclusive ``[first, last]`` decimal ranges (validated first).
+
+    Raises :class:`CoverageError` naming the first malformed, off-order,
+    base-crossing or backwards range; nothing is returned unless every pair is sound.
+    """
     if not ranges:
         return np.empty(0, dtype=np.uint64)
-    firsts, lasts = [], []
-    for pair in ranges:
-        if (
-            not isinstance(pair, list)
-            or len(pair) != 2
-            or not all(isinstance(p, str) and ids.is_decimal_id(p) for p in pair)
-        ):
-            raise CoverageError(f"{where}: malformed range {pair!r} (want two decimal ids)")
-        lo, hi = pair
-        if ids.decimal_order(lo) != order or ids.decimal_order(hi) != order:
-            raise CoverageError(f"{where}: range {pair!r} is not at order {order}")
-        base_lo = lo[: 2 if lo.startswith("-") else 1]
-        base_hi = hi[: 2 if hi.startswith("-") else 1]
-        if base_lo != base_hi:
-            raise CoverageError(f"{where}: range {pair!r} crosses base cells")
-        firsts.append(lo)
-        lasts.append(hi)
+    words = _range_words(ranges, order)
+    if words is None:
+        for pair in ranges:  # name the first bad pair
+            _check_range(pair, order, where)
+        raise CoverageError(f"{where}: malformed ranges")  # unreachable: some pair failed the checks above
     shift = np.uint64(ids.rank_shift(order))
-    lo_rank = ids.to_words(firsts) >> shift
-    hi_rank = ids.to_words(lasts) >> shift
+    lo_rank, hi_rank = words[0::2] >> shift, words[1::2] >> shift
     if (lo_rank > hi_rank).any():
         bad = int(np.argmax(lo_rank > hi_rank))
         raise CoverageError(f"{where}: range {ranges[bad]!r} runs backwards")
@@ -88,6 +79,43 @@ def expand_ranges(ranges: list, order: int, where: str) -> np.ndarray:
         np.uint64
     )
     return np.unique(ids.words_from_ranks(starts + offsets, order))
+
+
+def _range_words(ranges: list, order: int) -> np.ndarray | None:
+    """The words of every range end, ``[first0, last0, first1, ...]``, or None when some pair is not sound.
+
+    Sound: a list of two decimal ids at ``order`` under one base cell. Checked
+    on all pairs at once (the words' order marker and base-cell prefix).
+    """
+    if not all(type(pair) is list and len(pair) == 2 for pair in ranges):
+        return None
+    ends = [end for pair in ranges for end in pair]
+    if not all(type(end) is str for end in ends):
+        return None
+    try:
+        words = ids.to_words(ends)
+    except AOIError:
+        return None
+    if not (words & np.uint64(63) == order).all():  # the order marker (point ids never carry one <= 27)
+        return None
+    if not (words[0::2] >> np.uint64(60) == words[1::2] >> np.uint64(60)).all():
+        return None
+    return words
+
+
+def _check_range(pair, order: int, where: str) -> None:
+    """Raise :class:`CoverageError` naming ``pair`` unless it is two decimal ids at ``order`` under one base cell."""
+    if (
+        not isinstance(pair, list)
+        or len(pair) != 2
+        or not all(isinstance(p, str) and ids.is_decimal_id(p) for p in pair)
+    ):
+        raise CoverageError(f"{where}: malformed range {pair!r} (want two decimal ids)")
+    lo, hi = pair
+    if ids.decimal_order(lo) != order or ids.decimal_order(hi) != order:
+        raise CoverageError(f"{where}: range {pair!r} is not at order {order}")
+    if lo[: 2 if lo.startswith("-") else 1] != hi[: 2 if hi.startswith("-") else 1]:
+        raise CoverageError(f"{where}: range {pair!r} crosses base cells")
 
 
 # -- stamp coverage envelope (tier 0) --------------------------------------------------------------

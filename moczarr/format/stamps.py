@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .. import ids
-from ..errors import CoverageFallbackWarning, warn
-from ..storage import Storage, keys
+from ..errors import CoverageFallbackWarning, StampError, warn
+from ..storage import Storage, keys, parse_json
 
 STAMP_KEY = "morton_hive_commit"
 
@@ -43,19 +43,25 @@ def read_stamp(storage: Storage, path: str) -> dict | None:
     return stamp_of(storage.get_json(f"{path}/zarr.json"))
 
 
+def parse_root(payload: bytes | None, where: str) -> dict | None:
+    """A root ``zarr.json`` document from its bytes (None stays None).
+
+    Raises :class:`StampError` naming ``where`` for bytes that are not JSON or not a JSON object.
+    """
+    doc = parse_json(payload, where)
+    if doc is not None and not isinstance(doc, dict):
+        raise StampError(f"{where}: a {type(doc).__name__}, not a zarr.json object")
+    return doc
+
+
 def read_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None]:
     """The root ``zarr.json`` documents of many objects in one batched, concurrent read.
 
     None for a missing object. Raises :class:`StampError` for a present
     document that cannot be parsed or is not a JSON object.
     """
-    from ..errors import StampError
-
-    docs = storage.get_many_json([f"{p}/zarr.json" for p in paths])
-    for path, doc in zip(paths, docs, strict=True):
-        if doc is not None and not isinstance(doc, dict):
-            raise StampError(f"{storage.describe(path + '/zarr.json')}: a {type(doc).__name__}, not a zarr.json object")
-    return docs
+    payloads = storage.get_many([f"{p}/zarr.json" for p in paths])
+    return [parse_root(b, storage.describe(f"{p}/zarr.json")) for p, b in zip(paths, payloads, strict=True)]
 
 
 def read_cache_roots(storage: Storage, paths: Sequence[str]) -> list[dict | None]:
@@ -121,13 +127,43 @@ def leaf_data_prefix(leaf: str, stamp: dict | None, *, where: str | None = None)
     return f"{leaf.rstrip('/')}/{version}" if version else leaf.rstrip("/")
 
 
-@dataclass(frozen=True)
-class LeafRef:
-    """A candidate source leaf: its id, window and stable path."""
+def version_prefix_of(data_group: str) -> str | None:
+    """The version prefix ``{leaf}.zarr/run-...`` holding a data group, or None (a legacy leaf, a derived object).
+
+    Names beginning ``run-`` never collide with data groups (FORMAT.md §5.2), so
+    the path alone tells a versioned leaf's data group from any other.
+    """
+    parent = data_group.rstrip("/").rpartition("/")[0]
+    above, _, name = parent.rpartition("/")
+    return parent if name.startswith("run-") and above.endswith(".zarr") else None
+
+
+def check_missing_version(storage: Storage, version_prefix: str, group: str) -> None:
+    """A versioned leaf's data group is missing: return when its version is gone, raise when it is stamped.
+
+    FORMAT.md §5.5: a version that is missing or unstamped is a corrupted leaf
+    (committed data removed out of band: debris, for the caller to warn about);
+    a stamped version without its ``group`` data group is a malformed leaf and
+    raises :class:`~moczarr.errors.StampError`. One GET (the version's stamp).
+    """
+    from ..errors import StampError
+
+    if read_stamp(storage, version_prefix) is not None:
+        raise StampError(
+            f"{storage.describe(version_prefix)}: stamped version has no {group}/ data group (malformed leaf)"
+        )
+
+
+class LeafRef(NamedTuple):
+    """A candidate source leaf: its id, window and stable path, and its packed word when already known.
+
+    A named tuple: an open makes one per candidate leaf, and a tuple is the cheapest record to make.
+    """
 
     decimal: str
     window: str | None
     path: str
+    word: int | None = None
 
 
 def walk_leaves(storage: Storage, shard_order: int, path_grouping: int = 1) -> list[LeafRef]:
@@ -168,9 +204,9 @@ def walk_leaves(storage: Storage, shard_order: int, path_grouping: int = 1) -> l
         frontier = nxt
     if not found:
         return []
-    words = ids.to_words([f.decimal for f in found])
-    order = sorted(range(len(found)), key=lambda i: (int(words[i]), found[i].window or ""))
-    return [found[i] for i in order]
+    words = ids.to_words([f.decimal for f in found]).tolist()
+    order = sorted(range(len(found)), key=lambda i: (words[i], found[i].window or ""))
+    return [LeafRef(found[i].decimal, found[i].window, found[i].path, words[i]) for i in order]
 
 
 def windows_present(storage: Storage, shard_decimals: Sequence[str], path_grouping: int) -> list[str]:

@@ -9,8 +9,10 @@ The data flow, one function a step::
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import NamedTuple
 
 import mortie
 import numpy as np
@@ -19,10 +21,10 @@ import xarray as xr
 from .. import ids
 from ..dataplane.assemble import (
     Part,
+    Schema,
     build_dataset,
     check_verify_chunks,
     domain_of,
-    gc_paused,
     read_schema,
     rows_in,
 )
@@ -34,7 +36,6 @@ from ..errors import (
     MissingLeafWarning,
     NoCoverageError,
     StaleCoverageError,
-    StampError,
     UncommittedError,
     WindowError,
     warn,
@@ -48,13 +49,14 @@ from ..format.coverage import (
     parse_root_moc,
     stamp_coverage,
 )
-from ..format.integrity import check_cells_extent, check_leaf_stamp, stamp_clock, stamp_int
+from ..format.integrity import check_cells_extent, leaf_stamp_fields
 from ..format.manifest import Manifest, check_window
 from ..format.roster import read_manifest
 from ..format.stamps import (
     LeafRef,
+    check_missing_version,
     leaf_data_prefix,
-    read_roots,
+    parse_root,
     read_stamp,
     stamp_of,
     stamped_array_names,
@@ -66,17 +68,56 @@ from ..storage import DEFAULT_CONCURRENCY, Storage, keys
 from .times import TimeRange, check_time_store, over_windows, window_or_time
 
 
-@dataclass(frozen=True)
-class Leaf:
-    """A committed leaf admitted to an open: where it is, its stamp, and where its arrays are."""
+class Leaf(NamedTuple):
+    """A committed leaf admitted to an open: where it is, where its arrays are, and what its stamp says.
+
+    An open holds one per leaf while it runs, so a leaf keeps its stamp's
+    fields as plain values and the stamp itself as the bytes it was read as
+    (``source``, parsed again on demand: only the leaf giving the schema needs
+    it), or as the stamp a caller handed over. Thousands of parsed stamps kept
+    alive would be tens of thousands of containers for the cyclic garbage
+    collector to scan again and again while the open allocates. ``hashes`` is
+    the stamp's ``content_hashes`` map (:func:`~moczarr.format.content.recorded_hashes`;
+    a root stamp mirrors its version's, FORMAT.md §5.3), what every read of the
+    leaf is checked against. A named tuple: the cheapest record to make, one per leaf.
+    """
 
     ref: LeafRef
-    stamp: dict
     prefix: str
+    written_at: str | None
+    time_range: tuple[str, str] | None
+    cells_with_data: int
+    granule_count: int
+    hashes: Mapping | None
+    source: bytes | dict
+
+    @classmethod
+    def admit(cls, ref: LeafRef, stamp: dict, where: str, source: bytes | dict) -> Leaf:
+        """The leaf of a committed stamp, its fields checked.
+
+        Raises :class:`StampError` naming the leaf for an unknown spec or a
+        mistyped field, :class:`~moczarr.errors.VersionPointerError` for a bad ``current``.
+        """
+        return cls(
+            ref,
+            leaf_data_prefix(ref.path, stamp, where=where),
+            *leaf_stamp_fields(stamp, where, ref.path),
+            recorded_hashes(stamp),
+            source,
+        )
+
+    @property
+    def stamp(self) -> dict:
+        """The commit stamp (parsed again from ``source`` when that is the document's bytes)."""
+        return self.source if isinstance(self.source, dict) else stamp_of(json.loads(self.source))
+
+    @property
+    def versioned(self) -> bool:
+        return self.prefix != self.ref.path
 
     @property
     def word(self) -> int:
-        return int(ids.to_words(self.ref.decimal)[0])
+        return self.ref.word if self.ref.word is not None else int(ids.to_words(self.ref.decimal)[0])
 
 
 def open_hive(
@@ -175,7 +216,6 @@ def open_hive(
     )
 
 
-@gc_paused
 def open_source(
     storage: Storage,
     manifest: Manifest,
@@ -216,11 +256,10 @@ def open_source(
     window = check_window(manifest, window, lambda: _labels(storage, manifest, shards))
     cover = aoi_cover(aoi, manifest.cell_order)
     candidates = candidate_leaves(storage, manifest, shards, window, cover)
-    leaves, corrupted = admit_leaves(storage, manifest, candidates, cover, named_by_moc=shards is not None)
-    attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
-    attrs.update(extra_attrs or {})
-    if not leaves:
-        schema_leaf = find_schema_leaf(storage, manifest, corrupted, scoped=aoi is not None or window is not None)
+    leaves = admit_leaves(storage, manifest, candidates, cover, named_by_moc=shards is not None)
+    schema, leaves, corrupted = first_schema(storage, manifest, leaves)
+    if schema is None:
+        schema = empty_selection_schema(storage, manifest, corrupted, scoped=aoi is not None or window is not None)
         if aoi is None and window is not None:
             present = _labels(storage, manifest, shards)
             if window not in present:
@@ -233,9 +272,10 @@ def open_source(
             "leaf; returning the schema with 0 rows",
             EmptySelectionWarning,
         )
-        return leaves_dataset(storage, manifest, [], cover, schema_leaf, index_kind, fabricate_cell_ids, attrs)
+    attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
+    attrs.update(extra_attrs or {})
     return leaves_dataset(
-        storage, manifest, leaves, cover, leaves[0], index_kind, fabricate_cell_ids, attrs, batch_bytes, verify_chunks
+        storage, manifest, leaves, cover, schema, index_kind, fabricate_cell_ids, attrs, batch_bytes, verify_chunks
     )
 
 
@@ -264,7 +304,9 @@ def candidate_leaves(
         return refs
     if cover is not None and shards.size:
         shards = shards[meets(shards, cover)]
-    return [LeafRef(d, window, ids.leaf_path(d, window, pg)) for d in ids.to_decimals(shards)]
+    return [
+        LeafRef(d, window, ids.leaf_path(d, window, pg), w) for d, w in zip(ids.to_decimals(shards), shards.tolist())
+    ]
 
 
 def admit_leaves(
@@ -274,71 +316,87 @@ def admit_leaves(
     cover: np.ndarray | None,
     *,
     named_by_moc: bool = False,
-) -> tuple[list[Leaf], set[str]]:
+) -> list[Leaf]:
     """Read the candidates' stamps (one batch) and keep the committed leaves worth opening.
 
     Unstamped prefixes are debris and skipped silently. A stamped box that
-    misses the AOI is rejected. A version pointer is followed; a pointer whose
-    version group is gone (and whose version is unstamped) is skipped with a
-    :class:`DebrisWarning`. A shard the root MOC names (``named_by_moc``) of
-    an unwindowed store whose leaf is missing entirely (no ``zarr.json``) is
-    left out with a :class:`MissingLeafWarning`. Returns the leaves and the
-    paths of corrupted ones.
+    misses the AOI is rejected. A version pointer is followed at no cost: the
+    version's objects are not read here (a version that is gone shows when its
+    leaf is read: :func:`first_schema`, and at compute the data plane). A shard
+    the root MOC names (``named_by_moc``) of an unwindowed store whose leaf is
+    missing entirely (no ``zarr.json``) is left out with a :class:`MissingLeafWarning`.
     """
-    docs = read_roots(storage, [c.path for c in candidates])
-    admitted: list[Leaf] = []
-    missing = [ref.path for ref, doc in zip(candidates, docs) if doc is None]
+    payloads = storage.get_many([f"{c.path}/zarr.json" for c in candidates])
+    missing = [ref.path for ref, payload in zip(candidates, payloads) if payload is None]
     if named_by_moc and missing and not manifest.windowed:
         warn(
             f"{storage.describe()}: the root coverage.moc names {len(missing)} shard(s) with no leaf at all "
             f"(e.g. {missing[0]}): removed out of band, or a stale MOC; left out",
             MissingLeafWarning,
         )
-    for ref, doc in zip(candidates, docs):
-        stamp = stamp_of(doc)
+    admitted: list[Leaf] = []
+    for ref, payload in zip(candidates, payloads):  # each document parsed, used and dropped in turn
+        stamp = stamp_of(parse_root(payload, storage.describe(f"{ref.path}/zarr.json")))
         if stamp is None:
             continue
-        check_leaf_stamp(stamp, storage.describe(ref.path))
         if cover is not None:
             box = box_words(stamp)
             if box is not None and not meets(box, cover).any():
                 continue
-        admitted.append(Leaf(ref, stamp, leaf_data_prefix(ref.path, stamp, where=storage.describe(ref.path))))
-    return drop_missing_versions(storage, manifest, admitted)
+        admitted.append(Leaf.admit(ref, stamp, storage.describe(ref.path), payload))
+    return admitted
 
 
-def drop_missing_versions(storage: Storage, manifest: Manifest, leaves: list[Leaf]) -> tuple[list[Leaf], set[str]]:
-    """Probe each versioned leaf's data group; skip pointers to versions that are gone (FORMAT.md §5.5).
+def first_schema(
+    storage: Storage, manifest: Manifest, leaves: list[Leaf]
+) -> tuple[Schema | None, list[Leaf], set[str]]:
+    """The schema of the first leaf whose data group is there, the leaves without those skipped before it, and
+    the paths of the skipped ones.
 
-    One batched GET per versioned leaf (legacy leaves cost nothing); for a
-    missing group the version's own stamp decides: missing or unstamped ->
-    corrupted leaf, skipped with a warning; stamped -> a malformed leaf, raised.
+    The array schemas are read once, from one leaf, whatever kind the leaves
+    are (FORMAT.md §5.3: a versioned store opens with the legacy request set).
+    A versioned leaf whose data group is missing is told apart by its version's
+    stamp (one GET, on that path only; FORMAT.md §5.5): a version that is gone
+    is debris, skipped with a :class:`DebrisWarning` and the next leaf gives the
+    schema; a stamped one raises :class:`StampError`, as does a legacy leaf's
+    missing group. ``(None, [], paths)`` when every leaf's version is gone.
     """
-    versioned = [lf for lf in leaves if lf.prefix != lf.ref.path]
-    if not versioned:
-        return leaves, set()
     group = str(manifest.cell_order)
-    groups = storage.get_many([f"{lf.prefix}/{group}/zarr.json" for lf in versioned])
-    missing = [lf for lf, g in zip(versioned, groups) if g is None]
-    if not missing:
-        return leaves, set()
-    corrupted = set()
-    for lf, doc in zip(missing, read_roots(storage, [lf.prefix for lf in missing])):
-        if stamp_of(doc) is not None:
-            raise StampError(
-                f"{storage.describe(lf.prefix)}: stamped version has no {group}/ data group (malformed leaf)"
+    corrupted: set[str] = set()
+    for i, lf in enumerate(leaves):
+        schema = leaf_schema(storage, manifest, lf, missing_ok=lf.versioned)
+        if schema is None:
+            check_missing_version(storage, lf.prefix, group)
+            warn(
+                f"{storage.describe(lf.ref.path)}: stamp points at version {lf.stamp['current']!r}, which is missing "
+                "or unstamped (committed data removed out of band); leaf skipped",
+                DebrisWarning,
             )
-        warn(
-            f"{storage.describe(lf.ref.path)}: stamp points at version {lf.stamp['current']!r}, which is missing "
-            "or unstamped (committed data removed out of band); leaf skipped",
-            DebrisWarning,
-        )
-        corrupted.add(lf.ref.path)
-    return [lf for lf in leaves if lf.ref.path not in corrupted], corrupted
+            corrupted.add(lf.ref.path)
+            continue
+        return schema, [lf, *leaves[i + 1 :]], corrupted
+    return None, [], corrupted
 
 
-def find_schema_leaf(storage: Storage, manifest: Manifest, corrupted: set[str], *, scoped: bool) -> Leaf:
-    """A committed leaf to take the schema from when a selection is empty (FORMAT.md §12).
+def leaf_schema(storage: Storage, manifest: Manifest, lf: Leaf, *, missing_ok: bool = False) -> Schema | None:
+    """The data group schema of one leaf, its ``cells`` extents checked against the manifest.
+
+    None for a missing group when ``missing_ok``. Raises :class:`StampError`
+    when the group is missing (else) or malformed and
+    :class:`~moczarr.errors.SchemaError` for unusable array metadata.
+    """
+    group = str(manifest.cell_order)
+    where = f"{lf.prefix}/{group}"
+    schema = read_schema(storage, where, stamped_array_names(lf.stamp, group), missing_ok=missing_ok)
+    if schema is not None:
+        check_cells_extent(schema.arrays, lambda a: a.cells_axis, manifest.cells_per_leaf, storage.describe(where))
+    return schema
+
+
+def empty_selection_schema(storage: Storage, manifest: Manifest, corrupted: set[str], *, scoped: bool) -> Schema:
+    """The schema of a committed leaf when a selection is empty (FORMAT.md §12): the walk's first live leaf.
+
+    Leaves at ``corrupted`` (paths whose version :func:`first_schema` found gone) are passed over unread.
 
     Raises :class:`NoCoverageError` when the store has no stamped leaf at all,
     and :class:`StaleCoverageError` when an unscoped open found none through the
@@ -347,11 +405,11 @@ def find_schema_leaf(storage: Storage, manifest: Manifest, corrupted: set[str], 
     for ref in walk_leaves(storage, manifest.shard_order, manifest.path_grouping):
         if ref.path in corrupted:
             continue
-        stamp = stamp_of(storage.get_json(f"{ref.path}/zarr.json"))
+        stamp = read_stamp(storage, ref.path)
         if stamp is None:
             continue
-        leaf = Leaf(ref, stamp, leaf_data_prefix(ref.path, stamp, where=storage.describe(ref.path)))
-        live, _ = drop_missing_versions(storage, manifest, [leaf])
+        leaf = Leaf.admit(ref, stamp, storage.describe(ref.path), stamp)
+        schema, live, _ = first_schema(storage, manifest, [leaf])
         if not live:
             continue
         if not scoped:
@@ -359,7 +417,7 @@ def find_schema_leaf(storage: Storage, manifest: Manifest, corrupted: set[str], 
                 f"{storage.describe()}: committed leaves exist (e.g. {ref.path}) but the root coverage.moc "
                 "names none of them; the MOC is stale: rebuild it"
             )
-        return leaf
+        return schema
     raise NoCoverageError(f"{storage.describe()}: the store holds no committed (stamped) leaf")
 
 
@@ -368,29 +426,24 @@ def leaves_dataset(
     manifest: Manifest,
     leaves: list[Leaf],
     cover: np.ndarray | None,
-    schema_leaf: Leaf,
+    schema: Schema,
     index_kind: str,
     fabricate_cell_ids,
     attrs: dict,
     batch_bytes: int | None = None,
     verify_chunks: bool = True,
 ) -> xr.Dataset:
-    """The Dataset of admitted leaves: domain arithmetic, then lazy assembly (reads checked by ``verify_chunks``)."""
+    """The Dataset of admitted leaves under ``schema``: domain arithmetic, then lazy assembly.
+
+    Reads are checked against each leaf's recorded content hashes when ``verify_chunks``.
+    """
     group = str(manifest.cell_order)
-    schema = read_schema(storage, f"{schema_leaf.prefix}/{group}", stamped_array_names(schema_leaf.stamp, group))
-    check_cells_extent(
-        schema.arrays,
-        lambda a: a.cells_axis,
-        manifest.cells_per_leaf,
-        storage.describe(f"{schema_leaf.prefix}/{group}"),
-    )
-    words = ids.to_words([lf.ref.decimal for lf in leaves]) if leaves else np.empty(0, np.uint64)
+    words = np.fromiter((lf.word for lf in leaves), dtype=np.uint64, count=len(leaves))
     domain = domain_of(words, manifest.cell_order, cover)
     first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
     n_cells = manifest.cells_per_leaf
-    sels = rows_in(domain, first, n_cells)
-    # the root stamp mirrors a version's own, content hashes included (FORMAT.md §5.3)
-    parts = [Part(f"{lf.prefix}/{group}", n_cells, s, recorded_hashes(lf.stamp)) for lf, s in zip(leaves, sels)]
+    sels = [None] * len(leaves) if cover is None else rows_in(domain, first, n_cells)  # no AOI: whole leaves
+    parts = [Part(f"{lf.prefix}/{group}", n_cells, s, lf.hashes) for lf, s in zip(leaves, sels)]
     return build_dataset(
         storage,
         schema,
@@ -405,19 +458,15 @@ def leaves_dataset(
 
 
 def leaf_summary(leaves: list[Leaf]) -> dict:
-    """What the admitted leaves' stamps say, summarized for ``attrs``.
-
-    Raises :class:`StampError` naming the leaf for a mistyped stamp field.
-    """
-    clocks = [stamp_clock(lf.stamp, lf.ref.path) for lf in leaves]
-    written = sorted(w for w, _ in clocks if w is not None)
-    ranges = [r for _, r in clocks if r is not None]
+    """What the admitted leaves' stamps say (checked when they were admitted), summarized for ``attrs``."""
+    written = sorted(lf.written_at for lf in leaves if lf.written_at is not None)
+    ranges = [lf.time_range for lf in leaves if lf.time_range is not None]
     out = {
         "n_leaves": len(leaves),
         "leaves": [lf.ref.decimal for lf in leaves],
-        "n_versioned": sum(1 for lf in leaves if lf.prefix != lf.ref.path),
-        "cells_with_data": sum(stamp_int(lf.stamp, "cells_with_data", lf.ref.path) for lf in leaves),
-        "granule_count": sum(stamp_int(lf.stamp, "granule_count", lf.ref.path) for lf in leaves),
+        "n_versioned": sum(1 for lf in leaves if lf.versioned),
+        "cells_with_data": sum(lf.cells_with_data for lf in leaves),
+        "granule_count": sum(lf.granule_count for lf in leaves),
     }
     if written:
         out["written_at"] = [written[0], written[-1]]
@@ -480,10 +529,18 @@ def open_leaf(
                 f"{storage.describe(path)}: no committed leaf there (missing, or debris without a stamp)"
             )
     ref = LeafRef(decimal, window, path)
-    lf = Leaf(ref, stamp, leaf_data_prefix(path, stamp, where=storage.describe(path)))
+    lf = Leaf.admit(ref, stamp, storage.describe(path), stamp)
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary([lf])}}
     return leaves_dataset(
-        storage, manifest, [lf], None, lf, index_kind, fabricate_cell_ids, attrs, verify_chunks=verify_chunks
+        storage,
+        manifest,
+        [lf],
+        None,
+        leaf_schema(storage, manifest, lf),
+        index_kind,
+        fabricate_cell_ids,
+        attrs,
+        verify_chunks=verify_chunks,
     )
 
 

@@ -40,6 +40,10 @@ from ..errors import (
     StoreNotFoundError,
 )
 
+#: socket timeouts of every object-store request, in seconds, on either client (``config_kwargs`` overrides)
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 10.0
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -252,4 +256,12 @@ async def read_with_retries(call, policy: RetryPolicy, where: str):
         await asyncio.sleep(delay)
 
 
-__all__ = ["RetryPolicy", "classify", "policy_from_options", "read_with_retries", "storage_error"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "READ_TIMEOUT",
+    "RetryPolicy",
+    "classify",
+    "policy_from_options",
+    "read_with_retries",
+    "storage_error",
+]

@@ -1,0 +1,407 @@
+"""obstore as the client of object-store roots: which roots and options it serves, and the store it builds.
+
+:func:`obstore_options` maps fsspec-style ``storage_options`` onto one of
+obstore's stores (``S3Store``, ``GCSStore``, ``AzureStore``) without a request,
+as an :class:`ObstoreSpec`, or raises :class:`~moczarr.errors.ObstoreUnsupportedError`
+saying what obstore cannot express (the caller then reads through fsspec).
+:func:`open_obstore` builds the store, settling what an S3 spec leaves open the
+way the AWS clients do: the bucket's region from one ``HEAD`` on the bucket
+(:func:`bucket_region`, cached per bucket for the process) and ambient
+credentials from botocore's own chain (:func:`aws_credentials`: environment,
+shared files and profiles, SSO, ``credential_process``, containers, instance
+metadata).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from urllib.error import HTTPError
+from urllib.parse import quote
+from urllib.request import HTTPRedirectHandler, Request, build_opener
+
+from zarr.abc.store import ByteRequest
+from zarr.storage import ObjectStore
+
+from ..errors import ChecksumMismatchError, ObstoreUnsupportedError
+from ._counter import record_request
+from ._retry import CONNECT_TIMEOUT, READ_TIMEOUT, RetryPolicy
+
+#: ``storage_options`` key choosing the client of an object-store root: ``"obstore"`` (the default for
+#: ``s3://``, ``gs://``, ``az://`` when installed and the options map, see :func:`obstore_options`) or
+#: ``"fsspec"`` (alias ``"s3fs"``)
+BACKEND_OPTION = "moczarr_backend"
+BACKENDS = ("obstore", "fsspec", "s3fs")
+#: the roots obstore serves by default (``https://`` stays on fsspec: obstore's HTTPStore lists only over WebDAV)
+OBSTORE_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs")
+#: moczarr's own options, never passed to a client
+_OWN_OPTIONS = ("moczarr_retry", BACKEND_OPTION)
+_S3_CREDENTIALS = {"key": "access_key_id", "secret": "secret_access_key", "token": "session_token"}
+_GCS_INTERACTIVE_TOKENS = ("google_default", "cloud", "cache", "browser")
+
+
+@dataclass(frozen=True)
+class ObstoreSpec:
+    """The obstore store a root maps onto: the store class name, the bucket, its keyword arguments.
+
+    An ``S3Store`` spec may leave two things to :func:`open_obstore`: the
+    ``region`` (absent from ``kwargs``: found from the bucket) and the
+    credentials (``ambient``: neither ``anon`` nor a key was given, so AWS's
+    own chain resolves them, for ``profile`` when one is named). ``kwargs``
+    may hold secrets and is left out of the repr.
+    """
+
+    store: str
+    bucket: str
+    kwargs: dict = field(repr=False)
+    ambient: bool = False
+    profile: str | None = None
+
+
+def obstore_options(url: str, storage_options: dict | None, policy: RetryPolicy, concurrency: int) -> ObstoreSpec:
+    """The obstore store an object-store root maps onto; no request is made.
+
+    The fsspec options that map:
+
+    - ``s3://``: ``anon``, or ``key``/``secret`` (``token``), or neither
+      (ambient credentials, ``profile`` naming an AWS profile); ``endpoint_url``
+      (top level, in ``client_kwargs``, or ``AWS_ENDPOINT_URL_S3`` /
+      ``AWS_ENDPOINT_URL`` in the environment, as the AWS clients read it),
+      ``client_kwargs["region_name"]`` (else the bucket's region is looked up at
+      open), ``requester_pays``; ``config_kwargs`` ``connect_timeout``,
+      ``read_timeout``, ``max_pool_connections``.
+    - ``gs://``: ``token="anon"``, a service-account JSON path or dict as
+      ``token``, or no token (obstore's application-default chain);
+      ``endpoint_url``.
+    - ``az://``: ``account_name`` with ``account_key``, ``sas_token`` or ``anon``.
+
+    Every store gets the same bounds as the fsspec clients: one try per request
+    (``max_retries=0``: ``policy`` is the only retry loop), connect and read
+    timeouts, and an idle pool of ``concurrency`` connections (the in-flight
+    limit itself is :class:`~moczarr.storage.Storage`'s).
+
+    Raises :class:`~moczarr.errors.ObstoreUnsupportedError` saying why obstore
+    cannot serve the root: obstore not installed, a chained or other URL, an
+    option it does not take (named), missing Azure credentials.
+    """
+    try:
+        import obstore  # noqa: F401
+    except ImportError:
+        raise ObstoreUnsupportedError("obstore is not installed") from None
+    scheme, _, rest = url.partition("://")
+    if "::" in scheme:
+        raise ObstoreUnsupportedError("a chained fsspec URL")
+    scheme = scheme.lower()
+    if scheme not in OBSTORE_SCHEMES:
+        raise ObstoreUnsupportedError(
+            f"{scheme}:// roots are read through fsspec (obstore serves {', '.join(OBSTORE_SCHEMES)})"
+        )
+    opts = {k: v for k, v in (storage_options or {}).items() if k not in _OWN_OPTIONS}
+    client = dict(opts.pop("client_kwargs", None) or {})
+    config = dict(opts.pop("config_kwargs", None) or {})
+    bucket, _, prefix = rest.strip("/").partition("/")
+    if scheme in ("s3", "s3a"):
+        spec = _s3_spec(bucket, opts, client)
+    elif scheme in ("gs", "gcs"):
+        spec = _gcs_spec(bucket, opts)
+    else:
+        spec = _azure_spec(bucket, opts)
+    bounds = _client_bounds(config, policy, concurrency, spec.kwargs.get("endpoint") or spec.kwargs.get("base_url"))
+    left = (
+        sorted(opts) + [f"client_kwargs.{k}" for k in sorted(client)] + [f"config_kwargs.{k}" for k in sorted(config)]
+    )
+    if left:
+        raise ObstoreUnsupportedError(f"options obstore does not take: {left}")
+    return replace(spec, kwargs={**spec.kwargs, "prefix": prefix or None, **bounds})
+
+
+def _s3_spec(bucket: str, opts: dict, client: dict) -> ObstoreSpec:
+    """An ``S3Store`` spec from the S3 options (popped from ``opts`` and ``client`` as they are taken)."""
+    kwargs: dict = {}
+    anon = bool(opts.pop("anon", False))
+    keys = {dst: opts.pop(src) for src, dst in _S3_CREDENTIALS.items() if src in opts}
+    profile = opts.pop("profile", None)
+    if anon:
+        kwargs["skip_signature"] = True
+    elif keys and not {"access_key_id", "secret_access_key"} <= keys.keys():
+        raise ObstoreUnsupportedError("a key without its secret (or a token alone)")
+    kwargs.update(keys)
+    endpoint = (
+        opts.pop("endpoint_url", None)
+        or client.pop("endpoint_url", None)
+        or os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL")
+    )
+    if endpoint:
+        kwargs.update(endpoint=endpoint, virtual_hosted_style_request=False)
+    region = client.pop("region_name", None)
+    if region:
+        kwargs["region"] = region
+    if opts.pop("requester_pays", False):
+        kwargs["request_payer"] = True
+    return ObstoreSpec("S3Store", bucket, kwargs, ambient=not anon and not keys, profile=profile)
+
+
+def _gcs_spec(bucket: str, opts: dict) -> ObstoreSpec:
+    """A ``GCSStore`` spec from the gcsfs options (popped from ``opts``)."""
+    kwargs: dict = {}
+    token = opts.pop("token", None)
+    if token == "anon":
+        kwargs["skip_signature"] = True
+    elif isinstance(token, dict):
+        kwargs["service_account_key"] = json.dumps(token)
+    elif isinstance(token, (str, os.PathLike)) and token not in _GCS_INTERACTIVE_TOKENS:
+        kwargs["service_account_path"] = os.fspath(token)
+    elif token not in (None, "google_default"):
+        raise ObstoreUnsupportedError(f"gcsfs token {token!r} has no obstore counterpart")
+    endpoint = opts.pop("endpoint_url", None)
+    if endpoint:
+        kwargs["base_url"] = endpoint
+    opts.pop("project", None)  # only used to create buckets
+    return ObstoreSpec("GCSStore", bucket, kwargs)
+
+
+def _azure_spec(container: str, opts: dict) -> ObstoreSpec:
+    """An ``AzureStore`` spec from the adlfs options (popped from ``opts``)."""
+    if "@" in container:
+        raise ObstoreUnsupportedError("an abfs://container@account URL")
+    kwargs: dict = {"account_name": opts.pop("account_name", None)}
+    if not kwargs["account_name"]:
+        raise ObstoreUnsupportedError("no account_name")
+    if opts.pop("anon", False):
+        kwargs["skip_signature"] = True
+    for src, dst in (("account_key", "account_key"), ("sas_token", "sas_key")):
+        if src in opts:
+            kwargs[dst] = opts.pop(src)
+    if not kwargs.keys() & {"skip_signature", "account_key", "sas_key"}:
+        raise ObstoreUnsupportedError(
+            "no account_key, sas_token nor anon=True: ambient credentials are resolved by adlfs"
+        )
+    return ObstoreSpec("AzureStore", container, kwargs)
+
+
+def _client_bounds(config: dict, policy: RetryPolicy, concurrency: int, endpoint: str | None) -> dict:
+    """``client_options`` and ``retry_config`` of every obstore store (the ``config_kwargs`` it takes are popped)."""
+    connect = config.pop("connect_timeout", CONNECT_TIMEOUT)
+    read = config.pop("read_timeout", READ_TIMEOUT)
+    pool = config.pop("max_pool_connections", concurrency)
+    client_options = {
+        "connect_timeout": timedelta(seconds=float(connect)),
+        "read_timeout": timedelta(seconds=float(read)),
+        "timeout": timedelta(seconds=max(float(policy.deadline), float(read))),
+        "pool_max_idle_per_host": str(max(1, int(pool))),
+        "allow_http": (endpoint or "").startswith("http://"),
+    }
+    retry_config = {"max_retries": 0, "retry_timeout": timedelta(seconds=max(float(policy.deadline), 1.0))}
+    return {"client_options": client_options, "retry_config": retry_config}
+
+
+def open_obstore(spec: ObstoreSpec) -> VerifiedObjectStore:
+    """zarr's read-only ``ObjectStore`` over the store ``spec`` describes.
+
+    An ``S3Store`` without a region gets its bucket's (:func:`bucket_region`;
+    without an answer ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, then
+    ``us-east-1`` on an S3-compatible endpoint), and ambient credentials are
+    resolved by :func:`aws_credentials`. Raises
+    :class:`~moczarr.errors.ObstoreUnsupportedError` when AWS's region of the
+    bucket cannot be found or the AWS chain finds no credentials: s3fs, which
+    follows AWS's redirects and reports missing credentials itself, serves those.
+    """
+    import obstore.store
+
+    kwargs = dict(spec.kwargs)
+    endpoint = kwargs.get("endpoint") or kwargs.get("base_url") or ""
+    if spec.store == "S3Store":
+        if "region" not in kwargs:
+            timeout = kwargs["client_options"]["connect_timeout"].total_seconds()
+            kwargs["region"] = _region_for(spec.bucket, kwargs.get("endpoint"), timeout)
+        if spec.ambient:
+            kwargs.update(aws_credentials(spec.profile))
+    inner = getattr(obstore.store, spec.store)(spec.bucket, **kwargs)
+    return VerifiedObjectStore(inner, read_only=True, verify_etag=endpoint.startswith("http://"))
+
+
+def _region_for(bucket: str, endpoint: str | None, timeout: float) -> str:
+    region = bucket_region(bucket, endpoint, timeout=timeout)
+    region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    if region:
+        return region
+    if endpoint:
+        return "us-east-1"  # an S3-compatible server that names no region: the AWS clients' default
+    raise ObstoreUnsupportedError(f"the region of bucket {bucket!r} could not be found (s3fs follows AWS's redirects)")
+
+
+class _NoRedirects(HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None  # a 301 names the region in its headers: read it, do not follow
+
+
+_OPENER = build_opener(_NoRedirects)
+_REGIONS: dict[tuple[str, str], str] = {}
+AWS_S3 = "https://s3.amazonaws.com"
+
+
+def bucket_region(bucket: str, endpoint: str | None = None, *, timeout: float = CONNECT_TIMEOUT) -> str | None:
+    """The region the server names for ``bucket``: ``x-amz-bucket-region`` of one unsigned ``HEAD`` on the bucket.
+
+    What the AWS clients do to find a bucket's region: S3 answers the header
+    whether or not it lets the caller in (200, 301 from another region, 403).
+    ``endpoint`` is an S3-compatible server's (None: AWS). Answers are cached
+    per endpoint and bucket for the life of the process; None (not cached)
+    when the request fails or the answer names no region.
+    """
+    base = (endpoint or "").rstrip("/")
+    cached = _REGIONS.get((base, bucket))
+    if cached is not None:
+        return cached
+    if base:
+        url = f"{base}/{quote(bucket)}"
+    elif "." in bucket:  # not a DNS label: path style on the global endpoint
+        url = f"{AWS_S3}/{quote(bucket)}"
+    else:
+        url = f"https://{bucket}.s3.amazonaws.com/"
+    record_request("HEAD", bucket)
+    try:
+        with _OPENER.open(Request(url, method="HEAD"), timeout=timeout) as response:
+            region = response.headers.get("x-amz-bucket-region")
+    except HTTPError as exc:
+        region = exc.headers.get("x-amz-bucket-region")
+    except (OSError, ValueError):  # unreachable, refused, timed out, a malformed URL
+        return None
+    if region:
+        _REGIONS[base, bucket] = region
+    return region or None
+
+
+_CREDENTIALS: dict[tuple, dict] = {}
+_CREDENTIALS_LOCK = threading.Lock()
+
+
+def aws_credentials(profile: str | None = None) -> dict:
+    """Ambient AWS credentials as ``S3Store`` keyword arguments, found by botocore's own chain.
+
+    The chain every AWS client walks: environment variables, the shared
+    credentials and config files (``AWS_PROFILE`` or ``profile``; SSO,
+    ``credential_process``, assumed roles), container credentials, instance
+    metadata. Static credentials become ``access_key_id`` / ``secret_access_key``
+    (/ ``session_token``); refreshing ones a ``credential_provider``
+    (:class:`AwsCredentialChain`). Resolved once per profile and AWS
+    environment in a process. Raises :class:`~moczarr.errors.ObstoreUnsupportedError`
+    when botocore is missing, the chain fails (an unknown profile) or finds nothing.
+    """
+    key = (profile, tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))))
+    with _CREDENTIALS_LOCK:
+        if key not in _CREDENTIALS:
+            _CREDENTIALS[key] = _resolve_credentials(profile)
+        return dict(_CREDENTIALS[key])
+
+
+def _resolve_credentials(profile: str | None) -> dict:
+    try:
+        import botocore.credentials
+        import botocore.exceptions
+        import botocore.session
+    except ImportError:
+        raise ObstoreUnsupportedError(
+            "ambient AWS credentials are resolved by botocore (installed with s3fs)"
+        ) from None
+    try:
+        credentials = botocore.session.Session(profile=profile).get_credentials()
+    except botocore.exceptions.BotoCoreError as exc:
+        raise ObstoreUnsupportedError(f"the AWS credential chain failed ({exc})") from None
+    if credentials is None:
+        raise ObstoreUnsupportedError("the AWS credential chain found no credentials")
+    if isinstance(credentials, botocore.credentials.RefreshableCredentials):
+        return {"credential_provider": AwsCredentialChain(profile, credentials)}
+    frozen = credentials.get_frozen_credentials()
+    out = {"access_key_id": frozen.access_key, "secret_access_key": frozen.secret_key}
+    if frozen.token:
+        out["session_token"] = frozen.token
+    return out
+
+
+class AwsCredentialChain:
+    """An obstore credential provider over botocore's refreshing credentials (SSO, roles, instance metadata).
+
+    Each call hands obstore the current credentials for :attr:`TTL` (botocore
+    refreshes them ahead of their expiry). Pickles as its profile, so a dask
+    worker resolves its own credentials, as s3fs does.
+    """
+
+    TTL = timedelta(minutes=5)
+
+    def __init__(self, profile: str | None = None, credentials=None):
+        self.profile = profile
+        self._credentials = credentials
+
+    def __call__(self) -> dict:
+        if self._credentials is None:
+            import botocore.session
+
+            self._credentials = botocore.session.Session(profile=self.profile).get_credentials()
+        frozen = self._credentials.get_frozen_credentials()
+        return {
+            "access_key_id": frozen.access_key,
+            "secret_access_key": frozen.secret_key,
+            "token": frozen.token,
+            "expires_at": datetime.now(UTC) + self.TTL,
+        }
+
+    def __reduce__(self):
+        return (type(self), (self.profile,))
+
+
+_MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
+
+
+class VerifiedObjectStore(ObjectStore):
+    """zarr's ``ObjectStore`` that checks whole-object bodies against their MD5 ETag over plain HTTP.
+
+    botocore validates the checksum S3 sends with each object; obstore does
+    not. Over ``https://`` TLS guards the bytes in transit; over a plain
+    ``http://`` endpoint (a local S3-compatible server) nothing would, so a body
+    whose ETag is a plain MD5 (a single-part upload without SSE-KMS/SSE-C, which
+    is what such servers answer) must hash to it, else the read fails with
+    :class:`ChecksumMismatchError` and is retried.
+    """
+
+    def __init__(self, store, *, read_only: bool = False, verify_etag: bool = False) -> None:
+        super().__init__(store, read_only=read_only)
+        self.verify_etag = verify_etag
+
+    def with_read_only(self, read_only: bool = False) -> VerifiedObjectStore:
+        return type(self)(self.store, read_only=read_only, verify_etag=self.verify_etag)
+
+    async def get(self, key: str, prototype, byte_range: ByteRequest | None = None):
+        if byte_range is not None or not self.verify_etag:
+            return await super().get(key, prototype, byte_range)
+        import obstore
+
+        try:
+            result = await obstore.get_async(self.store, key)
+            payload = await result.bytes_async()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+        etag = _MD5_ETAG.match(result.meta.get("e_tag") or "")
+        if etag and hashlib.md5(payload, usedforsecurity=False).hexdigest() != etag.group(1):
+            raise ChecksumMismatchError(f"{key}: the body's MD5 does not match its ETag {etag.group(1)}")
+        return prototype.buffer.from_bytes(payload)
+
+
+__all__ = [
+    "BACKENDS",
+    "BACKEND_OPTION",
+    "OBSTORE_SCHEMES",
+    "AwsCredentialChain",
+    "ObstoreSpec",
+    "VerifiedObjectStore",
+    "aws_credentials",
+    "bucket_region",
+    "obstore_options",
+    "open_obstore",
+]
