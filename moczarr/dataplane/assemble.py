@@ -16,7 +16,7 @@ import posixpath
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple, overload
 
 import dask.array as da
 import mortie
@@ -135,6 +135,14 @@ def check_verify_chunks(value) -> bool:
     return value
 
 
+@overload
+def read_schema(
+    storage: Storage, group: str, array_names: list[str] | None = None, *, missing_ok: Literal[False] = False
+) -> Schema: ...
+@overload
+def read_schema(
+    storage: Storage, group: str, array_names: list[str] | None = None, *, missing_ok: bool
+) -> Schema | None: ...
 def read_schema(
     storage: Storage, group: str, array_names: list[str] | None = None, *, missing_ok: bool = False
 ) -> Schema | None:

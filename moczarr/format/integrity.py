@@ -141,7 +141,7 @@ def leaf_stamp_fields(stamp: dict, where: str, path: str) -> tuple[str | None, t
         cells = stamp_int(stamp, "cells_with_data", path)
     if type(granules) is not int or granules < 0:
         granules = stamp_int(stamp, "granule_count", path)
-    return written, (tuple(span) if span is not None else None), cells, granules
+    return written, (None if span is None else (span[0], span[1])), cells, granules
 
 
 __all__ = [

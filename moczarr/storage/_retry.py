@@ -27,6 +27,7 @@ import errno
 import re
 import socket
 import time
+from contextlib import suppress
 from dataclasses import asdict, dataclass, fields
 
 from ..errors import (
@@ -79,19 +80,19 @@ def policy_from_options(value) -> RetryPolicy:
     known = {f.name for f in fields(RetryPolicy)}
     if not isinstance(value, dict) or set(value) - known:
         raise ArgumentError(f"storage_options['moczarr_retry'] must be a mapping of {sorted(known)}, got {value!r}")
-    try:
-        policy = RetryPolicy(**value)
-        ok = int(policy.attempts) >= 1 and float(policy.deadline) > 0 and float(policy.backoff) >= 0
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
+    policy = None
+    with suppress(TypeError, ValueError):
+        candidate = RetryPolicy(**value)
+        if int(candidate.attempts) >= 1 and float(candidate.deadline) > 0 and float(candidate.backoff) >= 0:
+            policy = candidate
+    if policy is None:
         raise ArgumentError(
             f"storage_options['moczarr_retry'] = {value!r}: attempts must be >= 1, deadline > 0, backoff >= 0"
         )
     return policy
 
 
-def _chain(exc: BaseException):
+def _chain(exc: BaseException | None):
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
@@ -166,7 +167,7 @@ _DENIED_NAMES = {"PermissionDeniedError", "UnauthenticatedError"}  # obstore's 4
 
 
 def classify(exc: BaseException) -> str:
-    """What a read failure is: ``"missing"``, ``"timeout"``, ``"throttled"``, ``"transient"``, ``"denied"`` or ``"fatal"``.
+    """What a read failure is: ``"missing"``, ``"timeout"``, ``"throttled"``, ``"transient"``, ``"denied"``, ``"fatal"``.
 
     ``missing`` (a 404, ``FileNotFoundError``) is absence, never retried;
     ``timeout``, ``throttled`` (429, 503, ``SlowDown``) and ``transient`` (other

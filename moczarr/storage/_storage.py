@@ -160,18 +160,19 @@ async def list_entries(store: Store, prefix: str) -> Entries:
             listed = await store.fs._ls(path, detail=True)
         except FileNotFoundError:
             return Entries()
-        folders, objects = set(), {}
+        names: set[str] = set()
+        versions: dict[str, str | None] = {}
         for info in listed:
             name = str(info["name"]).rstrip("/")
             name = name.rsplit("/", 1)[-1] if name != path.rstrip("/") else ""
             if not name or name in (".", "..") or "#" in name or "?" in name:
                 continue
             if info.get("type") == "directory":
-                folders.add(name)
+                names.add(name)
             else:
                 etag = info.get("ETag") or info.get("etag") or info.get("e_tag")
-                objects[name] = _version(etag, info.get("size"), info.get("LastModified") or info.get("mtime"))
-        return Entries(tuple(sorted(folders)), dict(sorted(objects.items())))
+                versions[name] = _version(etag, info.get("size"), info.get("LastModified") or info.get("mtime"))
+        return Entries(tuple(sorted(names)), dict(sorted(versions.items())))
     raise ArgumentError(f"{type(store).__name__}: no listing of entries for this kind of store")
 
 
@@ -462,7 +463,9 @@ class Storage:
 
     def _read_local(self, rels: Sequence[str]) -> list[bytes | None]:
         """Plain file reads in the calling thread, every key checked (:meth:`key`) and counted."""
-        base, root, location, out = self._local, self.root, self.location, []
+        base, root, location = self._local, self.root, self.location
+        assert base is not None  # only called for local roots
+        out: list[bytes | None] = []
         for rel in rels:
             key = relative_key(rel, location)
             if root:
@@ -473,10 +476,10 @@ class Storage:
             except (FileNotFoundError, NotADirectoryError):
                 if not os.path.isdir(base):
                     raise missing_local_root(base, self.location) from None
-                payload = None
-            else:
-                if rel.count("/") <= 1:
-                    self.sizes[key] = len(payload)
+                out.append(None)
+                continue
+            if rel.count("/") <= 1:
+                self.sizes[key] = len(payload)
             out.append(payload)
         return out
 
@@ -541,7 +544,10 @@ class Storage:
                 record_request("LIST", self.key(rel))
                 out.append(_local_entries(os.path.join(self._local, self.key(rel))))
             return out
-        return list(sync(self._batch([lambda r=r: self.store.list_entries(self.key(r)) for r in rels])))
+        store = self.store
+        if not isinstance(store, CountingStore):  # Storage.open wraps every object store in one
+            raise ArgumentError(f"{self.location}: entries are listed only through the store Storage.open makes")
+        return list(sync(self._batch([lambda r=r: store.list_entries(self.key(r)) for r in rels])))
 
     @property
     def client(self) -> str:
@@ -572,7 +578,14 @@ class Writer:
         self.location = normalize_location(url)
         self.concurrency = concurrency
         self._local = None if is_remote(url) else self.location
-        self._store = None if self._local else make_store(url, storage_options, concurrency).with_read_only(False)
+        store = None if self._local else make_store(url, storage_options, concurrency).with_read_only(False)
+        assert store is None or isinstance(store, CountingStore)  # make_store wraps every object store to count
+        self._store: CountingStore | None = store
+
+    def _remote(self) -> CountingStore:
+        """The writable store of an object-store location (only called once the local case is handled)."""
+        assert self._store is not None
+        return self._store
 
     def __repr__(self) -> str:
         return f"Writer({self.location!r})"
@@ -597,7 +610,8 @@ class Writer:
         async def put(rel: str, payload: bytes):
             record_request("PUT", rel)
             buf = default_buffer_prototype().buffer.from_bytes(payload)
-            await read_with_retries(lambda: self._store.set(rel, buf), self._store.policy, self._address(rel))
+            store = self._remote()
+            await read_with_retries(lambda: store.set(rel, buf), store.policy, self._address(rel))
 
         if items:
             sync(bounded_batch([lambda r=r, p=p: put(r, p) for r, p in items], asyncio.Semaphore(self.concurrency)))
@@ -614,7 +628,8 @@ class Writer:
 
         async def delete(rel: str):
             record_request("DELETE", rel)
-            await read_with_retries(lambda: self._store.delete(rel), self._store.policy, self._address(rel))
+            store = self._remote()
+            await read_with_retries(lambda: store.delete(rel), store.policy, self._address(rel))
 
         if rels:
             sync(bounded_batch([lambda r=r: delete(r) for r in rels], asyncio.Semaphore(self.concurrency)))
@@ -631,7 +646,7 @@ class Writer:
                 return None
 
         async def get():  # the counting store records and retries it
-            buf = await self._store.get(rel, default_buffer_prototype())
+            buf = await self._remote().get(rel, default_buffer_prototype())
             return None if buf is None else buf.to_bytes()
 
         return sync(get())
@@ -650,7 +665,7 @@ class Writer:
             return sorted(found)
 
         async def collect():
-            return sorted([key async for key in self._store.list_prefix(f"{rel}/" if rel else "")])
+            return sorted([key async for key in self._remote().list_prefix(f"{rel}/" if rel else "")])
 
         return sync(collect())
 
