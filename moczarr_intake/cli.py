@@ -170,22 +170,10 @@ def build(
     out = check_out(out, [] if discover else [os.fspath(r) for r in roots])
     from .entries import catalog_entries
     from .hrefs import HrefPolicy
-    from .reading import read_roots
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", MoczarrWarning)
-        if reading is None:
-            reading = read_roots(
-                [os.fspath(r) for r in roots],
-                storage_options,
-                discover_below=discover,
-                exclude=[str(out)],
-                progress=progress,
-                scheduler=scheduler,
-            )
-    if not reading.summaries and not reading.moraine and not discover:
-        why = [f"{where}: {reason}" for where, reason in reading.damaged] or ["no product found"]
-        raise ContentError("nothing to catalog: " + "; ".join(why))
+    reading, caught = _read_stores(
+        roots, out, storage_options, discover=discover, progress=progress, scheduler=scheduler, reading=reading
+    )
     entries = catalog_entries(reading.summaries, reading.moraine)
     notes = build_notes(entries, reading, caught)
     if strict and notes:
@@ -220,6 +208,35 @@ def build(
         license_url=licence_url,
     )
     notes += _output_notes(policy, storage_options, api.skipped) + api.notes
+    return _written(out, reading, entries, notes, api)
+
+
+def _read_stores(
+    roots, out: Path, storage_options, *, discover: bool, progress: bool, scheduler, reading
+) -> tuple[Reading, list]:
+    """The facts of every root (:func:`~moczarr_intake.reading.read_roots`, unless ``reading`` has them) and the
+    reader warnings met meanwhile; raises :class:`~moczarr.errors.ContentError` when nothing is left to catalog."""
+    from .reading import read_roots
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MoczarrWarning)
+        if reading is None:
+            reading = read_roots(
+                [os.fspath(r) for r in roots],
+                storage_options,
+                discover_below=discover,
+                exclude=[str(out)],
+                progress=progress,
+                scheduler=scheduler,
+            )
+    if not reading.summaries and not reading.moraine and not discover:
+        why = [f"{where}: {reason}" for where, reason in reading.damaged] or ["no product found"]
+        raise ContentError("nothing to catalog: " + "; ".join(why))
+    return reading, caught
+
+
+def _written(out: Path, reading: Reading, entries: CatalogEntries, notes: list[str], api) -> dict:
+    """What :func:`build` returns: the documents written under ``out``, the facts read, the notes."""
     return {
         "intake": out / "catalog.yaml",
         "intake_v2": out / "catalog_v2.yaml",
