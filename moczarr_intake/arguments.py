@@ -46,6 +46,10 @@ def check_url(value: str | None, flag: str) -> str | None:
     return value.rstrip("/")
 
 
+#: the characters an SPDX license expression is spelled with (identifiers, ``+``, ``:``, parentheses, spaces)
+SPDX_CHARACTERS = re.compile(r"^[A-Za-z0-9.+:() -]+$")
+
+
 def check_license(value: str | None) -> tuple[str | None, str | None]:
     """``(SPDX id, None)``, ``(None, URL)`` or ``(None, None)`` for the ``--license`` flag.
 
@@ -63,14 +67,17 @@ def check_license(value: str | None) -> tuple[str | None, str | None]:
         if urlsplit(value).scheme.lower() not in ("http", "https") or not urlsplit(value).netloc:
             raise ArgumentError(f"--license {value!r}: a license URL must be an http(s) URL with a host")
         return None, value
+    not_a_licence = ArgumentError(
+        f"--license {value!r} is neither an SPDX license identifier (https://spdx.org/licenses/) nor an http(s) URL"
+    )
+    if not SPDX_CHARACTERS.match(value):  # refused without loading the SPDX list (the command stays light)
+        raise not_a_licence
     from packaging.licenses import InvalidLicenseExpression, canonicalize_license_expression
 
     try:
         canonical = canonicalize_license_expression(value)
     except InvalidLicenseExpression:
-        raise ArgumentError(
-            f"--license {value!r} is neither an SPDX license identifier (https://spdx.org/licenses/) nor an http(s) URL"
-        ) from None
+        raise not_a_licence from None
     if not STAC_LICENSE.match(canonical):
         raise ArgumentError(
             f"--license {value!r} is an SPDX expression: a STAC license holds one identifier; "
