@@ -16,6 +16,7 @@ multi-product stores when ``--pyramids`` is given. ``--json`` appends each row a
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -86,7 +87,7 @@ def interleaved(fn, floor_fn, repeats: int, os_floor_fn=None, others: dict | Non
     out = {f"{k}_s": statistics.median(v) for k, v in times.items()}
     for k in floors:
         name = k.replace("floor", "ratio") if "floor" in k else f"{k}_ratio"
-        out[name] = statistics.median(t / f for t, f in zip(times["median"], times[k]))
+        out[name] = statistics.median(t / f for t, f in zip(times["median"], times[k], strict=True))
     return out
 
 
@@ -200,7 +201,7 @@ def main() -> None:
         rows.append(
             measure(
                 f"open_hive single_{n}",
-                lambda: moczarr.open_hive(store),
+                functools.partial(moczarr.open_hive, store),
                 args.repeats,
                 floor,
                 args.json,
@@ -211,7 +212,12 @@ def main() -> None:
             )
         )
         if args.pandas:
-            measure(f"open_hive single_{n} (pandas)", lambda: moczarr.open_hive(store, index_kind="pandas"), 3, floor)
+            measure(
+                f"open_hive single_{n} (pandas)",
+                functools.partial(moczarr.open_hive, store, index_kind="pandas"),
+                3,
+                floor,
+            )
     if len(rows) > 1:
         first, last = rows[0], rows[-1]
         print(

@@ -10,7 +10,7 @@ import pytest
 
 from .conftest import REPO
 
-SCRIPTS = sorted((REPO / "benchmarks").glob("bench_*.py")) + [REPO / "benchmarks" / "run_all.py"]
+SCRIPTS = [*sorted((REPO / "benchmarks").glob("bench_*.py")), REPO / "benchmarks" / "run_all.py"]
 
 
 def test_there_are_benchmarks():

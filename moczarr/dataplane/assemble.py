@@ -16,7 +16,7 @@ import posixpath
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, overload
+from typing import TYPE_CHECKING, Literal, NamedTuple, overload
 
 import dask.array as da
 import mortie
@@ -47,6 +47,9 @@ from .reads import (
     read_whole,
     row_bytes,
 )
+
+if TYPE_CHECKING:
+    from dask.typing import Key
 
 CELLS = "cells"
 COORD = "morton"
@@ -161,21 +164,19 @@ def read_schema(
     """
     where = storage.describe(group)
     declared = array_names is not None
+    names = [] if array_names is None else [keys.array_name(n, where) for n in array_names]
     if declared:
-        array_names = [keys.array_name(n, where) for n in array_names]
-        doc, *docs = storage.get_many_json([f"{group}/zarr.json", *(f"{group}/{n}/zarr.json" for n in array_names)])
+        doc, *docs = storage.get_many_json([f"{group}/zarr.json", *(f"{group}/{n}/zarr.json" for n in names)])
     else:
-        doc = storage.get_json(f"{group}/zarr.json")
+        doc, docs = storage.get_json(f"{group}/zarr.json"), []
     if doc is None and missing_ok:
         return None
     if not isinstance(doc, dict) or doc.get("node_type") != "group" or doc.get("zarr_format") != 3:
         raise StampError(f"{where}: missing or not a zarr v3 group (malformed object)")
     if not declared:
-        array_names = [keys.array_name(n, where) for n in storage.list_dir(group) if n != "zarr.json"]
-        docs = storage.get_many_json([f"{group}/{n}/zarr.json" for n in array_names])
-    arrays = _array_schemas(
-        storage, group, array_names, docs, "the stamp or provenance block" if declared else "the listing"
-    )
+        names = [keys.array_name(n, where) for n in storage.list_dir(group) if n != "zarr.json"]
+        docs = storage.get_many_json([f"{group}/{n}/zarr.json" for n in names])
+    arrays = _array_schemas(storage, group, names, docs, "the stamp or provenance block" if declared else "the listing")
     attrs = doc.get("attributes") or {}
     if not isinstance(attrs, dict):
         raise SchemaError(f"{where}: group attributes are {type(attrs).__name__}, not a mapping")
@@ -198,10 +199,10 @@ def read_array_schemas(storage: Storage, group: str, array_names: list[str], sou
 def _array_schemas(storage: Storage, group: str, array_names: list[str], docs: list, source: str) -> dict:
     """The checked :class:`ArraySchema` of each named array from its read ``zarr.json`` document."""
     where = storage.describe(group)
-    present = {n: d for n, d in zip(array_names, docs) if d is not None}
+    present = {n: d for n, d in zip(array_names, docs, strict=True) if d is not None}
     check_declared_arrays(array_names, present, where, source)
     arrays = {}
-    for name, meta in sorted(zip(array_names, docs)):
+    for name, meta in sorted(zip(array_names, docs, strict=True)):
         parse_array_metadata(meta, storage.describe(f"{group}/{name}"))
         check_array_contract(meta, storage.describe(f"{group}/{name}"))
         dims = meta.get("dimension_names") or [f"{name}_dim_{i}" for i in range(len(meta["shape"]))]
@@ -245,7 +246,7 @@ def cells_array(source: CellsSource, row_chunks: tuple[int, ...], name: str) -> 
     key, so it reads only the objects the slice touches.
     """
     axis = source.axis
-    chunks = [(s,) for i, s in enumerate(source.shape) if i != axis]
+    chunks: list[tuple[int, ...]] = [(s,) for i, s in enumerate(source.shape) if i != axis]
     chunks.insert(axis, row_chunks)
     meta = np.empty((0,) * source.ndim, dtype=source.dtype)
     arr = da.from_array(source, chunks=tuple(chunks), name=name, meta=meta, asarray=False)
@@ -314,15 +315,18 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None, verify_chunks: bool |
     out = ds.isel({CELLS: rows})
     for name, source in sources.items():
         var = ds.variables[name]
+        chunks = var.chunks
+        assert chunks is not None  # sources holds only chunked variables
         out.variables[name].data = picked_array(
-            source, rows, max(var.chunks[var.dims.index(CELLS)]), verify=verify_chunks is not False
+            source, rows, max(chunks[var.dims.index(CELLS)]), verify=verify_chunks is not False
         )
     return out
 
 
 def _source_of(arr) -> CellsSource | None:
     """The source of an array still exactly as built (not persisted: its blocks still come from reads)."""
-    source = _SOURCES.get(getattr(arr, "name", None))
+    name = getattr(arr, "name", None)
+    source = _SOURCES.get(name) if isinstance(name, str) else None
     if source is None or not arr.__dask_graph__().dependencies.get(arr.name):
         return None
     return source
@@ -346,6 +350,7 @@ def lazy_cells_array(
     are checked against the digest its stamp records.
     """
     axis = schema.cells_axis
+    assert axis is not None  # only arrays with a cells axis are built over segments
     if not len(segments):
         shape = list(schema.shape)
         shape[axis] = 0
@@ -366,8 +371,8 @@ def lazy_whole_array(storage: Storage, schema: ArraySchema, part: Part, verify_c
     """A dask array of one object's whole array (arrays without a ``cells`` axis), checked as a cells array is."""
     digest = part_digests([part], schema.name)[0] if verify_chunks else None
     name = f"moczarr-{schema.name}-" + tokenize(storage.location, part.group, schema.name, schema.metadata, digest)
-    key = (name, *([0] * len(schema.shape)))
-    dsk = {key: (read_whole, storage, schema.name, schema.metadata, part.group, digest)}
+    key: tuple[str | int, ...] = (name, *([0] * len(schema.shape)))
+    dsk: dict[Key, tuple] = {key: (read_whole, storage, schema.name, schema.metadata, part.group, digest)}
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[])
     return da.Array(graph, name, tuple((s,) for s in schema.shape), dtype=schema.dtype)
 
@@ -395,7 +400,9 @@ def fabricated_cell_ids(domain: MortonRanges, row_chunks: tuple[int, ...], where
         return da.from_array(np.empty(0, dtype=np.uint64), chunks=-1)
     name = "moczarr-cell_ids-" + tokenize(domain, row_chunks)
     bounds = np.concatenate([[0], np.cumsum(row_chunks)])
-    dsk = {(name, i): (_nested_block, domain, int(bounds[i]), int(bounds[i + 1])) for i in range(len(row_chunks))}
+    dsk: dict[Key, tuple] = {
+        (name, i): (_nested_block, domain, int(bounds[i]), int(bounds[i + 1])) for i in range(len(row_chunks))
+    }
     return da.Array(
         HighLevelGraph.from_collections(name, dsk, dependencies=[]), name, (tuple(row_chunks),), dtype=np.uint64
     )
@@ -459,7 +466,7 @@ def build_dataset(
     rows = [p.n_rows for p in parts]
     if sum(rows) != len(domain):
         raise ValueError(f"row domain holds {len(domain)} cells but the objects give {sum(rows)}")
-    live = [p for p, n in zip(parts, rows) if n]
+    live = [p for p, n in zip(parts, rows, strict=True) if n]
     widest = max(
         (row_bytes(a.dtype, a.shape, a.cells_axis) for a in schema.arrays.values() if a.cells_axis is not None),
         default=1,
@@ -467,7 +474,8 @@ def build_dataset(
     row_chunks = batch_row_chunks([n for n in rows if n], widest, batch_bytes or DEFAULT_BATCH_BYTES)
     parts_token = parts_token_of(storage, live) if live else ""
     segments = Segments([p.group for p in live], [p.sel for p in live], [p.n_cells for p in live])
-    data_vars, coords = {}, {}
+    data_vars: dict[str, xr.Variable] = {}
+    coords: dict[str, xr.Variable] = {}
     for name, arr in schema.arrays.items():
         if name == COORD:
             continue

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -44,6 +45,9 @@ from ..errors import (
 from ..format.content import bytes_digest, content_digest
 from ..format.stamps import check_missing_version, version_prefix_of
 from ..storage import Storage
+
+if TYPE_CHECKING:
+    from .._zarr import ArraySpec, ChunkTransform
 
 DEFAULT_BATCH_BYTES = 4 * 2**20
 #: chunks whose payloads one read holds at once (a task reads its batch in sub-batches of this many)
@@ -76,7 +80,8 @@ class ChunkDecoder:
         self.fill_value = meta.fill_value
         self._chunk_keys: dict[tuple[int, ...], str] = {}
         self._raw_dtype, self._zstd = self._fast_path(metadata.get("codecs") or []) if shortcuts else (None, False)
-        self._transform = self._spec = None
+        self._transform: ChunkTransform | _AsyncChain | None = None
+        self._spec: ArraySpec | None = None
         if self._raw_dtype is None:
             self._zarr_chain()
 
@@ -113,7 +118,7 @@ class ChunkDecoder:
     @functools.cached_property
     def single_chunk(self) -> bool:
         """One chunk holds the whole array (zagg's leaves)."""
-        return all(c >= s for c, s in zip(self.chunk_shape, self.shape))
+        return all(c >= s for c, s in zip(self.chunk_shape, self.shape, strict=True))
 
     @functools.cached_property
     def content_nbytes(self) -> int | None:
@@ -159,6 +164,7 @@ class ChunkDecoder:
             return values if values.dtype == self.dtype else values.astype(self.dtype)
         from .._zarr import default_buffer_prototype
 
+        assert self._transform is not None and self._spec is not None  # no numpy path: _zarr_chain set them
         try:
             out = self._transform.decode_chunk(default_buffer_prototype().buffer.from_bytes(payload), self._spec)
         except MoczarrError:
@@ -236,7 +242,9 @@ class Segments:
         counts = (
             np.asarray(self.n_cells, dtype=np.int64)
             if self.whole
-            else np.array([n if s is None else s.size for n, s in zip(self.n_cells, self.sels)], dtype=np.int64)
+            else np.array(
+                [n if s is None else s.size for n, s in zip(self.n_cells, self.sels, strict=True)], dtype=np.int64
+            )
         )
         self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
@@ -334,9 +342,9 @@ class CellsSource:
         seg = np.searchsorted(self.offsets, rows, side="right") - 1
         local = rows - self.offsets[seg]
         cuts = np.flatnonzero(np.diff(seg)) + 1
-        keep = verify and self.digests is not None
+        kept = self.digests if verify else None
         groups, sels, n_cells, digests = [], [], [], []
-        for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [rows.size]])):
+        for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [rows.size]]), strict=True):
             if a == b:
                 continue
             p = int(seg[a])
@@ -344,8 +352,8 @@ class CellsSource:
             groups.append(self.groups[p])
             sels.append(local[a:b] if sel is None else sel[local[a:b]])
             n_cells.append(self.segments.n_cells[p])
-            if keep:
-                digests.append(self.digests[p])
+            if kept is not None:
+                digests.append(kept[p])
         segments = Segments(groups, sels, n_cells)
         picked = CellsSource(
             self.storage,
@@ -355,7 +363,7 @@ class CellsSource:
             segments,
             token,
             self._dtype,
-            digests=digests if keep else None,
+            digests=None if kept is None else digests,
         )
         picked._decoder = self._decoder
         return picked
@@ -399,7 +407,7 @@ class CellsSource:
 
         def pieces():
             bounds = self.offsets[first : last + 1].tolist()
-            for p, a, b in zip(range(first, last), bounds, bounds[1:]):
+            for p, (a, b) in enumerate(itertools.pairwise(bounds), start=first):
                 lo, hi = max(start, a), min(stop, b)
                 if lo < hi:
                     yield p, slice(lo - a, hi - a), lo - start
@@ -421,7 +429,7 @@ class CellsSource:
             groups = self.groups[a : min(last, a + SUB_BATCH_KEYS)]
             with self.storage.turn():
                 payloads = self._payloads([group + suffix for group in groups])
-                debris = self._require_groups([g for g, p in zip(groups, payloads) if p is None])
+                debris = self._require_groups([g for g, p in zip(groups, payloads, strict=True) if p is None])
                 decoded = (
                     self.check_content([(g, a + i, self._origin) for i, g in enumerate(groups)], payloads, debris)
                     if self.digests is not None
@@ -429,7 +437,7 @@ class CellsSource:
                 )
                 at = (a - first) * n
                 if decoded or not self._copy_joined(out, at, payloads):
-                    for i, (group, payload) in enumerate(zip(groups, payloads)):
+                    for i, (group, payload) in enumerate(zip(groups, payloads, strict=True)):
                         leaf = decoded.pop(group, None)
                         if leaf is None:
                             leaf = self._decode_object(group, self._origin, [payload])
@@ -450,7 +458,7 @@ class CellsSource:
         cuts = np.flatnonzero(np.diff(seg)) + 1
         pieces = (
             (int(seg[a]), uniq[a:b] - self.offsets[seg[a]], int(a))
-            for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [uniq.size]]))
+            for a, b in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [uniq.size]]), strict=True)
         )
         values = self._fill(pieces, uniq.size)
         return values if inverse is None else np.take(values, inverse, axis=self.axis)
@@ -468,7 +476,9 @@ class CellsSource:
         out = np.empty(shape, dtype=self.dtype)
         dec = self.decoder
         per_object = (
-            1 if dec.single_chunk else int(np.prod([-(-s // c) for s, c in zip(self._leaf_shape, dec.chunk_shape)]))
+            1
+            if dec.single_chunk
+            else int(np.prod([-(-s // c) for s, c in zip(self._leaf_shape, dec.chunk_shape, strict=True)]))
         )
         batch: dict[str, list] = {}
         for piece in pieces:
@@ -490,19 +500,20 @@ class CellsSource:
             return self._origin
         if self.digests is not None and self.digests[pieces[0][0]] is not None:
             return self._all_chunks()  # a recorded digest covers the whole array
-        step, along = dec.chunk_shape[self.axis], set()
+        step = dec.chunk_shape[self.axis]
+        wanted: set[int] = set()
         for seg, rows, _ in pieces:
             pos = self._object_positions(seg, rows)
             if isinstance(pos, slice):
-                along.update(range(pos.start // step, -(-pos.stop // step)))
+                wanted.update(range(pos.start // step, -(-pos.stop // step)))
             else:
-                along.update(np.unique(pos // step).tolist())
-        along = sorted(along)
+                wanted.update(np.unique(pos // step).tolist())
+        along = sorted(wanted)
         cshape, axis = dec.chunk_shape, self.axis
-        coords_list = [()]
-        for i, (s, c) in enumerate(zip(self._leaf_shape, cshape)):
+        coords_list: list[tuple[int, ...]] = [()]
+        for i, (s, c) in enumerate(zip(self._leaf_shape, cshape, strict=True)):
             choices = along if i == axis else range(-(-s // c))
-            coords_list = [cc + (int(x),) for cc in coords_list for x in choices]
+            coords_list = [(*cc, int(x)) for cc in coords_list for x in choices]
         return coords_list
 
     def _all_chunks(self) -> list[tuple[int, ...]]:
@@ -524,7 +535,7 @@ class CellsSource:
         if dec.single_chunk:
             suffix = f"/{self.name}/{dec.chunk_key((0,) * len(self._leaf_shape))}"
             payloads = self._payloads([group + suffix for group in batch])
-            gone = [group for group, p in zip(batch, payloads) if p is None]
+            gone = [group for group, p in zip(batch, payloads, strict=True) if p is None]
         else:
             keys = [f"{group}/{self.name}/{dec.chunk_key(c)}" for group, coords_list, _ in plans for c in coords_list]
             payloads = self._payloads(keys)
@@ -559,7 +570,9 @@ class CellsSource:
                     else np.take(leaf, pos, axis=self.axis)
                 )
 
-    def check_content(self, objects: list, payloads: list, debris: set[str] = frozenset()) -> dict[str, np.ndarray]:
+    def check_content(
+        self, objects: list, payloads: list, debris: Collection[str] = frozenset()
+    ) -> dict[str, np.ndarray]:
         """Check each object of a sub-batch whose stamp records this array's digest; return what it had to decode.
 
         ``objects`` are ``(object, a segment of it, chunk coordinates)`` and
@@ -572,6 +585,8 @@ class CellsSource:
         Objects in ``debris`` (a gone version, already warned about by
         :meth:`_require_groups`) are not checked: their rows are fill by the format's rule.
         """
+        digests = self.digests
+        assert digests is not None  # callers check content only of a verified source
         dec = self.decoder
         nbytes = dec.content_nbytes
         decoded: dict[str, np.ndarray] = {}
@@ -579,7 +594,7 @@ class CellsSource:
         for group, seg, coords_list in objects:
             chunks = payloads[k : k + len(coords_list)]
             k += len(coords_list)
-            expected = self.digests[seg]
+            expected = digests[seg]
             if not isinstance(expected, str) or group in debris:
                 continue
             if nbytes is not None and chunks[0] is not None and len(chunks[0]) == nbytes:
@@ -660,9 +675,9 @@ class CellsSource:
         if dec.single_chunk:
             return dec.decode(payloads[0], where(coords_list[0]))[tuple(slice(0, s) for s in lshape)]
         leaf = dec.fill(lshape)
-        for coords, payload in zip(coords_list, payloads):
+        for coords, payload in zip(coords_list, payloads, strict=True):
             chunk = dec.decode(payload, where(coords))
-            region = tuple(slice(c * cs, min((c + 1) * cs, s)) for c, cs, s in zip(coords, cshape, lshape))
+            region = tuple(slice(c * cs, min((c + 1) * cs, s)) for c, cs, s in zip(coords, cshape, lshape, strict=True))
             leaf[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
         return leaf
 

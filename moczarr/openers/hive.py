@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Literal, NamedTuple, overload
 
 import mortie
 import numpy as np
@@ -109,7 +109,11 @@ class Leaf(NamedTuple):
     @property
     def stamp(self) -> dict:
         """The commit stamp (parsed again from ``source`` when that is the document's bytes)."""
-        return self.source if isinstance(self.source, dict) else stamp_of(json.loads(self.source))
+        if isinstance(self.source, dict):
+            return self.source
+        stamp = stamp_of(json.loads(self.source))
+        assert stamp is not None  # source is the bytes a committed stamp was read from (admit_leaves)
+        return stamp
 
     @property
     def versioned(self) -> bool:
@@ -300,12 +304,13 @@ def candidate_leaves(
         refs = [r for r in walk_leaves(storage, manifest.shard_order, pg) if r.window == window]
         if cover is not None and refs:
             keep = meets(ids.to_words([r.decimal for r in refs]), cover)
-            refs = [r for r, k in zip(refs, keep) if k]
+            refs = [r for r, k in zip(refs, keep, strict=True) if k]
         return refs
     if cover is not None and shards.size:
         shards = shards[meets(shards, cover)]
     return [
-        LeafRef(d, window, ids.leaf_path(d, window, pg), w) for d, w in zip(ids.to_decimals(shards), shards.tolist())
+        LeafRef(d, window, ids.leaf_path(d, window, pg), w)
+        for d, w in zip(ids.to_decimals(shards), shards.tolist(), strict=True)
     ]
 
 
@@ -327,7 +332,7 @@ def admit_leaves(
     missing entirely (no ``zarr.json``) is left out with a :class:`MissingLeafWarning`.
     """
     payloads = storage.get_many([f"{c.path}/zarr.json" for c in candidates])
-    missing = [ref.path for ref, payload in zip(candidates, payloads) if payload is None]
+    missing = [ref.path for ref, payload in zip(candidates, payloads, strict=True) if payload is None]
     if named_by_moc and missing and not manifest.windowed:
         warn(
             f"{storage.describe()}: the root coverage.moc names {len(missing)} shard(s) with no leaf at all "
@@ -335,7 +340,9 @@ def admit_leaves(
             MissingLeafWarning,
         )
     admitted: list[Leaf] = []
-    for ref, payload in zip(candidates, payloads):  # each document parsed, used and dropped in turn
+    for ref, payload in zip(candidates, payloads, strict=True):  # each document parsed, used and dropped in turn
+        if payload is None:
+            continue  # no leaf at all (in ``missing`` above)
         stamp = stamp_of(parse_root(payload, storage.describe(f"{ref.path}/zarr.json")))
         if stamp is None:
             continue
@@ -378,6 +385,10 @@ def first_schema(
     return None, [], corrupted
 
 
+@overload
+def leaf_schema(storage: Storage, manifest: Manifest, lf: Leaf, *, missing_ok: Literal[False] = False) -> Schema: ...
+@overload
+def leaf_schema(storage: Storage, manifest: Manifest, lf: Leaf, *, missing_ok: bool) -> Schema | None: ...
 def leaf_schema(storage: Storage, manifest: Manifest, lf: Leaf, *, missing_ok: bool = False) -> Schema | None:
     """The data group schema of one leaf, its ``cells`` extents checked against the manifest.
 
@@ -412,6 +423,7 @@ def empty_selection_schema(storage: Storage, manifest: Manifest, corrupted: set[
         schema, live, _ = first_schema(storage, manifest, [leaf])
         if not live:
             continue
+        assert schema is not None  # first_schema gives a schema with every non-empty list of leaves
         if not scoped:
             raise StaleCoverageError(
                 f"{storage.describe()}: committed leaves exist (e.g. {ref.path}) but the root coverage.moc "
@@ -443,7 +455,7 @@ def leaves_dataset(
     first, _ = ids.subtree_rank_bounds(words, manifest.shard_order, manifest.cell_order)
     n_cells = manifest.cells_per_leaf
     sels = [None] * len(leaves) if cover is None else rows_in(domain, first, n_cells)  # no AOI: whole leaves
-    parts = [Part(f"{lf.prefix}/{group}", n_cells, s, lf.hashes) for lf, s in zip(leaves, sels)]
+    parts = [Part(f"{lf.prefix}/{group}", n_cells, s, lf.hashes) for lf, s in zip(leaves, sels, strict=True)]
     return build_dataset(
         storage,
         schema,
@@ -565,7 +577,7 @@ def read_coverage_bitmap(
     """
     storage = Storage.open(store_root, storage_options)
     manifest = read_manifest(storage)
-    decimal, window, path = resolve_leaf(leaf, manifest)
+    decimal, _, path = resolve_leaf(leaf, manifest)
     if stamp is None:
         stamp = read_stamp(storage, path)
         if stamp is None:

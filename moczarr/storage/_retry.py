@@ -167,7 +167,7 @@ _DENIED_NAMES = {"PermissionDeniedError", "UnauthenticatedError"}  # obstore's 4
 
 
 def classify(exc: BaseException) -> str:
-    """What a read failure is: ``"missing"``, ``"timeout"``, ``"throttled"``, ``"transient"``, ``"denied"``, ``"fatal"``.
+    """A read failure's kind: ``"missing"``, ``"timeout"``, ``"throttled"``, ``"transient"``, ``"denied"``, ``"fatal"``.
 
     ``missing`` (a 404, ``FileNotFoundError``) is absence, never retried;
     ``timeout``, ``throttled`` (429, 503, ``SlowDown``) and ``transient`` (other
