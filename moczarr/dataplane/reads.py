@@ -244,6 +244,31 @@ class Segments:
         return len(self.groups)
 
 
+class SegmentDigests(Sequence):
+    """One array's recorded digest per segment, looked up in each object's recorded hashes when it is read.
+
+    ``hashes[i]`` is segment i's object's ``content_hashes`` map (None:
+    nothing recorded) and ``key`` the array's path in it (``"8/count"``). An
+    open shares one ``hashes`` list among all its variables, so it never builds
+    a list per variable; item i is a hex string, None, or a malformed value
+    (which the check ignores, as :func:`~moczarr.format.content.recorded_digest` does).
+    """
+
+    __slots__ = ("hashes", "key")
+
+    def __init__(self, hashes: Sequence, key: str):
+        self.hashes, self.key = hashes, key
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        h = self.hashes[i]
+        return None if h is None else h.get(self.key)
+
+
 class CellsSource:
     """One variable over many objects, concatenated on the cells axis, as a lazily indexed array.
 
@@ -275,7 +300,7 @@ class CellsSource:
     ):
         self.storage, self.name, self.metadata, self.axis = storage, name, metadata, cells_axis
         self.segments = segments
-        self.digests = None if digests is None else list(digests)
+        self.digests = digests
         self.token = token
         self._decoder: ChunkDecoder | None = None
         self._dtype = dtype
@@ -777,6 +802,7 @@ __all__ = [
     "SUB_BATCH_KEYS",
     "CellsSource",
     "ChunkDecoder",
+    "SegmentDigests",
     "Segments",
     "batch_row_chunks",
     "cells_rows",
