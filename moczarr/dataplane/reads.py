@@ -26,6 +26,7 @@ reading as other values or as fill.
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 from collections.abc import Iterable, Sequence
 
@@ -263,10 +264,11 @@ class SegmentDigests(Sequence):
         return len(self.hashes)
 
     def __getitem__(self, i):
+        key = self.key
         if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+            return [None if h is None else h.get(key) for h in self.hashes[i]]
         h = self.hashes[i]
-        return None if h is None else h.get(self.key)
+        return None if h is None else h.get(key)
 
 
 class CellsSource:
@@ -447,11 +449,7 @@ class CellsSource:
             with self.storage.turn():
                 payloads = self._payloads([group + suffix for group in groups])
                 debris = self._require_groups([g for g, p in zip(groups, payloads) if p is None])
-                decoded = (
-                    self.check_content([(g, a + i, self._origin) for i, g in enumerate(groups)], payloads, debris)
-                    if self.digests is not None
-                    else {}
-                )
+                decoded = self._check_whole(a, groups, payloads, debris) if self.digests is not None else {}
                 at = (a - first) * n
                 if decoded or not self._copy_joined(out, at, payloads):
                     for i, (group, payload) in enumerate(zip(groups, payloads)):
@@ -583,6 +581,28 @@ class CellsSource:
                     if isinstance(pos, slice)
                     else np.take(leaf, pos, axis=self.axis)
                 )
+
+    def _check_whole(self, first: int, groups: list[str], payloads: list, debris: set[str]) -> dict[str, np.ndarray]:
+        """:meth:`check_content` of the whole single-chunk objects of segments ``first:first + len(groups)``.
+
+        A plain ``bytes`` chunk of the array's size is hashed in one tight loop
+        (the :func:`~moczarr.format.content.bytes_digest` rule, inlined: at
+        zagg's 64-byte chunks a call per chunk is a sizeable part of the check);
+        every other object, and any whose hash differs, goes through
+        :meth:`check_content`, which decodes, hashes and raises.
+        """
+        nbytes = self.decoder.content_nbytes
+        sha256 = hashlib.sha256
+        rest = []
+        for i, (payload, digest) in enumerate(zip(payloads, self.digests[first : first + len(groups)], strict=True)):
+            if type(digest) is not str:
+                continue
+            if nbytes is None or payload is None or len(payload) != nbytes or sha256(payload).hexdigest() != digest:
+                rest.append(i)
+        if not rest:
+            return {}
+        objects = [(groups[i], first + i, self._origin) for i in rest]
+        return self.check_content(objects, [payloads[i] for i in rest], debris)
 
     def check_content(self, objects: list, payloads: list, debris: set[str] = frozenset()) -> dict[str, np.ndarray]:
         """Check each object of a sub-batch whose stamp records this array's digest; return what it had to decode.
