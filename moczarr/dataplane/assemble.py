@@ -41,6 +41,7 @@ from ..storage import Storage, keys
 from .reads import (
     DEFAULT_BATCH_BYTES,
     CellsSource,
+    SegmentDigests,
     Segments,
     batch_row_chunks,
     cells_rows,
@@ -116,19 +117,17 @@ class Part(NamedTuple):
         return self.n_cells if self.sel is None else int(self.sel.size)
 
 
-def part_digests(parts: list[Part], name: str) -> list:
+def part_digests(parts: list[Part], name: str, hashes: list | None = None) -> SegmentDigests:
     """What each part's stamp records as the digest of array ``name``: a hex string, None, or a malformed value.
 
     The parts of one Dataset share their data group's name (the level's cell
-    order), so the key (``"8/count"``) is composed once and an open of many
-    leaves pays one dictionary lookup per leaf and variable. The check
-    (:meth:`~moczarr.dataplane.reads.CellsSource.check_content`) takes only a
-    string as a recorded digest (:func:`~moczarr.format.content.recorded_digest`'s rule).
+    order), so the key (``"8/count"``) is composed once; the digests are looked
+    up as the objects are read (:class:`~moczarr.dataplane.reads.SegmentDigests`),
+    so an open pays nothing per leaf and variable. ``hashes`` is
+    ``[p.hashes for p in parts]`` when the caller shares one list among its variables.
     """
-    if not parts:
-        return []
-    key = f"{posixpath.basename(parts[0].group)}/{name}"
-    return [None if (h := p.hashes) is None else h.get(key) for p in parts]
+    key = f"{posixpath.basename(parts[0].group)}/{name}" if parts else name
+    return SegmentDigests([p.hashes for p in parts] if hashes is None else hashes, key)
 
 
 def check_verify_chunks(value) -> bool:
@@ -338,7 +337,7 @@ def lazy_cells_array(
     segments: Segments,
     row_chunks: tuple[int, ...],
     parts_token: str,
-    digests: list | None = None,
+    digests: SegmentDigests | None = None,
 ) -> da.Array:
     """A dask array over the ``cells`` axis of ``segments``, one task per batch of objects (``row_chunks``).
 
@@ -474,6 +473,7 @@ def build_dataset(
     row_chunks = batch_row_chunks([n for n in rows if n], widest, batch_bytes or DEFAULT_BATCH_BYTES)
     parts_token = parts_token_of(storage, live) if live else ""
     segments = Segments([p.group for p in live], [p.sel for p in live], [p.n_cells for p in live])
+    hashes = [p.hashes for p in live] if verify_chunks else None
     data_vars: dict[str, xr.Variable] = {}
     coords: dict[str, xr.Variable] = {}
     for name, arr in schema.arrays.items():
@@ -486,7 +486,7 @@ def build_dataset(
                     arr.dims, lazy_whole_array(storage, arr, live[0], verify_chunks), arr.attrs
                 )
             continue
-        digests = part_digests(live, name) if verify_chunks else None
+        digests = part_digests(live, name, hashes) if verify_chunks else None
         var = xr.Variable(
             arr.dims, lazy_cells_array(storage, arr, segments, row_chunks, parts_token, digests), arr.attrs
         )

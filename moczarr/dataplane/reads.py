@@ -26,6 +26,7 @@ reading as other values or as fill.
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -252,6 +253,32 @@ class Segments:
         return len(self.groups)
 
 
+class SegmentDigests(Sequence):
+    """One array's recorded digest per segment, looked up in each object's recorded hashes when it is read.
+
+    ``hashes[i]`` is segment i's object's ``content_hashes`` map (None:
+    nothing recorded) and ``key`` the array's path in it (``"8/count"``). An
+    open shares one ``hashes`` list among all its variables, so it never builds
+    a list per variable; item i is a hex string, None, or a malformed value
+    (which the check ignores, as :func:`~moczarr.format.content.recorded_digest` does).
+    """
+
+    __slots__ = ("hashes", "key")
+
+    def __init__(self, hashes: Sequence, key: str):
+        self.hashes, self.key = hashes, key
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def __getitem__(self, i):
+        key = self.key
+        if isinstance(i, slice):
+            return [None if h is None else h.get(key) for h in self.hashes[i]]
+        h = self.hashes[i]
+        return None if h is None else h.get(key)
+
+
 class CellsSource:
     """One variable over many objects, concatenated on the cells axis, as a lazily indexed array.
 
@@ -283,7 +310,7 @@ class CellsSource:
     ):
         self.storage, self.name, self.metadata, self.axis = storage, name, metadata, cells_axis
         self.segments = segments
-        self.digests = None if digests is None else list(digests)
+        self.digests = digests
         self.token = token
         self._decoder: ChunkDecoder | None = None
         self._dtype = dtype
@@ -430,11 +457,7 @@ class CellsSource:
             with self.storage.turn():
                 payloads = self._payloads([group + suffix for group in groups])
                 debris = self._require_groups([g for g, p in zip(groups, payloads, strict=True) if p is None])
-                decoded = (
-                    self.check_content([(g, a + i, self._origin) for i, g in enumerate(groups)], payloads, debris)
-                    if self.digests is not None
-                    else {}
-                )
+                decoded = self._check_whole(a, groups, payloads, debris) if self.digests is not None else {}
                 at = (a - first) * n
                 if decoded or not self._copy_joined(out, at, payloads):
                     for i, (group, payload) in enumerate(zip(groups, payloads, strict=True)):
@@ -569,6 +592,32 @@ class CellsSource:
                     if isinstance(pos, slice)
                     else np.take(leaf, pos, axis=self.axis)
                 )
+
+    def _check_whole(
+        self, first: int, groups: list[str], payloads: list, debris: Collection[str]
+    ) -> dict[str, np.ndarray]:
+        """:meth:`check_content` of the whole single-chunk objects of segments ``first:first + len(groups)``.
+
+        A plain ``bytes`` chunk of the array's size is hashed in one tight loop
+        (the :func:`~moczarr.format.content.bytes_digest` rule, inlined: at
+        zagg's 64-byte chunks a call per chunk is a sizeable part of the check);
+        every other object, and any whose hash differs, goes through
+        :meth:`check_content`, which decodes, hashes and raises.
+        """
+        digests = self.digests
+        assert digests is not None  # called only on a source that verifies
+        nbytes = self.decoder.content_nbytes
+        sha256 = hashlib.sha256
+        rest = []
+        for i, (payload, digest) in enumerate(zip(payloads, digests[first : first + len(groups)], strict=True)):
+            if type(digest) is not str:
+                continue
+            if nbytes is None or payload is None or len(payload) != nbytes or sha256(payload).hexdigest() != digest:
+                rest.append(i)
+        if not rest:
+            return {}
+        objects = [(groups[i], first + i, self._origin) for i in rest]
+        return self.check_content(objects, [payloads[i] for i in rest], debris)
 
     def check_content(
         self, objects: list, payloads: list, debris: Collection[str] = frozenset()
@@ -792,6 +841,7 @@ __all__ = [
     "SUB_BATCH_KEYS",
     "CellsSource",
     "ChunkDecoder",
+    "SegmentDigests",
     "Segments",
     "batch_row_chunks",
     "cells_rows",
