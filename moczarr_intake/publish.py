@@ -185,10 +185,18 @@ def _safe_dsn(dsn: str) -> str:
     return f"{parts.get('host', '')}:{parts.get('port', '')}/{parts.get('dbname', '')}"
 
 
+#: seconds a connection attempt may take before the database counts as unreachable
+CONNECT_TIMEOUT_S = 10
+
+
 def _publish(dsn: str, collections: list[dict], items: list[dict], key: str | None) -> dict[str, int]:
+    import psycopg
     from pypgstac.db import PgstacDB
     from pypgstac.load import Loader, Methods
 
+    # pypgstac's pool would keep retrying an unreachable database for its 30 s timeout; one direct attempt
+    # first makes a refused or unknown host fail at once (and a silent one within CONNECT_TIMEOUT_S)
+    psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S).close()
     with PgstacDB(dsn=dsn) as db:
         loader = Loader(db=db)
         if collections:

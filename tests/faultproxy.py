@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote, urlsplit
 
+from .loopback import BurstServer
+
 _HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade"}
 
 
@@ -59,7 +61,7 @@ class Rule:
         return self.times is None or self.hits < self.times
 
 
-class _QuietServer(ThreadingHTTPServer):
+class _QuietServer(BurstServer):
     """A client that gave up on an answer (its timeout, a cancelled batch) is the point of a fault, not an error."""
 
     def handle_error(self, request, client_address):

@@ -35,6 +35,7 @@ from moczarr_intake.stac import ENGINE, HIVE_MEDIA_TYPE, MEDIA_TYPE, XARRAY, ope
 
 from .conftest import REPO, fixture_path
 from .engines import register_engine
+from .loopback import BurstServer
 
 pytestmark = [pytest.mark.filterwarnings("ignore::moczarr.errors.MoczarrWarning"), pytest.mark.slow]
 
@@ -80,9 +81,7 @@ class Server:
             def log_message(self, fmt, *args):
                 log.append(self.requestline)
 
-        self.httpd = http.server.ThreadingHTTPServer(
-            ("127.0.0.1", 0), functools.partial(Handler, directory=str(folder))
-        )
+        self.httpd = BurstServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(folder)))
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()

@@ -27,6 +27,7 @@ from moczarr.errors import AOIError, ContentError, NotAHiveStoreError, NotFoundE
 from moczarr_intake.stac import StacDocumentError, StacNotFoundError, open_stac
 
 from .conftest import fixture_path
+from .loopback import BurstServer
 
 WINDOWED = "zagg/windowed/store"
 BARE = "zagg/single_8/store"
@@ -163,7 +164,7 @@ def http_folder(tmp_path):
         def log_message(self, fmt, *args):
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(tmp_path)))
+    httpd = BurstServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(tmp_path)))
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:

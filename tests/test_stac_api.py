@@ -44,6 +44,7 @@ from moczarr_intake import cli
 from moczarr_intake.stac import open_stac, validate_document, write_geoparquet
 
 from .conftest import REPO, fixture_path
+from .loopback import BurstServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess]  # rustac serve
 
@@ -81,11 +82,8 @@ def quiet(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
-class StoreServer(http.server.ThreadingHTTPServer):
-    """The output folder over HTTP on 127.0.0.1 (a listen backlog the reader's concurrent GETs do not overflow)."""
-
-    request_queue_size = 128
-    daemon_threads = True
+class StoreServer(BurstServer):
+    """The output folder over HTTP on 127.0.0.1."""
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
