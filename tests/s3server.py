@@ -3,7 +3,8 @@
 The tests talk HTTP to it through s3fs exactly as they would to AWS; nothing
 is mocked in-process. :class:`S3Server` starts ``moto.server.ThreadedMotoServer``
 on a free loopback port, creates buckets (public-read by bucket policy, or
-private), uploads local directory trees with boto3, and counts the HTTP
+private), fills them with local directory trees (setup, written straight into
+the in-process server's backend), and counts the HTTP
 requests the server answers, so a test can check what actually went over the
 wire (for example that no ``HEAD`` precedes each ``GET``).
 
@@ -45,13 +46,15 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import boto3
 from botocore.config import Config
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.s3.models import s3_backends
+from moto.s3.utils import compute_checksum
 from moto.server import ThreadedMotoServer
 
 ACCESS_KEY = "moczarr-test-key"
@@ -216,19 +219,24 @@ class S3Server:
             }
             s3.put_bucket_policy(Bucket=name, Policy=json.dumps(policy))
 
-    def upload_tree(self, local: str | os.PathLike, bucket: str, prefix: str, *, workers: int = 16) -> int:
-        """Upload every file under ``local`` to ``s3://{bucket}/{prefix}/...``; returns the file count."""
+    def upload_tree(self, local: str | os.PathLike, bucket: str, prefix: str) -> int:
+        """Every file under ``local`` as an object ``s3://{bucket}/{prefix}/...``; returns the file count.
+
+        Setup, not under test: the objects go straight into the in-process server's
+        backend, the same objects a PUT stores, without signing and sending each
+        over HTTP (40x faster; reads still go through the server).
+        """
         root = Path(local)
-        files = sorted(p for p in root.rglob("*") if p.is_file())
         prefix = prefix.strip("/")
-        s3 = self.client()
-
-        def put(path: Path) -> None:
-            rel = path.relative_to(root).as_posix()
-            s3.put_object(Bucket=bucket, Key=f"{prefix}/{rel}" if prefix else rel, Body=path.read_bytes())
-
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(put, files))
+        backend = s3_backends[DEFAULT_ACCOUNT_ID]["global"]
+        backend.get_bucket(bucket)  # a missing bucket raises here, as a PUT would fail
+        files = sorted(p for p in root.rglob("*") if p.is_file())
+        for path in files:
+            rel, body = path.relative_to(root).as_posix(), path.read_bytes()
+            # the CRC32 a boto3 PUT sends and a GET with checksum mode returns, as the server would keep it
+            crc = compute_checksum(body, algorithm="CRC32").decode()
+            key = backend.put_object(bucket, f"{prefix}/{rel}" if prefix else rel, body, checksum_value=crc)
+            key.checksum_algorithm = "CRC32"
         return len(files)
 
     def put_bytes(self, bucket: str, key: str, payload: bytes) -> None:

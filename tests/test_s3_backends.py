@@ -42,8 +42,9 @@ STORE = "zagg/single_8/store"
 
 @pytest.fixture(scope="module")
 def s3(s3_server, store_layer):
-    s3_server.eu_bucket = "pub-eu"
-    for bucket, public, region in (("pub", True, None), ("priv", False, None), ("pub-eu", True, "eu-west-2")):
+    # one eu bucket a layer: the process caches a bucket's region, and each layer's run counts its one HEAD
+    eu = s3_server.eu_bucket = f"pub-eu-{store_layer}"
+    for bucket, public, region in (("pub", True, None), ("priv", False, None), (eu, True, "eu-west-2")):
         s3_server.bucket(bucket, public=public, region=region)
         s3_server.upload_tree(fixture_path(STORE), bucket, "single_8")
     return s3_server
