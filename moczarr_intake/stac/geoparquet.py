@@ -221,12 +221,12 @@ def machine_paths(catalog: pystac.Catalog) -> list[str]:
     """Hrefs of the location-free Item and Collection documents that are paths of this machine, not URLs."""
     docs = [location_free(c) for c in catalog.get_all_collections()]
     docs += [location_free(i) for i in catalog.get_items(recursive=True)]
-    found: list[str] = []
+    found: dict[str, None] = {}  # ordered and unique, in time linear in the hrefs
     for doc in docs:
         for href in _hrefs(doc):
-            if not is_remote(href) and href not in found:
-                found.append(href)
-    return found
+            if href not in found and not is_remote(href):
+                found[href] = None
+    return list(found)
 
 
 def _hrefs(doc: dict) -> Iterator[str]:
