@@ -105,7 +105,7 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
         aoi=None,
         all_time=False,
         storage_options=None,
-        verify_chunks=True,
+        verify_chunks=False,
         order=None,
         zoom=None,
         level=None,
@@ -137,7 +137,7 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
         window=None,
         aoi=None,
         storage_options=None,
-        verify_chunks=True,
+        verify_chunks=False,
     ):
         """:func:`moczarr.open_store` of the store root at ``filename_or_obj``."""
         from .openers.tree import open_store

@@ -145,8 +145,8 @@ class ContentHashError(ChunkError):
 
     Replaced, altered or deleted after the stamp was written (a deleted chunk
     reads as fill, and fill is not what the stamp recorded). Named by the
-    chunk's key; ``verify_chunks=False`` on the opener reads the stored values
-    anyway.
+    chunk's key; raised only by an open with ``verify_chunks=True`` (the
+    verifier reports the same as a finding); without it the stored values are read.
     """
 
 

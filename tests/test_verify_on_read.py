@@ -3,10 +3,11 @@
 Each case damages one data chunk of a copy of a store whose stamps record
 content hashes (zagg's newest writer: a legacy, a versioned and a windowed
 store), by replacing it with random bytes of the same length or deleting it,
-then reads it through every opener as a user would. With the default
-``verify_chunks=True`` every opener raises :class:`ContentHashError` naming the
-chunk's key; with ``verify_chunks=False`` it returns the stored values (the
-random bytes, or fill). Older leaves (no hashes) and moraine levels are
+then reads it through every opener as a user would. With ``verify_chunks=True``
+every opener raises :class:`ContentHashError` naming the chunk's key; by
+default (``verify_chunks=False``: the check costs about 20% of a full load,
+``benchmarks/bench_load.py``) it returns the stored values (the random bytes,
+or fill). Older leaves (no hashes) and moraine levels are
 unaffected: what stays undetectable there is docs/reliability.md's list.
 """
 
@@ -131,15 +132,17 @@ IDS = [f"{s.split('/')[1]}-{d}-{o}" for s, d, o in CASES]
 def test_a_damaged_chunk_raises_under_every_opener(damaged, name, how, opener):
     root, window, leaf, index, _, _ = damaged(name, how)
     with pytest.raises(ContentHashError, match=rf"{leaf}.*/8/{VAR}/c/0: ") as info:
-        OPENERS[opener](root, window, leaf, index)
+        OPENERS[opener](root, window, leaf, index, verify_chunks=True)
     assert str(root) in str(info.value)
     assert ("missing" in str(info.value)) == (how == "deleted")
 
 
+@pytest.mark.parametrize("given", [{"verify_chunks": False}, {}], ids=["False", "default"])
 @pytest.mark.parametrize("name,how,opener", CASES, ids=IDS)
-def test_verify_chunks_false_returns_the_stored_values(damaged, name, how, opener):
+def test_unchecked_reads_return_the_stored_values(damaged, name, how, opener, given):
+    """``verify_chunks=False``, which is the default, reads what is stored."""
     root, window, leaf, index, golden, stored = damaged(name, how)
-    values = OPENERS[opener](root, window, leaf, index, verify_chunks=False)
+    values = OPENERS[opener](root, window, leaf, index, **given)
     raw = np.zeros(ROWS, golden.dtype) if stored is None else np.frombuffer(stored, "<i8").astype(golden.dtype)
     rows = slice(index * ROWS, (index + 1) * ROWS)
     if opener == "open_leaf":
@@ -155,19 +158,20 @@ def test_undamaged_stores_read_the_same_checked_or_not(name):
     root = fixture_path(name)
     with warnings.catch_warnings():
         warnings.simplefilter("error", MoczarrWarning)
-        checked = moczarr.open_hive(root, window=window).load()
-    xr.testing.assert_identical(checked, moczarr.open_hive(root, window=window, verify_chunks=False).load())
+        checked = moczarr.open_hive(root, window=window, verify_chunks=True).load()
+    xr.testing.assert_identical(checked, moczarr.open_hive(root, window=window).load())
 
 
 def test_pick_cells_keeps_drops_or_refuses_the_check(damaged):
     root, _, _, index, golden, _ = damaged("zagg/single_8/store", "replaced")
     picks = [0, index * ROWS + 3]
+    checked = moczarr.open_hive(root, verify_chunks=True)
     with pytest.raises(ContentHashError):
-        moczarr.pick_cells(moczarr.open_hive(root), cells=picks)[VAR].load()
-    unchecked = moczarr.pick_cells(moczarr.open_hive(root), cells=picks, verify_chunks=False)[VAR].values
+        moczarr.pick_cells(checked, cells=picks)[VAR].load()
+    unchecked = moczarr.pick_cells(checked, cells=picks, verify_chunks=False)[VAR].values
     assert unchecked[0] == golden[0]
     with pytest.raises(ArgumentError, match="verify_chunks=False"):
-        moczarr.pick_cells(moczarr.open_hive(root, verify_chunks=False), cells=picks, verify_chunks=True)
+        moczarr.pick_cells(moczarr.open_hive(root), cells=picks, verify_chunks=True)
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, None])
@@ -189,7 +193,7 @@ def test_a_missing_chunk_that_is_all_fill_is_what_the_stamp_recorded(copy_fixtur
     fill = np.full(ROWS, np.nan, dtype=np.float32)
     doc["attributes"]["morton_hive_commit"]["content_hashes"]["arrays"]["8/h_max"] = content_digest(fill)
     write_json(stamp_doc, doc)
-    values = moczarr.open_hive(root)["h_max"].values
+    values = moczarr.open_hive(root, verify_chunks=True)["h_max"].values
     assert np.isnan(values[:ROWS]).all()
 
 
@@ -200,10 +204,10 @@ def test_a_damaged_overview_chunk_raises(copy_fixture):
     order = int(chunk.parent.parent.parent.name)
     damage(chunk, "replaced")
     with pytest.raises(ContentHashError, match=rf"all\.zarr/{order}/{VAR}/c/0"):
-        moczarr.open_level(root, order)[VAR].load()
+        moczarr.open_level(root, order, verify_chunks=True)[VAR].load()
     with pytest.raises(ContentHashError, match=r"all\.zarr"):
-        moczarr.open_pyramid(root).load()
-    assert moczarr.open_level(root, order, verify_chunks=False)[VAR].values.size
+        moczarr.open_pyramid(root, verify_chunks=True).load()
+    assert moczarr.open_level(root, order)[VAR].values.size
 
 
 def test_a_deleted_column_chunk_raises(copy_fixture):
@@ -213,7 +217,7 @@ def test_a_deleted_column_chunk_raises(copy_fixture):
     chunk = sorted(root.glob(f"**/all.pyramid.zarr/{order}/{VAR}/c/0"))[0]
     damage(chunk, "deleted")
     with pytest.raises(ContentHashError, match=rf"all\.pyramid\.zarr/{order}/{VAR}/c/0: the chunk is missing"):
-        moczarr.open_level(root, order)[VAR].load()
+        moczarr.open_level(root, order, verify_chunks=True)[VAR].load()
 
 
 def test_a_deleted_ragged_chunk_raises(copy_fixture):
@@ -221,8 +225,8 @@ def test_a_deleted_ragged_chunk_raises(copy_fixture):
     (decimal, *_) = moczarr.open_hive(root).attrs["morton_hive"]["leaves"]
     damage(chunk_of(root, decimal, None, "h_tdigest"), "deleted")
     with pytest.raises(ContentHashError, match="h_tdigest/c/0"):
-        moczarr.open_hive(root)["h_tdigest"].load()
-    assert (moczarr.open_hive(root, verify_chunks=False)["h_tdigest"].values[:ROWS] == b"").all()
+        moczarr.open_hive(root, verify_chunks=True)["h_tdigest"].load()
+    assert (moczarr.open_hive(root)["h_tdigest"].values[:ROWS] == b"").all()
 
 
 def test_a_leaf_of_many_chunks_is_checked_whole(tmp_path):
@@ -233,8 +237,8 @@ def test_a_leaf_of_many_chunks_is_checked_whole(tmp_path):
     chunk.unlink()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CoverageFallbackWarning)  # the writer writes no root MOC
-        ds = moczarr.open_hive(root)
-        unchecked = moczarr.open_hive(root, verify_chunks=False)
+        ds = moczarr.open_hive(root, verify_chunks=True)
+        unchecked = moczarr.open_hive(root)
     with pytest.raises(ContentHashError, match="red: its values"):
         ds["red"].isel(cells=slice(0, 2)).load()
     assert unchecked["red"].isel(cells=slice(0, 2)).values.size
@@ -260,9 +264,9 @@ def test_older_leaves_without_hashes_read_as_before(copy_fixture, goldens):
     golden, leaves = goldens["zagg/single_8/store"]
     with warnings.catch_warnings():
         warnings.simplefilter("error", MoczarrWarning)
-        np.testing.assert_array_equal(moczarr.open_hive(root)[VAR].values, golden)
+        np.testing.assert_array_equal(moczarr.open_hive(root, verify_chunks=True)[VAR].values, golden)
         damage(chunk_of(root, leaves[-1], None), "deleted")
-        values = moczarr.open_hive(root)[VAR].values
+        values = moczarr.open_hive(root, verify_chunks=True)[VAR].values
     assert (values[-ROWS:] == 0).all()
     np.testing.assert_array_equal(values[:-ROWS], golden[:-ROWS])
 

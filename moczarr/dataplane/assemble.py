@@ -366,7 +366,7 @@ def parts_token_of(storage: Storage, parts: list[Part]) -> str:
     return tokenize(storage.location, "\n".join(p.group for p in parts), sels)
 
 
-def lazy_whole_array(storage: Storage, schema: ArraySchema, part: Part, verify_chunks: bool = True) -> da.Array:
+def lazy_whole_array(storage: Storage, schema: ArraySchema, part: Part, verify_chunks: bool = False) -> da.Array:
     """A dask array of one object's whole array (arrays without a ``cells`` axis), checked as a cells array is."""
     digest = part_digests([part], schema.name)[0] if verify_chunks else None
     name = f"moczarr-{schema.name}-" + tokenize(storage.location, part.group, schema.name, schema.metadata, digest)
@@ -448,7 +448,7 @@ def build_dataset(
     fabricate_cell_ids: str | bool = "auto",
     attrs: dict | None = None,
     batch_bytes: int | None = None,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ) -> xr.Dataset:
     """The Dataset of ``parts`` under ``schema``: lazy data variables, the morton index, NESTED ids.
 

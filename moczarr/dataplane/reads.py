@@ -780,7 +780,7 @@ def mismatch_message(where: str, got: str, expected: str, *, missing: int = 0, n
         what = f"its values hash to {got[:12]}…, the stamp's content_hashes record {expected[:12]}…"
         if missing:
             what += f" ({missing} of its {n_chunks} chunks are missing and read as fill)"
-    return f"{where}: {what} (a replaced, altered or deleted chunk); open with verify_chunks=False to read it anyway"
+    return f"{where}: {what} (a replaced, altered or deleted chunk); open without verify_chunks=True to read it anyway"
 
 
 def read_whole(storage: Storage, name: str, metadata: dict, group: str, digest: str | None = None) -> np.ndarray:

@@ -24,7 +24,7 @@ What these checks cannot see: a data chunk that is missing or replaced by
 another valid chunk decodes as fill or as other values. Only a comparison
 with the stamp's ``content_hashes`` (:mod:`moczarr.format.content`) detects
 that; the data plane makes it on every read where the stamp records them
-(``verify_chunks=True``), the verifier on every object.
+when an opener is given ``verify_chunks=True``, the verifier on every object.
 """
 
 from __future__ import annotations

@@ -135,7 +135,7 @@ def open_hive(
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     batch_bytes: int | None = None,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ) -> xr.Dataset:
     """Open every selected source leaf of a store as one lazy ``xarray.Dataset``.
 
@@ -165,11 +165,13 @@ def open_hive(
         Decoded bytes per read task (default 4 MiB): each dask task reads this
         much of one variable from many leaves in one batched read.
     verify_chunks : bool
-        ``True`` (default): where a leaf's stamp records ``content_hashes``
-        (the newest zagg writers), every chunk a computation reads is hashed
-        and compared with the stamp's digest before it is used; a replaced or
-        deleted chunk raises :class:`~moczarr.errors.ContentHashError`.
-        ``False`` reads the stored values unchecked.
+        ``True``: where a leaf's stamp records ``content_hashes`` (the newest
+        zagg writers), every chunk a computation reads is hashed and compared
+        with the stamp's digest before it is used; a replaced or deleted chunk
+        raises :class:`~moczarr.errors.ContentHashError`. ``False`` (default:
+        the check adds about 20% to a full load, ``benchmarks/bench_load.py``)
+        reads the stored values as they are; ``moczarr-catalog verify`` checks
+        a whole store.
 
     Returns a Dataset with one ``cells`` dimension in ascending packed-word
     order, the ``morton`` coordinate, lazy (dask) data variables and the store
@@ -230,7 +232,7 @@ def open_source(
     fabricate_cell_ids: str | bool = "auto",
     extra_attrs: dict | None = None,
     batch_bytes: int | None = None,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ) -> xr.Dataset:
     """:func:`open_hive` on an already-open storage and manifest (shared by the tree openers).
 
@@ -443,7 +445,7 @@ def leaves_dataset(
     fabricate_cell_ids,
     attrs: dict,
     batch_bytes: int | None = None,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ) -> xr.Dataset:
     """The Dataset of admitted leaves under ``schema``: domain arithmetic, then lazy assembly.
 
@@ -517,14 +519,14 @@ def open_leaf(
     index_kind: str = "moc",
     fabricate_cell_ids: str | bool = "auto",
     storage_options: dict | None = None,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ) -> xr.Dataset:
     """One leaf as a lazy ``xarray.Dataset`` (all cells of its shard).
 
     ``leaf`` is the shard's decimal id, ``{id}_{window}``, or the stable leaf
     path. The root stamp is read (one GET) unless ``stamp=`` is given; a
-    ``current`` pointer is followed. Reads are checked against the stamp's
-    ``content_hashes`` unless ``verify_chunks=False`` (see :func:`open_hive`).
+    ``current`` pointer is followed. With ``verify_chunks=True`` reads are
+    checked against the stamp's ``content_hashes`` (see :func:`open_hive`).
     Raises :class:`ArgumentError` for a ``leaf`` that names no leaf of the
     store's shard order, :class:`UncommittedError` for a missing or unstamped leaf and
     :class:`VersionPointerError` for a bad pointer; computing raises

@@ -65,7 +65,7 @@ def open_level(
     index_kind: str = "moc",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ) -> xr.Dataset:
     """One resolution of a store as a Dataset, whichever artifact kind materializes it.
 
@@ -87,8 +87,8 @@ def open_level(
     column level). ``aoi=`` takes any place (:mod:`moczarr.places`), met at
     this level's cell order; ``time=(start, end)`` stacks the overlapping
     windows (:mod:`moczarr.openers.times`). Raises :class:`AOIError` for what is no
-    place. Reads are checked against each object's recorded ``content_hashes``
-    (leaves, overviews and columns alike) unless ``verify_chunks=False`` (see
+    place. With ``verify_chunks=True`` reads are checked against each object's
+    recorded ``content_hashes`` (leaves, overviews and columns alike; see
     :func:`~moczarr.openers.hive.open_hive`).
     """
     cell_order = None if cell_order is None else check_order(cell_order, "cell_order")
@@ -112,7 +112,7 @@ def open_overview_order(
     *,
     index_kind: str = "moc",
     storage_options: dict | None = None,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ) -> xr.Dataset:
     """The overview level storing cells at ``cell_order`` (see :func:`open_level`).
 
@@ -193,7 +193,7 @@ def open_level_in(
     *,
     index_kind: str = "moc",
     named: bool = True,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ) -> xr.Dataset:
     """:func:`open_level` on an open storage and manifest (shared by the tree openers).
 
@@ -257,7 +257,7 @@ def open_level_or_omit(
     *,
     index_kind: str = "moc",
     named: bool = True,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ) -> xr.Dataset | None:
     """:func:`open_level_in` for callers that leave an unmaterialized level out (the trees, verify).
 
@@ -554,7 +554,7 @@ def readable_level(
     cover,
     index_kind: str,
     attrs: dict,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ):
     """The level's Dataset, schema read from the first schema object whose metadata can be used.
 
@@ -596,7 +596,7 @@ def _objects_dataset(
     index_kind: str,
     attrs: dict,
     schema_object: DerivedObject,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ) -> xr.Dataset:
     r, k = level.cell_order, level.node_order
     group = str(r)
@@ -646,7 +646,7 @@ def open_pyramid(
     index_kind: str = "moc",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ) -> xr.DataTree:
     """Every materialized level of a store as a DataTree: an empty root, children ``o{cell_order}``, finest first.
 
@@ -672,7 +672,7 @@ def open_pyramid(
 
 
 def pyramid_tree(
-    storage, manifest, levels=None, aoi=None, window=None, all_time=False, *, index_kind="moc", verify_chunks=True
+    storage, manifest, levels=None, aoi=None, window=None, all_time=False, *, index_kind="moc", verify_chunks=False
 ) -> xr.DataTree:
     """:func:`open_pyramid` on an open storage and manifest."""
     decl = pyramid_declaration(manifest)

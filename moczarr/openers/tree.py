@@ -40,7 +40,7 @@ def open_store(
     index_kind: str = "moc",
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
-    verify_chunks: bool = True,
+    verify_chunks: bool = False,
 ):
     """A store root as an ``xarray.DataTree``: an empty root, one child per product.
 
@@ -58,9 +58,9 @@ def open_store(
     (the overlapping windows, stacked on ``window``). Raises
     :class:`~moczarr.errors.WindowError` when a windowed product is opened
     without a window or time, and :class:`~moczarr.errors.AOIError` for an
-    ``aoi=`` that is no place (before any read). Reads are checked against
-    each object's recorded ``content_hashes`` unless ``verify_chunks=False``
-    (see :func:`moczarr.open_hive`).
+    ``aoi=`` that is no place (before any read). With ``verify_chunks=True``
+    reads are checked against each object's recorded ``content_hashes`` (see
+    :func:`moczarr.open_hive`).
     """
     aoi = as_place(aoi)
     window = window_or_time(window, time)
@@ -108,7 +108,7 @@ def open_store(
     return xr.DataTree(xr.Dataset(attrs={"morton_hive_store": store_attrs}), children=children)
 
 
-def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "moc", verify_chunks: bool = True):
+def product_node(storage: Storage, manifest, aoi, window, *, index_kind: str = "moc", verify_chunks: bool = False):
     """One product: its flat Dataset, or (pyramid declared) an empty node with one child per stored order."""
     identity = {"morton_hive": manifest.summary()}
     if manifest.semantic_hash:
