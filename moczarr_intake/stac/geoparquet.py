@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,14 +177,16 @@ def write_api_items(catalog: pystac.Catalog, folder: str | os.PathLike) -> list[
     loose = [doc["id"] for doc in docs if not doc.get("collection")]
     if loose:
         warn(f"STAC API Items: Items outside any Collection left out: {loose}", MoczarrWarning)
-    written = []
+    files: list[tuple[list[dict], Path]] = []
     for collection, groups in _groups_by_collection([d for d in docs if d.get("collection")]):
         for n, rows in enumerate(groups, start=1):
             name = f"{collection}.parquet" if len(groups) == 1 else f"{collection}.{n}.parquet"
-            path = _write_rows(rows, folder / name)
-            if path is not None:
-                written.append(path)
-    return written
+            located = _located_rows(rows)
+            if located:
+                files.append((located, folder / name))
+    # rustac writes outside the GIL: a file per Collection costs a few ms, so a thousand go in parallel
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda job: _write_parquet(*job), files))
 
 
 def _groups_by_collection(docs: list[dict]) -> Iterator[tuple[str, list[list[dict]]]]:
@@ -206,13 +209,16 @@ def _key_paths(value, prefix: str = "") -> Iterator[str]:
             yield from _key_paths(inner, f"{prefix}/{key}")
 
 
-def _write_rows(docs: list[dict], path: Path) -> Path | None:
+def _located_rows(docs: list[dict]) -> list[dict]:
+    """The documents with a geometry; the others are left out with a warning naming them."""
     rows = [doc for doc in docs if doc.get("geometry")]
     if len(rows) < len(docs):
         left_out = [doc.get("id") for doc in docs if not doc.get("geometry")]
         warn(f"STAC API Items: Items without geometry left out: {left_out}", MoczarrWarning)
-    if not rows:
-        return None
+    return rows
+
+
+def _write_parquet(rows: list[dict], path: Path) -> Path:
     rustac.write_sync(os.fspath(path), rows, format="parquet")
     return path
 
