@@ -212,6 +212,20 @@ def test_bad_current_raises(copy_fixture, bad):
         moczarr.read_coverage_bitmap(root, "1111111")
 
 
+def test_a_sidecar_naming_a_folder_reads_as_no_sidecar(copy_fixture):
+    """A folder is no object (as in S3): a stamp whose sidecar names one of the version's array groups has no
+    bitmap to give, so the answer is None (use the box), never an OS error."""
+    root = copy_fixture("zagg/versioned/store")
+    stamp = _stamp_of(root, LAST_VERSIONED_LEAF)
+    group = next(p.name for p in (root / LAST_VERSIONED_LEAF / stamp["current"]).iterdir() if p.is_dir())
+    set_attrs(
+        root / LAST_VERSIONED_LEAF / "zarr.json",
+        lambda a: a["morton_hive_commit"]["coverage"].update(sidecar=group, encoding="bitmap"),
+    )
+    assert (root / LAST_VERSIONED_LEAF / stamp["current"] / group).is_dir()
+    assert moczarr.read_coverage_bitmap(root, LAST_VERSIONED_LEAF) is None
+
+
 def test_pointer_to_missing_version_on_the_schema_leaf_is_skipped_at_open(copy_fixture):
     """The schema leaf is the one leaf an open reads inside: a version gone there is seen and skipped at once."""
     root = copy_fixture("zagg/versioned/store")

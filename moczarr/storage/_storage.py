@@ -473,7 +473,7 @@ class Storage:
             record_request("GET", key)
             try:
                 payload = read_file(f"{base}/{key}")
-            except (FileNotFoundError, NotADirectoryError):
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):  # a folder is no object, as in S3
                 if not os.path.isdir(base):
                     raise missing_local_root(base, self.location) from None
                 out.append(None)
