@@ -276,6 +276,14 @@ def set_attrs(zarr_json: Path, update) -> None:
     write_json(zarr_json, doc)
 
 
+def rewrite_manifest(store: Path, **changes) -> None:
+    """Replace a store's manifest by a changed copy: a new file, so hard-linked copies of the store keep theirs."""
+    path = Path(store) / "morton_hive.json"
+    doc = {**load_json(path), **changes}
+    path.unlink()
+    write_json(path, doc)
+
+
 @contextmanager
 def local_cluster():
     """A dask.distributed cluster of two worker processes on 127.0.0.1 (no dashboard), and its client."""

@@ -30,7 +30,7 @@ from moczarr_intake.reading import read_roots
 from moczarr_intake.record import RECORD_NAME, BuildRecord
 from moczarr_intake.refresh import update
 
-from .conftest import local_cluster
+from .conftest import local_cluster, rewrite_manifest
 from .s3server import S3Server
 
 pytestmark = pytest.mark.filterwarnings("ignore::moczarr.errors.MoczarrWarning")
@@ -47,14 +47,6 @@ def sample(tmp_path_factory) -> Path:
 def copy_store(src: Path, dest: Path) -> Path:
     shutil.copytree(src, dest, copy_function=os.link)  # hard links: a change must replace a file, never edit it
     return dest
-
-
-def rewrite_manifest(store: Path, **changes) -> None:
-    """Replace a store's manifest by a changed copy (a new file, so the hard-linked copies keep theirs)."""
-    path = store / "morton_hive.json"
-    doc = {**json.loads(path.read_text()), **changes}
-    path.unlink()
-    path.write_text(json.dumps(doc, indent=1))
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,7 @@ from moczarr.metadata import parse_time
 from moczarr.testing import write_sample_store
 from moczarr_intake.cli import main
 
-from .conftest import IN_CI
+from .conftest import IN_CI, rewrite_manifest
 from .pgstac_server import PgstacStack, missing
 
 pytestmark = pytest.mark.filterwarnings("ignore::moczarr.errors.MoczarrWarning")
@@ -60,13 +60,6 @@ def stack():
         for name in ("NO_PROXY", "no_proxy"):  # loopback traffic never goes to a configured proxy
             mp.setenv(name, "127.0.0.1,localhost")
         yield running
-
-
-def rewrite_manifest(store: Path, **changes) -> None:
-    path = store / "morton_hive.json"
-    doc = {**json.loads(path.read_text()), **changes}
-    path.unlink()
-    path.write_text(json.dumps(doc, indent=1))
 
 
 @pytest.fixture(scope="module")

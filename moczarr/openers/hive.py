@@ -247,7 +247,6 @@ def open_source(
             manifest,
             present,
             window,
-            present=present,
             open_one=lambda label, empty=False: open_source(
                 storage,
                 manifest,

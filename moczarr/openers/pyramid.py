@@ -13,7 +13,8 @@ level stands.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -247,39 +248,25 @@ def open_level_in(
     )
 
 
-def open_level_or_omit(
-    storage: Storage,
-    manifest: Manifest,
-    cell_order: int,
-    window: str | None = None,
-    aoi=None,
-    all_time: bool = False,
-    *,
-    index_kind: str = "moc",
-    named: bool = True,
-    verify_chunks: bool = False,
-) -> xr.Dataset | None:
-    """:func:`open_level_in` for callers that leave an unmaterialized level out (the trees, verify).
+def _omitting[**P](opener: Callable[P, xr.Dataset]) -> Callable[P, xr.Dataset | None]:
+    """``opener`` returning None, with a :class:`LevelOmittedWarning` carrying the error's message, where it
+    raises :class:`LevelOmittedError`; every other error propagates."""
 
-    Returns None, with a :class:`LevelOmittedWarning` carrying the
-    :class:`LevelOmittedError`'s message, where :func:`open_level_in` raises
-    that error; every other error propagates.
-    """
-    try:
-        return open_level_in(
-            storage,
-            manifest,
-            cell_order,
-            window,
-            aoi,
-            all_time,
-            index_kind=index_kind,
-            named=named,
-            verify_chunks=verify_chunks,
-        )
-    except LevelOmittedError as exc:
-        warn(str(exc), LevelOmittedWarning)
-        return None
+    @functools.wraps(opener)
+    def call(*args: P.args, **kwargs: P.kwargs) -> xr.Dataset | None:
+        try:
+            return opener(*args, **kwargs)
+        except LevelOmittedError as exc:
+            warn(str(exc), LevelOmittedWarning)
+            return None
+
+    return call
+
+
+open_level_or_omit = _omitting(open_level_in)
+open_level_or_omit.__name__ = open_level_or_omit.__qualname__ = "open_level_or_omit"
+open_level_or_omit.__doc__ = """:func:`open_level_in` for callers that leave an unmaterialized level out (the trees,
+verify): None, with a :class:`LevelOmittedWarning`, where :func:`open_level_in` raises :class:`LevelOmittedError`."""
 
 
 def _level_over_time(
@@ -303,7 +290,6 @@ def _level_over_time(
         manifest,
         present,
         span,
-        present=present,
         open_one=lambda label, empty=False: open_level_in(
             storage,
             manifest,

@@ -156,15 +156,16 @@ def check_time_store(manifest, span: TimeRange) -> None:
         )
 
 
-def over_windows(manifest, labels: list[str], span: TimeRange, open_one, *, present: list[str]) -> xr.Dataset:
-    """One Dataset with a ``window`` dimension from ``open_one(label)`` for each label overlapping ``span``.
+def over_windows(manifest, present: list[str], span: TimeRange, open_one) -> xr.Dataset:
+    """One Dataset with a ``window`` dimension from ``open_one(label)`` for each window of ``present`` (every
+    window of the store) overlapping ``span``.
 
-    ``present`` names every window of the store (for the empty case: then the
-    first present window is opened with no rows, and an
-    :class:`~moczarr.errors.EmptySelectionWarning` names the windows present).
+    When none overlaps, the first present window is opened with no rows
+    (``open_one(label, empty=True)``) and an
+    :class:`~moczarr.errors.EmptySelectionWarning` names the windows present.
     What ``open_one`` raises propagates.
     """
-    selected = windows_overlapping(manifest, labels, span)
+    selected = windows_overlapping(manifest, present, span)
     if not selected:
         if not present:
             raise WindowError(f"{manifest.location}: time={span.record()} selects no window: the store has none")

@@ -217,12 +217,7 @@ def _level_item(prod: _Product, level: LevelInfo, window: str | None, all_time: 
     }
     _set_time(props, p, p.manifest.generated_at, span, window, all_time)
     extensions = _set_cube(props, p, level)
-    if p.dataset.get("version") is not None:
-        props["version"] = str(p.dataset["version"])
-        extensions.add(VERSION)
-    if prod.scheme:
-        props["storage:schemes"] = {prod.scheme[0]: prod.scheme[1]}
-        extensions.add(STORAGE)
+    _set_version_and_scheme(props, extensions, prod)
     item = pystac.Item(
         id=f"{prod.collection_id}-o{level.cell_order}{suffix}",
         geometry=prod.geometry,
@@ -601,13 +596,19 @@ def _collection_fields(prod: _Product) -> tuple[dict[str, Any], set[str]]:
     generated = parse_time(p.manifest.generated_at) if p.manifest.generated_at else None
     if generated:
         extra["created"] = iso(generated)
-    if p.dataset.get("version") is not None:
-        extra["version"] = str(p.dataset["version"])
+    _set_version_and_scheme(extra, extensions, prod)
+    return extra, extensions
+
+
+def _set_version_and_scheme(fields: dict, extensions: set, prod: _Product) -> None:
+    """The dataset's ``version`` and the product's ``storage:schemes`` (with their extensions), where known."""
+    version = prod.summary.dataset.get("version")
+    if version is not None:
+        fields["version"] = str(version)
         extensions.add(VERSION)
     if prod.scheme:
-        extra["storage:schemes"] = {prod.scheme[0]: prod.scheme[1]}
+        fields["storage:schemes"] = {prod.scheme[0]: prod.scheme[1]}
         extensions.add(STORAGE)
-    return extra, extensions
 
 
 def _sizes(p: ProductSummary) -> dict[str, int | None]:
