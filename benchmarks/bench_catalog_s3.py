@@ -113,11 +113,12 @@ def upload(endpoint: str, local: Path) -> None:
 
 
 class Timed:
-    """The time spent in the catalog's read phase, measured around :func:`reading.read_all`."""
+    """The time spent in the catalog's read phase (locating or discovering the roots, then reading them), measured
+    around :func:`reading.read_roots`."""
 
     def __init__(self):
         self.seconds = 0.0
-        self._orig = reading.read_all
+        self._orig = reading.read_roots
 
     def __enter__(self):
         def timed(*args, **kwargs):
@@ -127,11 +128,11 @@ class Timed:
             finally:
                 self.seconds += time.perf_counter() - t0
 
-        reading.read_all = timed
+        reading.read_roots = timed
         return self
 
     def __exit__(self, *exc):
-        reading.read_all = self._orig
+        reading.read_roots = self._orig
 
 
 def one_build(roots, options, endpoint, discover: bool) -> tuple[float, float, int, int]:

@@ -100,21 +100,36 @@ def locate(
 ) -> tuple[list[Found], list[Discovery]]:
     """The roots to read: each given root as its listing shows it, or (``discover_below``) every root below it.
 
-    A location found twice (given twice, or below two given prefixes) is read once.
+    Given roots are probed concurrently (threads under the one in-flight
+    limit) when two or more are remote. A location found twice (given twice,
+    or below two given prefixes) is read once.
     """
     found: list[Found] = []
     discoveries: list[Discovery] = []
-    for root in roots:
-        scanner, rel = scanners.at(str(root))
-        if discover_below:
+    if discover_below:
+        for root in roots:
+            scanner, rel = scanners.at(str(root))
             discoveries.append(discover(scanner, rel, exclude=exclude, progress=progress))
             found += discoveries[-1].found
-        else:
-            found.append(probe(scanner, rel) or Found(scanner.url(rel), HIVE, {}, discovered=False))
+    else:
+        found = _probe_all([str(r) for r in roots], scanners)
     unique: dict[str, Found] = {}
     for f in found:
         unique.setdefault(f.root, f)
     return list(unique.values()), discoveries
+
+
+def _probe_all(roots: list[str], scanners: Scanners) -> list[Found]:
+    """:func:`~moczarr_intake.discover.probe` of every given root, in order; the first failure (in order) raises."""
+
+    def one(root: str) -> Found:
+        scanner, rel = scanners.at(root)
+        return probe(scanner, rel) or Found(scanner.url(rel), HIVE, {}, discovered=False)
+
+    if sum(map(is_remote, roots)) < 2:  # a LIST of a local folder costs less than a thread hop
+        return [one(r) for r in roots]
+    with ThreadPoolExecutor(max_workers=min(len(roots), scanners.concurrency)) as pool:
+        return list(pool.map(one, roots))
 
 
 def read_one(found: Found, scanners: Scanners, workers: int = PRODUCT_WORKERS) -> Read:

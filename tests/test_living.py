@@ -14,6 +14,8 @@ import logging
 import os
 import re
 import shutil
+import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from moczarr.metadata import Scanner
 from moczarr.storage import count_requests
 from moczarr.testing import write_sample_store
 from moczarr.testing.moraine import write_raster_pyramid
+from moczarr_intake import reading
 from moczarr_intake.cli import build, main
 from moczarr_intake.discover import discover
 from moczarr_intake.reading import read_roots
@@ -140,6 +143,32 @@ def test_products_are_read_concurrently_at_the_requests_they_need(sample, s3, tm
     one_at_a_time = read_roots(roots, options, concurrency=1)
     assert [s.to_dict() for s in concurrent.summaries] == [s.to_dict() for s in one_at_a_time.summaries]
     assert [s.root for s in concurrent.summaries] == roots  # the order given
+
+
+def test_given_remote_roots_are_probed_at_once_in_their_order(sample, s3, monkeypatch):
+    """The LIST that tells what each given root is runs for every root at once (under the in-flight limit)."""
+    for i in range(6):
+        s3.upload_tree(sample / "elevation", "living", f"probe/p{i}")
+    roots = [f"s3://living/probe/p{i}" for i in range(6)]
+    options = s3.storage_options(anon=True)
+    threads: dict[str, set[int]] = {}
+    real = reading.probe
+
+    def recording(scanner, rel=""):
+        threads.setdefault(mode, set()).add(threading.get_ident())
+        time.sleep(0.05)  # long enough for the pool to hand the next roots to other threads
+        return real(scanner, rel)
+
+    monkeypatch.setattr(reading, "probe", recording)
+    found = {}
+    for mode, limit in (("concurrent", 32), ("one at a time", 1)):
+        found[mode], _ = reading.locate(roots, reading.Scanners(options, limit))
+    assert len(threads["concurrent"]) > 1
+    assert len(threads["one at a time"]) == 1
+    assert [f.root for f in found["concurrent"]] == roots  # the order given
+    assert [(f.root, f.kind, sorted(f.listings)) for f in found["concurrent"]] == [
+        (f.root, f.kind, sorted(f.listings)) for f in found["one at a time"]
+    ]
 
 
 class _PutLog(logging.Handler):
