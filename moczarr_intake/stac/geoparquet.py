@@ -83,17 +83,13 @@ def write_geoparquet(catalog_or_items, path: str | os.PathLike) -> Path | None:
     docs = [location_free(item) for item in items]
     if not docs:
         raise ArgumentError("write_geoparquet: no Items to write")
-    rows = [doc for doc in docs if doc.get("geometry")]
-    if len(rows) < len(docs):
-        left_out = [doc.get("id") for doc in docs if not doc.get("geometry")]
-        warn(f"stac-geoparquet {os.fspath(path)}: Items without geometry left out: {left_out}", MoczarrWarning)
+    rows = _located_rows(docs, f"stac-geoparquet {os.fspath(path)}")
     path = Path(path)
     if not rows:
         path.unlink(missing_ok=True)
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    rustac.write_sync(os.fspath(path), rows, format="parquet")
-    return path
+    return _write_parquet(rows, path)
 
 
 def write_api_collections(catalog: pystac.Catalog, folder: str | os.PathLike) -> list[Path]:
@@ -181,7 +177,7 @@ def write_api_items(catalog: pystac.Catalog, folder: str | os.PathLike) -> list[
     for collection, groups in _groups_by_collection([d for d in docs if d.get("collection")]):
         for n, rows in enumerate(groups, start=1):
             name = f"{collection}.parquet" if len(groups) == 1 else f"{collection}.{n}.parquet"
-            located = _located_rows(rows)
+            located = _located_rows(rows, "STAC API Items")
             if located:
                 files.append((located, folder / name))
     # rustac writes outside the GIL: a file per Collection costs a few ms, so a thousand go in parallel
@@ -209,12 +205,12 @@ def _key_paths(value, prefix: str = "") -> Iterator[str]:
             yield from _key_paths(inner, f"{prefix}/{key}")
 
 
-def _located_rows(docs: list[dict]) -> list[dict]:
-    """The documents with a geometry; the others are left out with a warning naming them."""
+def _located_rows(docs: list[dict], where: str) -> list[dict]:
+    """The documents with a geometry; the others are left out with a warning naming them (and ``where``)."""
     rows = [doc for doc in docs if doc.get("geometry")]
     if len(rows) < len(docs):
         left_out = [doc.get("id") for doc in docs if not doc.get("geometry")]
-        warn(f"STAC API Items: Items without geometry left out: {left_out}", MoczarrWarning)
+        warn(f"{where}: Items without geometry left out: {left_out}", MoczarrWarning)
     return rows
 
 
