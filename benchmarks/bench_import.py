@@ -14,10 +14,9 @@ xarray, mortie) for the first use of an opener.
 from __future__ import annotations
 
 import argparse
-import statistics
-import subprocess
 import sys
-import time
+
+from bench_cli import timed as timed_command
 
 CASES = [
     ("import moczarr", "pass"),
@@ -28,12 +27,8 @@ CASES = [
 
 
 def timed(statement: str, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", statement], check=True)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    """The median wall time of a fresh interpreter running ``statement``, which must succeed."""
+    return timed_command([sys.executable, "-c", statement], repeats, check=True)
 
 
 def main() -> None:
