@@ -178,7 +178,9 @@ def wait_for_port(port: int, timeout: float = 30.0) -> None:
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
 
 
-def start_server(kind: str, root: Path, port: int, lifetime: float, rclone_flags: tuple[str, ...] = ()):
+def start_server(
+    kind: str, root: Path, port: int, lifetime: float, rclone_flags: tuple[str, ...] = ()
+) -> subprocess.Popen:
     """A child process serving S3 on 127.0.0.1:port: moto's server (empty), or ``rclone serve s3`` of ``root``
     (each folder a bucket) with ``rclone_flags`` added; both stop themselves after ``lifetime`` or with us."""
     if kind == "moto":
