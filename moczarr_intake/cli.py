@@ -275,18 +275,29 @@ def _write_catalogs(
     Returns the :class:`~moczarr_intake.stac.ApiOutputs` (paths in the temporary folder), with the lines
     naming the Items they leave out in ``notes``.
     """
+    import contextlib
     import shutil
     import tempfile
 
     from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
     from .record import write_beside
-    from .stac import build_stac, write_api_outputs
+    from .stac import api_documents, build_stac, start_api_outputs
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    started: list = []  # (documents, pending API outputs), made before pystac writes the documents
+    left_out: list = []  # warnings of the Items a STAC API cannot serve
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MoczarrWarning)  # the summaries' warnings are reported already
+
+            def start_api(finished) -> None:
+                documents = api_documents(finished)  # once, for the STAC API outputs and the pgstac ndjson
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", MoczarrWarning)
+                    started.append((documents, start_api_outputs(finished, tmp / "stac", documents)))
+                left_out.extend(caught)
+
             catalog = build_stac(
                 summaries=list(entries.stores),
                 moraine=[m.info for m in entries.moraine],
@@ -296,16 +307,16 @@ def _write_catalogs(
                 catalog_url=catalog_url + "/stac" if catalog_url else None,
                 dest_dir=tmp / "stac",
                 api_outputs=False,
+                before_save=start_api,
                 **stac_kw,
             )
-            with warnings.catch_warnings(record=True) as left_out:  # Items a STAC API cannot serve
-                warnings.simplefilter("always", MoczarrWarning)
-                api = write_api_outputs(catalog, tmp / "stac")
-        api.notes = [f"note: {w.message}" for w in left_out if issubclass(w.category, MoczarrWarning)]
+        ((documents, pending),) = started
         hrefs = _stac_hrefs(catalog, entries, out, catalog_url)
         v1 = v1_catalog(entries, out, stac_hrefs=hrefs, storage_options=storage_options, policy=policy)
         write_yaml(v1, tmp / "catalog.yaml")
         write_yaml(v2_catalog(entries, out, storage_options=storage_options, policy=policy), tmp / "catalog_v2.yaml")
+        if record.out_location is not None:  # the record then hashes every document, the API outputs' too
+            pending.wait()
         beside = write_beside(
             tmp,
             catalog,
@@ -317,9 +328,15 @@ def _write_catalogs(
             catalog_url or record.out_location or str(out),
             hashes=record.out_location is not None,
             base=None if record.out_location is not None else str(out),
+            documents=documents,
         )
+        api = pending.wait()
+        api.notes = [f"note: {w.message}" for w in left_out if issubclass(w.category, MoczarrWarning)]
         _move_in(tmp, out, [*OUTPUTS, *beside])
     finally:
+        for _, unfinished in started:  # nothing may still write into tmp as it is removed
+            with contextlib.suppress(Exception):
+                unfinished.wait()
         shutil.rmtree(tmp, ignore_errors=True)
     return api
 

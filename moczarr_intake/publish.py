@@ -33,7 +33,7 @@ import pystac
 from moczarr.errors import ArgumentError, MoczarrWarning, NotFoundError, StorageError
 from moczarr.metadata import Writer, warn
 
-from .stac.geoparquet import location_free
+from .stac.geoparquet import ApiDocuments, api_documents
 
 PGSTAC_DIR = "pgstac"
 COLLECTIONS_NDJSON = f"{PGSTAC_DIR}/collections.ndjson"
@@ -44,20 +44,23 @@ CATALOG_FIELD = "moczarr:catalog"
 MORAINE_COLLECTION = "moraine-pyramids"
 
 
-def pgstac_documents(catalog: pystac.Catalog, catalog_key: str) -> tuple[list[dict], list[dict]]:
-    """``(collections, items)``: the catalog's documents as pgstac loads them (see the module docstring)."""
-    collections = []
-    for collection in catalog.get_all_collections():
-        doc = location_free(collection)
-        doc[CATALOG_FIELD] = catalog_key
-        collections.append(doc)
+def pgstac_documents(
+    catalog: pystac.Catalog, catalog_key: str, documents: ApiDocuments | None = None
+) -> tuple[list[dict], list[dict]]:
+    """``(collections, items)``: the catalog's documents as pgstac loads them (see the module docstring).
+
+    ``documents``: the catalog's :func:`~.stac.geoparquet.api_documents`, when
+    the caller has them (they are not changed: what differs is a copy).
+    """
+    documents = documents if documents is not None else api_documents(catalog)
+    collections = [{**doc, CATALOG_FIELD: catalog_key} for doc in documents.collections]
     items, loose, left_out = [], [], []
-    for item in catalog.get_items(recursive=True):
-        doc = location_free(item)
+    for doc in documents.items:
         if not doc.get("geometry"):
             left_out.append(doc["id"])
             continue
         if not doc.get("collection"):
+            doc = dict(doc)  # given the pgstac Collection below
             loose.append(doc)
         items.append(doc)
     if loose:
@@ -115,9 +118,14 @@ def _moraine_collection(collection_id: str, items: list[dict], catalog_key: str)
     return doc
 
 
-def write_ndjson(catalog: pystac.Catalog, folder: str | Path, catalog_key: str) -> list[Path]:
-    """Write ``{folder}/pgstac/collections.ndjson`` and ``items.ndjson`` (see the module docstring)."""
-    collections, items = pgstac_documents(catalog, catalog_key)
+def write_ndjson(
+    catalog: pystac.Catalog, folder: str | Path, catalog_key: str, documents: ApiDocuments | None = None
+) -> list[Path]:
+    """Write ``{folder}/pgstac/collections.ndjson`` and ``items.ndjson`` (see the module docstring).
+
+    ``documents``: the catalog's :func:`~.stac.geoparquet.api_documents`, when the caller has them.
+    """
+    collections, items = pgstac_documents(catalog, catalog_key, documents)
     folder = Path(folder)
     (folder / PGSTAC_DIR).mkdir(parents=True, exist_ok=True)
     paths = []

@@ -221,6 +221,7 @@ def write_beside(
     *,
     hashes: bool = False,
     base: str | None = None,
+    documents=None,
 ) -> list[str]:
     """Write the pgstac ndjson and the build record into the staged build ``tmp``; returns the names written.
 
@@ -230,8 +231,9 @@ def write_beside(
     ``hashes``: record each document's SHA-256 (what an object-storage output
     compares; a local output is swapped in whole and needs none). ``base``: the
     local folder the record ends up in (its local paths are written relative to it).
+    ``documents``: the catalog's :func:`~.stac.geoparquet.api_documents`, when the caller has them.
     """
-    write_ndjson(catalog, tmp, catalog_key)
+    write_ndjson(catalog, tmp, catalog_key, documents)
     recorded = {**options, "storage_options": public_storage_options(storage_options)}
     documents = document_hashes(tmp) if hashes else {}
     write_record(tmp, BuildRecord.of(roots, discover, recorded, reading, documents, base))

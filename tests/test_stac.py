@@ -190,6 +190,17 @@ def test_in_memory_catalog_validates(built):
     assert len(validate_offline(built.catalog)) == len(linked_documents(built.out))
 
 
+def test_the_root_answers_its_self_href_by_its_own_method_after_the_save(built):
+    """The save reads the root's self href from a copy; afterwards the root's own method answers again."""
+    assert "get_self_href" not in vars(built.catalog)
+    assert built.catalog.get_self_href() == os.path.abspath(built.out / "catalog.json")
+    built.catalog.set_self_href(str(built.out / "elsewhere" / "catalog.json"))
+    try:
+        assert built.catalog.get_self_href() == os.path.abspath(built.out / "elsewhere" / "catalog.json")
+    finally:
+        built.catalog.set_self_href(str(built.out / "catalog.json"))
+
+
 def test_api_outputs_are_not_written_with_machine_paths(built):
     """The stores are local paths here (no href_base): a STAC API served elsewhere could not reach them."""
     assert not Path(built.out, stac.API_COLLECTIONS).exists() and not Path(built.out, stac.API_ITEMS).exists()

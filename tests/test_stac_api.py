@@ -15,6 +15,7 @@ disk. Every document the server serves must validate against its schemas.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import functools
 import http.server
@@ -41,7 +42,15 @@ from shapely.geometry import shape
 import moczarr
 from moczarr.metadata import parse_time
 from moczarr_intake import cli
-from moczarr_intake.stac import open_stac, validate_document, write_geoparquet
+from moczarr_intake.publish import CATALOG_FIELD, pgstac_documents
+from moczarr_intake.stac import (
+    api_documents,
+    open_stac,
+    start_api_outputs,
+    validate_document,
+    write_api_outputs,
+    write_geoparquet,
+)
 
 from .conftest import REPO, fixture_path
 from .loopback import BurstServer
@@ -314,6 +323,34 @@ def test_relative_hrefs_without_a_self_href_are_refused(built, tmp_path):
     doc["assets"]["data"]["href"] = "../sample/elevation"
     with pytest.raises(ValueError, match="no self href"):
         write_geoparquet([doc], tmp_path / "x.parquet")
+
+
+def test_api_outputs_written_in_the_background_are_those_written_at_once(built, tmp_path):
+    pending = start_api_outputs(built.catalog, tmp_path / "background", api_documents(built.catalog))
+    at_once = write_api_outputs(built.catalog, tmp_path / "at-once")
+    written = pending.wait()
+    assert pending.wait() is written  # a second wait returns the same outputs
+    assert [p.name for p in written.items] == [p.name for p in at_once.items] and written.items
+    assert [p.name for p in written.collections] == [p.name for p in at_once.collections] and written.collections
+    for mine, theirs in zip(written.items + written.collections, at_once.items + at_once.collections, strict=True):
+        assert mine.read_bytes() == theirs.read_bytes(), mine.name
+
+
+def test_a_file_written_in_the_background_that_fails_fails_the_wait(built, tmp_path):
+    documents = api_documents(built.catalog)
+    documents.items[0] = {**documents.items[0], "geometry": {"type": "Polygon", "coordinates": "not coordinates"}}
+    pending = start_api_outputs(built.catalog, tmp_path, documents)
+    with pytest.raises(rustac.RustacError, match="coordinate"):
+        pending.wait()
+
+
+def test_the_pgstac_documents_leave_the_shared_documents_as_they_are(built):
+    documents = api_documents(built.catalog)
+    before = copy.deepcopy(documents)
+    collections, items = pgstac_documents(built.catalog, "https://example.org/catalog", documents)
+    assert {c[CATALOG_FIELD] for c in collections} == {"https://example.org/catalog"}
+    assert [i["id"] for i in items] == [i["id"] for i in documents.items if i.get("geometry")]
+    assert documents == before
 
 
 @pytest.mark.parametrize("name,bbox,datetime,collections", QUERIES, ids=[q[0] for q in QUERIES])

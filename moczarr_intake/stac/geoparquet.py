@@ -30,12 +30,13 @@ path of the building machine (a published catalog: stores under
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +52,28 @@ STRUCTURAL_RELS = {"self", "root", "parent", "collection", "child", "item"}
 API_COLLECTIONS = "api-collections"
 #: the folder, beside the static catalog, of the stac-geoparquet Item files a STAC API server loads
 API_ITEMS = "api-items"
+#: stac-geoparquet files written at once (rustac converts each file's rows holding the GIL: more buys nothing)
+PARQUET_WRITERS = 4
+
+
+@dataclass
+class ApiDocuments:
+    """The location-free documents (:func:`location_free`) of a catalog's Collections and Items, in catalog order.
+
+    Computed once by :func:`api_documents` and shared by every output made of
+    them (the STAC API outputs, the pgstac ndjson); each reader copies what it changes.
+    """
+
+    collections: list[dict]
+    items: list[dict]
+
+
+def api_documents(catalog: pystac.Catalog) -> ApiDocuments:
+    """The location-free documents of every Collection and Item of ``catalog`` (recursively)."""
+    return ApiDocuments(
+        [location_free(c) for c in catalog.get_all_collections()],
+        [location_free(i) for i in catalog.get_items(recursive=True)],
+    )
 
 
 @dataclass
@@ -92,17 +115,23 @@ def write_geoparquet(catalog_or_items, path: str | os.PathLike) -> Path | None:
     return _write_parquet(rows, path)
 
 
-def write_api_collections(catalog: pystac.Catalog, folder: str | os.PathLike) -> list[Path]:
+def write_api_collections(
+    catalog: pystac.Catalog, folder: str | os.PathLike, documents: ApiDocuments | None = None
+) -> list[Path]:
     """Write every Collection of ``catalog`` (recursively) as a location-free ``{folder}/{id}.json``.
 
     The documents a STAC API server loads beside the Items
     (``rustac serve items.parquet folder/*.json``). ``folder`` is emptied of
-    earlier ``*.json`` first. Raises :class:`moczarr.errors.ArgumentError` when two
-    Collections share an id (an API serves one per id).
+    earlier ``*.json`` first. ``documents``: the catalog's
+    :func:`api_documents`, when the caller has them. Raises
+    :class:`moczarr.errors.ArgumentError` when two Collections share an id (an
+    API serves one per id).
     """
     folder = Path(folder)
-    collections = list(catalog.get_all_collections())
-    ids = [c.id for c in collections]
+    collections = (
+        documents.collections if documents is not None else [location_free(c) for c in catalog.get_all_collections()]
+    )
+    ids = [c["id"] for c in collections]
     if len(set(ids)) < len(ids):
         raise ArgumentError(
             f"write_api_collections: Collection ids are not unique: {sorted({i for i in ids if ids.count(i) > 1})}"
@@ -112,8 +141,8 @@ def write_api_collections(catalog: pystac.Catalog, folder: str | os.PathLike) ->
         old.unlink()
     written = []
     for collection in collections:
-        path = folder / f"{collection.id}.json"
-        path.write_text(json.dumps(location_free(collection), indent=1) + "\n")
+        path = folder / f"{collection['id']}.json"
+        path.write_text(json.dumps(collection, indent=1) + "\n")
         written.append(path)
     return written
 
@@ -154,7 +183,9 @@ def location_free(item: pystac.Item | pystac.Collection | dict) -> dict:
     return doc
 
 
-def write_api_items(catalog: pystac.Catalog, folder: str | os.PathLike) -> list[Path]:
+def write_api_items(
+    catalog: pystac.Catalog, folder: str | os.PathLike, documents: ApiDocuments | None = None
+) -> list[Path]:
     """Write the Items of ``catalog`` as stac-geoparquet files in ``folder``, one per Collection (and key shape).
 
     ``{folder}/{collection}.parquet``; a Collection whose Items do not all
@@ -163,13 +194,23 @@ def write_api_items(catalog: pystac.Catalog, folder: str | os.PathLike) -> list[
     its Items, so no row carries another's keys as ``null``. Items without
     geometry or outside any Collection are left out with a
     :class:`moczarr.errors.MoczarrWarning` naming them. ``folder`` is emptied
-    of earlier ``*.parquet`` first. Returns the files written.
+    of earlier ``*.parquet`` first. ``documents``: the catalog's
+    :func:`api_documents`, when the caller has them. Returns the files written.
     """
+    files, writing = _start_api_items(catalog, folder, documents)
+    writing.wait()
+    return files
+
+
+def _start_api_items(
+    catalog: pystac.Catalog, folder: str | os.PathLike, documents: ApiDocuments | None
+) -> tuple[list[Path], _Background]:
+    """:func:`write_api_items` up to the files' bytes: the warnings said, the files being written in the background."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.parquet"):
         old.unlink()
-    docs = [location_free(item) for item in catalog.get_items(recursive=True)]
+    docs = documents.items if documents is not None else [location_free(i) for i in catalog.get_items(recursive=True)]
     loose = [doc["id"] for doc in docs if not doc.get("collection")]
     if loose:
         warn(f"STAC API Items: Items outside any Collection left out: {loose}", MoczarrWarning)
@@ -180,9 +221,7 @@ def write_api_items(catalog: pystac.Catalog, folder: str | os.PathLike) -> list[
             located = _located_rows(rows, "STAC API Items")
             if located:
                 files.append((located, folder / name))
-    # rustac writes outside the GIL: a file per Collection costs a few ms, so a thousand go in parallel
-    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        return list(pool.map(lambda job: _write_parquet(*job), files))
+    return [path for _, path in files], _Background(_write_parquet_files, files)
 
 
 def _groups_by_collection(docs: list[dict]) -> Iterator[tuple[str, list[list[dict]]]]:
@@ -219,10 +258,57 @@ def _write_parquet(rows: list[dict], path: Path) -> Path:
     return path
 
 
-def machine_paths(catalog: pystac.Catalog) -> list[str]:
-    """Hrefs of the location-free Item and Collection documents that are paths of this machine, not URLs."""
-    docs = [location_free(c) for c in catalog.get_all_collections()]
-    docs += [location_free(i) for i in catalog.get_items(recursive=True)]
+class _Background:
+    """``function(*args)`` run in a thread of its own; :meth:`wait` joins it and raises what it raised."""
+
+    def __init__(self, function: Callable[..., object], *args):
+        self._failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                function(*args)
+            except BaseException as exc:  # raised again by wait(), in the caller's thread
+                self._failure.append(exc)
+
+        self._thread = threading.Thread(target=run, name="moczarr-api-outputs", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        self._thread.join()
+        if self._failure:
+            raise self._failure[0]
+
+
+def _write_parquet_files(files: list[tuple[list[dict], Path]]) -> None:
+    """Write each ``(rows, path)`` as stac-geoparquet, :data:`PARQUET_WRITERS` at once on one event loop.
+
+    A file of a few rows costs rustac a fixed 2-4 ms, the larger part of it
+    outside the GIL, which its async ``write`` overlaps (threads over
+    ``write_sync`` contend for the GIL and gain little). Run in a thread of its
+    own (:class:`_Background`), so it also works under a caller's running loop.
+    """
+    if not files:
+        return
+
+    async def write_all() -> None:
+        limit = asyncio.Semaphore(PARQUET_WRITERS)
+
+        async def one(rows: list[dict], path: Path) -> None:
+            async with limit:
+                await rustac.write(os.fspath(path), rows, format="parquet")
+
+        await asyncio.gather(*(one(rows, path) for rows, path in files))
+
+    asyncio.run(write_all())
+
+
+def machine_paths(catalog: pystac.Catalog, documents: ApiDocuments | None = None) -> list[str]:
+    """Hrefs of the location-free Item and Collection documents that are paths of this machine, not URLs.
+
+    ``documents``: the catalog's :func:`api_documents`, when the caller has them.
+    """
+    documents = documents if documents is not None else api_documents(catalog)
+    docs = documents.collections + documents.items
     found: dict[str, None] = {}  # ordered and unique, in time linear in the hrefs
     for doc in docs:
         for href in _hrefs(doc):
@@ -252,7 +338,23 @@ def check_api_names(catalog: pystac.Catalog) -> None:
         )
 
 
-def write_api_outputs(catalog: pystac.Catalog, folder: str | os.PathLike) -> ApiOutputs:
+class PendingApiOutputs:
+    """STAC API outputs being written (:func:`start_api_outputs`); :meth:`wait` returns them once on disk."""
+
+    def __init__(self, outputs: ApiOutputs, writing: _Background | None = None):
+        self._outputs, self._writing = outputs, writing
+
+    def wait(self) -> ApiOutputs:
+        """The :class:`ApiOutputs`, every file written; raises what writing a file raised."""
+        if self._writing is not None:
+            self._writing.wait()
+            self._writing = None
+        return self._outputs
+
+
+def write_api_outputs(
+    catalog: pystac.Catalog, folder: str | os.PathLike, documents: ApiDocuments | None = None
+) -> ApiOutputs:
     """The Items (:func:`write_api_items`) and Collections (:func:`write_api_collections`) in ``folder``.
 
     Written into ``{folder}/api-items/`` and ``{folder}/api-collections/``
@@ -261,20 +363,37 @@ def write_api_outputs(catalog: pystac.Catalog, folder: str | os.PathLike) -> Api
     Otherwise nothing is written (earlier outputs in ``folder`` are removed)
     and :attr:`ApiOutputs.skipped` says why in one line. Raises
     :class:`moczarr.errors.ArgumentError` when a store or product would share
-    one of the two folders' names.
+    one of the two folders' names. ``documents``: the catalog's
+    :func:`api_documents`, when the caller has them.
+    """
+    return start_api_outputs(catalog, folder, documents).wait()
+
+
+def start_api_outputs(
+    catalog: pystac.Catalog, folder: str | os.PathLike, documents: ApiDocuments | None = None
+) -> PendingApiOutputs:
+    """:func:`write_api_outputs`, returning once the Collections are written and the Items are being written.
+
+    The stac-geoparquet files are written in a background thread (most of
+    their cost is outside the GIL), so the caller can write the rest of a
+    catalog meanwhile; the catalog must not change until
+    :meth:`PendingApiOutputs.wait`. Warnings and argument errors come from this
+    call, in the caller's thread.
     """
     folder = Path(folder)
     check_api_names(catalog)
-    local = machine_paths(catalog)
+    documents = documents if documents is not None else api_documents(catalog)
+    local = machine_paths(catalog, documents)
     if local:
         for name in (API_ITEMS, API_COLLECTIONS):
             shutil.rmtree(folder / name, ignore_errors=True)
-        return ApiOutputs(
-            skipped=f"STAC API outputs ({API_ITEMS}/, {API_COLLECTIONS}/) not written: they would hold "
-            f"{len(local)} path(s) of this machine (e.g. {local[0]}); publish the stores with --href-base URL "
-            "(and the catalog with --catalog-url URL when it has thumbnails)"
+        return PendingApiOutputs(
+            ApiOutputs(
+                skipped=f"STAC API outputs ({API_ITEMS}/, {API_COLLECTIONS}/) not written: they would hold "
+                f"{len(local)} path(s) of this machine (e.g. {local[0]}); publish the stores with --href-base URL "
+                "(and the catalog with --catalog-url URL when it has thumbnails)"
+            )
         )
-    return ApiOutputs(
-        items=write_api_items(catalog, folder / API_ITEMS),
-        collections=write_api_collections(catalog, folder / API_COLLECTIONS),
-    )
+    items, writing = _start_api_items(catalog, folder / API_ITEMS, documents)
+    collections = write_api_collections(catalog, folder / API_COLLECTIONS, documents)
+    return PendingApiOutputs(ApiOutputs(items=items, collections=collections), writing)
