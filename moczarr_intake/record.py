@@ -36,7 +36,7 @@ from moczarr.moraine import MorainePyramid
 from .discover import HIVE, MORAINE, Found
 from .publish import PGSTAC_DIR, write_ndjson
 from .reading import Read, Reading
-from .stac import public_storage_options
+from .stac import ApiDocuments, public_storage_options
 
 RECORD_NAME = "build-record.json"
 SPEC = "moczarr-catalog-build/1"
@@ -221,7 +221,7 @@ def write_beside(
     *,
     hashes: bool = False,
     base: str | None = None,
-    documents=None,
+    documents: ApiDocuments | None = None,
 ) -> list[str]:
     """Write the pgstac ndjson and the build record into the staged build ``tmp``; returns the names written.
 
@@ -235,6 +235,6 @@ def write_beside(
     """
     write_ndjson(catalog, tmp, catalog_key, documents)
     recorded = {**options, "storage_options": public_storage_options(storage_options)}
-    documents = document_hashes(tmp) if hashes else {}
-    write_record(tmp, BuildRecord.of(roots, discover, recorded, reading, documents, base))
+    hashed = document_hashes(tmp) if hashes else {}
+    write_record(tmp, BuildRecord.of(roots, discover, recorded, reading, hashed, base))
     return [PGSTAC_DIR, RECORD_NAME]
