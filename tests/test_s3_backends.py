@@ -9,6 +9,7 @@ HTTP to a real moto server on 127.0.0.1 (``tests/s3server.py``). ``gs://`` and
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import pickle
@@ -20,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 import xarray as xr
+from zarr.core.buffer import default_buffer_prototype
 
 import moczarr
 from moczarr.errors import ObstoreUnsupportedError
@@ -286,3 +288,46 @@ def test_a_missing_bucket_is_a_missing_root(s3, extra):
     options = {**s3.storage_options(anon=True), **extra}
     with pytest.raises(FileNotFoundError):
         moczarr.open_hive("s3://no-such-bucket/single_8", storage_options=options)
+
+
+def test_roots_of_one_bucket_share_one_client_each_below_its_own_prefix(s3):
+    """One obstore store (one connection pool) per bucket and options; every read, listing and address stays
+    below the root's own prefix."""
+    s3.upload_tree(fixture_path(STORE), "pub", "shared/a")
+    s3.client().put_object(Bucket="pub", Key="shared/b/only-b.json", Body=b'{"b": 1}')
+    options = {**s3.storage_options(anon=True), **OBSTORE}
+    a = Storage.open("s3://pub/shared/a", options)
+    b = Storage.open("s3://pub/shared/b", options)
+    inner_a, inner_b = a.store._store, b.store._store
+    assert inner_a.store is inner_b.store  # the one client
+    assert (inner_a.prefix, inner_b.prefix) == ("shared/a", "shared/b") and inner_a != inner_b
+    assert Storage.open("s3://pub/shared/a", s3.storage_options(anon=False)).store._store.store is not inner_a.store
+
+    assert json.loads(b.get_bytes("only-b.json")) == {"b": 1}
+    assert a.get_bytes("only-b.json") is None
+    assert a.get_bytes("morton_hive.json") == (fixture_path(STORE) / "morton_hive.json").read_bytes()
+    assert b.describe("only-b.json") == "s3://pub/shared/b/only-b.json"
+    [entries] = a.list_entries([""])
+    assert "morton_hive.json" in entries.objects and "only-b.json" not in entries.objects
+
+    async def listed():
+        names = [k async for k in inner_b.list()]
+        children = [k async for k in inner_a.list_dir("")]
+        return names, children, await inner_b.exists("only-b.json"), await inner_a.exists("only-b.json")
+
+    names, children, b_has, a_has = asyncio.run(listed())
+    assert names == ["only-b.json"] and b_has and not a_has
+    assert "morton_hive.json" in children and "only-b.json" not in children
+    clone = pickle.loads(pickle.dumps(inner_b))
+    assert clone.prefix == "shared/b" and clone == inner_b
+
+
+def test_a_key_cannot_climb_out_of_its_root(s3):
+    s3.client().put_object(Bucket="pub", Key="outside.json", Body=b"{}")
+    storage = Storage.open("s3://pub/single_8", {**s3.storage_options(anon=True), **OBSTORE})
+    with count_requests() as counter, pytest.raises(moczarr.errors.KeyContainmentError, match=r"\.\./outside"):
+        storage.get_bytes("../outside.json")
+    assert counter.gets == 0  # refused before any request
+    inner = storage.store._store  # and below moczarr's check, obstore refuses the segment itself
+    with pytest.raises(ValueError, match="illegal"):
+        asyncio.run(inner.get("../outside.json", default_buffer_prototype()))

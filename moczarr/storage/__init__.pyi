@@ -14,6 +14,7 @@ from ._obstore import aws_credentials as aws_credentials
 from ._obstore import bucket_region as bucket_region
 from ._obstore import obstore_options as obstore_options
 from ._obstore import open_obstore as open_obstore
+from ._obstore import shared_store as shared_store
 from ._retry import CONNECT_TIMEOUT as CONNECT_TIMEOUT
 from ._retry import READ_TIMEOUT as READ_TIMEOUT
 from ._retry import RetryPolicy as RetryPolicy

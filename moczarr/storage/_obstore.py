@@ -19,8 +19,11 @@ import json
 import os
 import re
 import threading
+from collections import OrderedDict
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.error import HTTPError
 from urllib.parse import quote
 from urllib.request import HTTPRedirectHandler, Request, build_opener
@@ -207,23 +210,54 @@ def open_obstore(spec: ObstoreSpec) -> VerifiedObjectStore:
     An ``S3Store`` without a region gets its bucket's (:func:`bucket_region`;
     without an answer ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, then
     ``us-east-1`` on an S3-compatible endpoint), and ambient credentials are
-    resolved by :func:`aws_credentials`. Raises
+    resolved by :func:`aws_credentials`. Roots of one bucket opened with the
+    same options share one obstore store (:func:`shared_store`), so they share
+    its connection pool; the root's prefix is the returned store's
+    :attr:`VerifiedObjectStore.prefix`. Raises
     :class:`~moczarr.errors.ObstoreUnsupportedError` when AWS's region of the
     bucket cannot be found or the AWS chain finds no credentials: s3fs, which
     follows AWS's redirects and reports missing credentials itself, serves those.
     """
+    kwargs = dict(spec.kwargs)
+    prefix = (kwargs.pop("prefix", None) or "").strip("/")
+    endpoint = kwargs.get("endpoint") or kwargs.get("base_url") or ""
+    if spec.store == "S3Store" and spec.ambient:
+        kwargs.update(aws_credentials(spec.profile))
+    inner = shared_store(replace(spec, kwargs=kwargs, ambient=False))
+    return VerifiedObjectStore(inner, read_only=True, verify_etag=endpoint.startswith("http://"), prefix=prefix)
+
+
+#: bucket-level obstore stores kept for reuse, the least recently used dropped first
+SHARED_STORES = 64
+_STORES: OrderedDict[tuple, Any] = OrderedDict()
+_STORES_LOCK = threading.Lock()
+
+
+def shared_store(spec: ObstoreSpec):
+    """The obstore store of ``spec`` (a bucket, no prefix, credentials settled), one per spec in a process.
+
+    Every obstore store has its own HTTP client and connection pool. A catalog
+    build opens hundreds of roots in one bucket; with a store each, every root
+    paid for new connections. The last :data:`SHARED_STORES` specs are kept
+    (keyed by their options, secrets included, in memory only).
+    """
     import obstore.store
 
+    key = (spec.store, spec.bucket, repr(sorted(spec.kwargs.items())))
+    with _STORES_LOCK:
+        if key in _STORES:
+            _STORES.move_to_end(key)
+            return _STORES[key]
     kwargs = dict(spec.kwargs)
-    endpoint = kwargs.get("endpoint") or kwargs.get("base_url") or ""
-    if spec.store == "S3Store":
-        if "region" not in kwargs:
-            timeout = kwargs["client_options"]["connect_timeout"].total_seconds()
-            kwargs["region"] = _region_for(spec.bucket, kwargs.get("endpoint"), timeout)
-        if spec.ambient:
-            kwargs.update(aws_credentials(spec.profile))
+    if spec.store == "S3Store" and "region" not in kwargs:
+        timeout = kwargs["client_options"]["connect_timeout"].total_seconds()
+        kwargs["region"] = _region_for(spec.bucket, kwargs.get("endpoint"), timeout)
     inner = getattr(obstore.store, spec.store)(spec.bucket, **kwargs)
-    return VerifiedObjectStore(inner, read_only=True, verify_etag=endpoint.startswith("http://"))
+    with _STORES_LOCK:
+        inner = _STORES.setdefault(key, inner)
+        while len(_STORES) > SHARED_STORES:
+            _STORES.popitem(last=False)
+    return inner
 
 
 def _region_for(bucket: str, endpoint: str | None, timeout: float) -> str:
@@ -360,7 +394,12 @@ _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
 
 
 class VerifiedObjectStore(ObjectStore):
-    """zarr's ``ObjectStore`` that checks whole-object bodies against their MD5 ETag over plain HTTP.
+    """zarr's ``ObjectStore`` below a ``prefix`` of a shared obstore store; whole bodies checked against MD5 ETags.
+
+    Keys are relative to ``prefix`` (a root's path in its bucket), so roots of
+    one bucket share one obstore store and its connection pool
+    (:func:`shared_store`). obstore parses every key it is given and refuses
+    ``..`` segments, so no key leads above the bucket.
 
     botocore validates the checksum S3 sends with each object; obstore does
     not. Over ``https://`` TLS guards the bytes in transit; over a plain
@@ -370,20 +409,35 @@ class VerifiedObjectStore(ObjectStore):
     :class:`ChecksumMismatchError` and is retried.
     """
 
-    def __init__(self, store, *, read_only: bool = False, verify_etag: bool = False) -> None:
+    def __init__(self, store, *, read_only: bool = False, verify_etag: bool = False, prefix: str = "") -> None:
         super().__init__(store, read_only=read_only)
         self.verify_etag = verify_etag
+        self.prefix = prefix.strip("/")
+
+    def __eq__(self, value: object) -> bool:
+        return super().__eq__(value) and getattr(value, "prefix", "") == self.prefix
+
+    def __str__(self) -> str:
+        return f"object_store://{self.store}/{self.prefix}" if self.prefix else super().__str__()
 
     def with_read_only(self, read_only: bool = False) -> VerifiedObjectStore:
-        return type(self)(self.store, read_only=read_only, verify_etag=self.verify_etag)
+        return type(self)(self.store, read_only=read_only, verify_etag=self.verify_etag, prefix=self.prefix)
+
+    def path(self, key: str) -> str:
+        """The bucket path of a key (``key`` below :attr:`prefix`)."""
+        key = key.strip("/")
+        return f"{self.prefix}/{key}" if self.prefix and key else (self.prefix or key)
+
+    def _relative(self, path: str) -> str:
+        return path[len(self.prefix) + 1 :] if self.prefix else path
 
     async def get(self, key: str, prototype, byte_range: ByteRequest | None = None):
         if byte_range is not None or not self.verify_etag:
-            return await super().get(key, prototype, byte_range)
+            return await super().get(self.path(key), prototype, byte_range)
         import obstore
 
         try:
-            result = await obstore.get_async(self.store, key)
+            result = await obstore.get_async(self.store, self.path(key))
             payload = await result.bytes_async()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
@@ -391,6 +445,39 @@ class VerifiedObjectStore(ObjectStore):
         if etag and hashlib.md5(payload, usedforsecurity=False).hexdigest() != etag.group(1):
             raise ChecksumMismatchError(f"{key}: the body's MD5 does not match its ETag {etag.group(1)}")
         return prototype.buffer.from_bytes(payload)
+
+    async def get_partial_values(self, prototype, key_ranges):
+        return await super().get_partial_values(prototype, [(self.path(k), r) for k, r in key_ranges])
+
+    async def exists(self, key: str) -> bool:
+        return await super().exists(self.path(key))
+
+    async def getsize(self, key: str) -> int:
+        return await super().getsize(self.path(key))
+
+    async def getsize_prefix(self, prefix: str) -> int:
+        return await super().getsize_prefix(self.path(prefix))
+
+    async def set(self, key: str, value) -> None:
+        await super().set(self.path(key), value)
+
+    async def set_if_not_exists(self, key: str, value) -> None:
+        await super().set_if_not_exists(self.path(key), value)
+
+    async def delete(self, key: str) -> None:
+        await super().delete(self.path(key))
+
+    async def delete_dir(self, prefix: str) -> None:
+        await super().delete_dir(self.path(prefix))
+
+    def list(self) -> AsyncGenerator[str, None]:
+        return self.list_prefix("")
+
+    def list_prefix(self, prefix: str) -> AsyncGenerator[str, None]:
+        return (self._relative(path) async for path in super().list_prefix(self.path(prefix)))
+
+    def list_dir(self, prefix: str) -> AsyncGenerator[str, None]:
+        return super().list_dir(self.path(prefix))
 
 
 __all__ = [
@@ -404,4 +491,5 @@ __all__ = [
     "bucket_region",
     "obstore_options",
     "open_obstore",
+    "shared_store",
 ]

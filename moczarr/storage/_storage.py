@@ -36,7 +36,7 @@ from ..errors import (
 )
 from ._counter import record_request
 from ._locations import is_remote, normalize_location, protocol
-from ._obstore import BACKEND_OPTION, BACKENDS, OBSTORE_SCHEMES, obstore_options, open_obstore
+from ._obstore import BACKEND_OPTION, BACKENDS, OBSTORE_SCHEMES, VerifiedObjectStore, obstore_options, open_obstore
 from ._retry import CONNECT_TIMEOUT, READ_TIMEOUT, RetryPolicy, policy_from_options, read_with_retries
 from .keys import product_name, relative_key
 
@@ -145,12 +145,13 @@ async def list_entries(store: Store, prefix: str) -> Entries:
     if isinstance(store, ObjectStore):
         import obstore
 
-        listed = await obstore.list_with_delimiter_async(store.store, prefix=prefix or None)
+        path = store.path(prefix) if isinstance(store, VerifiedObjectStore) else prefix
+        listed = await obstore.list_with_delimiter_async(store.store, prefix=path or None)
         folders = tuple(sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in listed["common_prefixes"]))
         objects = {
             meta["path"].rsplit("/", 1)[-1]: _version(meta.get("e_tag"), meta.get("size"), meta.get("last_modified"))
             for meta in listed["objects"]
-            if meta["path"].rstrip("/") != prefix
+            if meta["path"].rstrip("/") != path
         }
         return Entries(folders, dict(sorted(objects.items())))
     if isinstance(store, FsspecStore):
@@ -207,7 +208,8 @@ def describe_key(store: Store, key: str) -> str:
     elif isinstance(store, ObjectStore) and type(store.store).__name__ in _OBSTORE_SCHEME:
         inner = store.store
         bucket = inner.config.get("bucket") or inner.config.get("container_name") or ""
-        base = f"{_OBSTORE_SCHEME[type(inner).__name__]}://{bucket}/{(inner.prefix or '').strip('/')}"
+        below = [(inner.prefix or "").strip("/"), getattr(store, "prefix", "")]
+        base = f"{_OBSTORE_SCHEME[type(inner).__name__]}://{bucket}/{'/'.join(p for p in below if p)}"
     elif isinstance(store, LocalStore):
         base = str(store.root)
     else:
