@@ -18,7 +18,10 @@ temporary folder, so the figures are the reads), and prints
 - ``floor``: requests x latency / in-flight limit (the time the wire needs at
   the limit), ``ms`` (median of ``--runs``), ``ratio`` = ms / floor;
 - ``read ms``: the part of the build spent reading (the rest writes the
-  catalog's documents locally), and ``in flight``: the most the proxy saw.
+  catalog's documents locally), and ``in flight``: the most the proxy saw;
+- ``cpu s``: the CPU seconds of the build's process, the server and the
+  proxy (Linux ``/proc``): the floor assumes a server that costs nothing,
+  while here all three share the machine's cores.
 
 The targets: within 3x of the floor at 40 products, within 2x at 1,000.
 ``--update N`` builds N products with ``--discover``, changes one store (its
@@ -102,21 +105,33 @@ class Timed:
         reading.read_roots = self._orig
 
 
-def one_build(roots, options, endpoint, discover: bool) -> tuple[float, float, int, int]:
-    """``(seconds, read seconds, requests, most in flight)`` of one build into a temporary folder."""
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process so far (NaN where ``/proc`` is not there)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def one_build(roots, options, endpoint, discover: bool, pids: list[int]) -> tuple[float, float, int, int, list]:
+    """``(seconds, read seconds, requests, most in flight, CPU seconds of pids)`` of one build into a temporary
+    folder."""
     with tempfile.TemporaryDirectory() as out:
         proxy_stats(endpoint)
+        before = [cpu_seconds(pid) for pid in pids]
         with count_requests() as counter, Timed() as timed:
             t0 = time.perf_counter()
             build(roots, Path(out) / "cat", storage_options=options, progress=False, discover=discover)
             seconds = time.perf_counter() - t0
+        cpu = [cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
         seen = proxy_stats(endpoint)["max_in_flight"]
-    return seconds, timed.seconds, counter.gets + counter.lists, seen
+    return seconds, timed.seconds, counter.gets + counter.lists, seen, cpu
 
 
 HEADER = (
     f"{'case':<34}{'requests':>9}{'/product':>9}{'floor ms':>10}{'ms':>8}{'ratio':>7}{'read ms':>9}"
-    f"{'read/floor':>11}{'in flight':>10}"
+    f"{'read/floor':>11}{'in flight':>10}  cpu s (build/server/proxy)"
 )
 
 
@@ -164,15 +179,18 @@ def main() -> None:
                     os.symlink(served / BUCKET / PREFIX / f"p{i:04}", served / BUCKET / f"{PREFIX}-{n}" / f"p{i:04}")
             for label, given, discover in ((f"{n} products, roots given", roots, False),
                                            (f"{n} products, --discover", [prefix], True)):  # fmt: skip
-                one_build(given[:2], options, endpoint, discover=False)  # warm the client and the server
-                runs = [one_build(given, options, endpoint, discover) for _ in range(args.runs)]
+                pids = [os.getpid(), *(child.pid for child in children)]
+                one_build(given[:2], options, endpoint, False, pids)  # warm the client and the server
+                runs = [one_build(given, options, endpoint, discover, pids) for _ in range(args.runs)]
                 seconds = statistics.median(r[0] for r in runs)
                 read = statistics.median(r[1] for r in runs)
                 requests, seen = runs[-1][2], max(r[3] for r in runs)
+                cpu = [statistics.median(r[4][i] for r in runs) for i in range(len(pids))]
                 floor = requests * latency / limit
                 print(
                     f"{label:<34}{requests:>9}{requests / n:>9.1f}{floor * 1e3:>10.0f}{seconds * 1e3:>8.0f}"
-                    f"{seconds / floor:>6.1f}x{read * 1e3:>9.0f}{read / floor:>10.1f}x{seen:>10}",
+                    f"{seconds / floor:>6.1f}x{read * 1e3:>9.0f}{read / floor:>10.1f}x{seen:>10}  "
+                    + "/".join(f"{c:.1f}" for c in cpu),
                     flush=True,
                 )
         if args.update:
