@@ -236,10 +236,11 @@ _STORES_LOCK = threading.Lock()
 def shared_store(spec: ObstoreSpec):
     """The obstore store of ``spec`` (a bucket, no prefix, credentials settled), one per spec in a process.
 
-    Every obstore store has its own HTTP client and connection pool. A catalog
-    build opens hundreds of roots in one bucket; with a store each, every root
-    paid for new connections. The last :data:`SHARED_STORES` specs are kept
-    (keyed by their options, secrets included, in memory only).
+    Every obstore store has its own HTTP client and connection pool, and a
+    catalog build opens hundreds of roots in one bucket: a store per root would
+    open new connections for every root. The stores of the last
+    :data:`SHARED_STORES` specs are kept (keyed by their options, secrets
+    included, in memory only).
     """
     import obstore.store
 
