@@ -25,7 +25,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict
 
@@ -119,10 +119,24 @@ class _Product:
     title: str = ""  # the Collection title (unique in the catalog)
     store_label: str = ""  # how the catalog names the store (never a machine path)
     public_options: dict | None = None  # storage options safe to publish (xarray:storage_options)
+    #: order -> (node count, lowest and highest NESTED id) of the root coverage's nodes (:func:`_coverage_nodes`)
+    coverage_nodes: dict[int, tuple[int, int, int]] = field(default_factory=dict, repr=False)
 
 
-def _cells_dimension(p: ProductSummary, cell_order: int, node_order: int) -> dict:
+def _coverage_nodes(prod: _Product, order: int) -> tuple[int, int, int]:
+    """``(count, lowest, highest)`` NESTED ids of the root coverage's nodes at ``order`` (once per order and product:
+    every level and window of a product shares them)."""
+    if order not in prod.coverage_nodes:
+        nodes = sorted({d[: (2 if d.startswith("-") else 1) + order] for d in prod.summary.shards})
+        nested, _ = mortie.mort2healpix(to_words(nodes))
+        nested = np.atleast_1d(np.asarray(nested, dtype=np.int64))
+        prod.coverage_nodes[order] = (len(nodes), int(nested.min()), int(nested.max()))
+    return prod.coverage_nodes[order]
+
+
+def _cells_dimension(prod: _Product, cell_order: int, node_order: int) -> dict:
     """The ``cells`` dimension: the NESTED id range and the size of the level's cell domain."""
+    p = prod.summary
     res = f"HEALPix cells at order {cell_order} (~{mortie.order2res(cell_order):.3g} km)"
     rows = "rows in ascending morton word order (coordinates morton and cell_ids)"
     dim: dict[str, Any] = {
@@ -134,13 +148,11 @@ def _cells_dimension(p: ProductSummary, cell_order: int, node_order: int) -> dic
         dim["description"] = f"{res}, {rows}; extent unknown (no usable root coverage.moc)"
         return dim
     order = min(node_order, p.shard_order)
-    nodes = sorted({d[: (2 if d.startswith("-") else 1) + order] for d in p.shards})
-    nested, _ = mortie.mort2healpix(to_words(nodes))
-    nested = np.atleast_1d(np.asarray(nested, dtype=np.int64))
+    count, lowest, highest = _coverage_nodes(prod, order)
     per = 4 ** (cell_order - order)  # NESTED: the children of id n at the next order are 4n..4n+3
-    dim["extent"] = [int(nested.min()) * per, int(nested.max()) * per + per - 1]
+    dim["extent"] = [lowest * per, highest * per + per - 1]
     dim["description"] = (
-        f"{res}, {rows}; at most {len(nodes) * per} cells: the {len(nodes)} order-{order} node(s) "
+        f"{res}, {rows}; at most {count * per} cells: the {count} order-{order} node(s) "
         f"of the root coverage x {per} cells each"
     )
     return dim
@@ -217,7 +229,7 @@ def _level_item(prod: _Product, level: LevelInfo, window: str | None, all_time: 
         "gsd": level.resolution_km * 1000.0,
     }
     _set_time(props, p, p.manifest.generated_at, span, window, all_time)
-    extensions = _set_cube(props, p, level)
+    extensions = _set_cube(props, prod, level)
     _set_version_and_scheme(props, extensions, prod)
     item = pystac.Item(
         id=f"{prod.collection_id}-o{level.cell_order}{suffix}",
@@ -235,10 +247,11 @@ def _level_item(prod: _Product, level: LevelInfo, window: str | None, all_time: 
     return item
 
 
-def _set_cube(props: dict, p: ProductSummary, level: LevelInfo) -> set[str]:
+def _set_cube(props: dict, prod: _Product, level: LevelInfo) -> set[str]:
     """The datacube fields of a level Item (``cells``, ``time`` when a variable has it); returns the extensions."""
+    p = prod.summary
     fields = p.declaration.fields if p.declaration else None
-    dims = {"cells": _cells_dimension(p, level.cell_order, level.node_order)}
+    dims = {"cells": _cells_dimension(prod, level.cell_order, level.node_order)}
     variables = _cube_variables(p, level.variables, fields, level.artifact != "source")
     if any("time" in v["dimensions"] for v in variables.values()):
         dims["time"] = {"type": "temporal", "extent": [props.get("start_datetime"), props.get("end_datetime")]}
@@ -590,7 +603,7 @@ def _collection_fields(prod: _Product) -> tuple[dict[str, Any], set[str]]:
     extensions: set[str] = set()
     native = p.level(p.cell_order) if p.cell_order in p.orders else (p.levels[0] if p.levels else None)
     if native is not None:
-        extra["cube:dimensions"] = {"cells": _cells_dimension(p, native.cell_order, native.node_order)}
+        extra["cube:dimensions"] = {"cells": _cells_dimension(prod, native.cell_order, native.node_order)}
         names = list(dict.fromkeys(n for lv in p.levels for n in lv.variables))
         extra["cube:variables"] = _cube_variables(p, names, p.declaration.fields if p.declaration else None, False)
         extensions.add(DATACUBE)
