@@ -12,13 +12,14 @@ the sample ``moczarr.testing`` writes: a /1 pyramid, four variables) under
 
 The served stores and the catalogs written live under ``--scratch`` (default:
 ``/dev/shm`` where it is a writable folder with 1 GiB free, else the system's
-temporary folder). The floor counts only the wire, so a disk on which creating a file
-costs the build's CPU (0.5 ms a file on some virtual machines, against 0.02 ms
-in RAM) is kept out of the figures unless asked for; the header says which.
+temporary folder; the header says which). The floor counts only the wire, so a
+disk on which creating a file costs the build's CPU (0.5 ms a file on some
+virtual machines, against 0.02 ms in RAM) is kept out of the figures unless
+asked for.
 
 For each product count it times ``moczarr-catalog build`` over the roots
-listed by hand and over the prefix with ``--discover`` (output to a local
-temporary folder, so the figures are the reads), and prints
+listed by hand and over the prefix with ``--discover`` (output to a temporary
+folder below the scratch folder, so the figures are the reads), and prints
 
 - ``requests``: GETs and LISTs counted by moczarr, and per product;
 - ``floor``: requests x latency / in-flight limit (the time the wire needs at
@@ -168,7 +169,7 @@ def main() -> None:
     parser.add_argument(
         "--scratch",
         default=default_scratch(),
-        help="the folder of the served stores and the catalogs written (default: /dev/shm where writable)",
+        help="the folder of the served stores and the catalogs written (default: /dev/shm with 1 GiB free)",
     )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
