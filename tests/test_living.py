@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from moczarr.metadata import Scanner
-from moczarr.storage import count_requests
+from moczarr.metadata import MANIFEST_NAME, ROOT_MOC_NAME, Scanner
+from moczarr.storage import Storage, count_requests
 from moczarr.testing import write_sample_store
 from moczarr.testing.moraine import write_raster_pyramid
 from moczarr_intake import reading
@@ -143,6 +143,40 @@ def test_products_are_read_concurrently_at_the_requests_they_need(sample, s3, tm
     one_at_a_time = read_roots(roots, options, concurrency=1)
     assert [s.to_dict() for s in concurrent.summaries] == [s.to_dict() for s in one_at_a_time.summaries]
     assert [s.root for s in concurrent.summaries] == roots  # the order given
+
+
+def test_a_bare_roots_manifest_and_root_moc_come_in_one_batch(sample, s3, monkeypatch):
+    """The listing shows both, so the summary's first two dependent GETs become one round trip, at the same count."""
+    s3.upload_tree(sample / "elevation", "living", "ahead/p0")
+    batches: list[list[str]] = []
+    real = Storage.get_many
+
+    def recording(self, rels):
+        batches.append(list(rels))
+        return real(self, rels)
+
+    monkeypatch.setattr(Storage, "get_many", recording)
+    with count_requests() as counter:
+        read = read_roots(["s3://living/ahead/p0"], s3.storage_options(anon=True))
+    assert counter.summary() == ELEVATION_REQUESTS
+    assert batches[0] == [MANIFEST_NAME, ROOT_MOC_NAME]
+    monkeypatch.setattr(reading, "_read_ahead", lambda found: [])
+    one_by_one = read_roots(["s3://living/ahead/p0"], s3.storage_options(anon=True))
+    assert [s.to_dict() for s in read.summaries] == [s.to_dict() for s in one_by_one.summaries]
+
+
+def test_a_prefetched_object_is_answered_once_from_memory(sample):
+    storage = Storage.open(sample / "elevation")
+    with count_requests() as counter:
+        storage.prefetch([MANIFEST_NAME, "absent.json"])
+        assert counter.summary() == {"GET manifest": 1, "GET other": 1}
+        assert storage.get_many(["absent.json", MANIFEST_NAME]) == [
+            None,
+            (sample / "elevation" / MANIFEST_NAME).read_bytes(),
+        ]
+        assert counter.summary() == {"GET manifest": 1, "GET other": 1}  # both answered from memory
+        storage.get_bytes(MANIFEST_NAME)
+        assert counter.summary() == {"GET manifest": 2, "GET other": 1}  # once only: then read again
 
 
 def test_given_remote_roots_are_probed_at_once_in_their_order(sample, s3, monkeypatch):

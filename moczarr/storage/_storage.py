@@ -373,6 +373,8 @@ class Storage:
         self.concurrency = max(1, int(concurrency))
         #: per-open memo of parsed small objects (the root MOC), so one open reads each once
         self.memo: dict = {}
+        #: ``{rel: bytes or None}`` read ahead by :meth:`prefetch`, each answered once
+        self._prefetched: dict[str, bytes | None] = {}
         #: ``{store key: bytes}`` of the objects read at the top of the store (a root's and its products'
         #: documents, at most one component below this handle: what a catalog reports as file sizes),
         #: shared with its children; leaf objects are not recorded, so a long-lived open does not grow
@@ -411,18 +413,16 @@ class Storage:
         return child
 
     def below(self, rel: str) -> Storage:
-        """The same handle rooted at ``{root}/{rel}``: one store client and one in-flight limit for both.
+        """A new handle rooted at ``{root}/{rel}`` on the same store client and in-flight limit.
 
         For reading many stores under one prefix (a catalog build) through one
         client; ``rel`` is any relative key (each component checked, see
-        :meth:`key`). Raises :class:`~moczarr.errors.KeyContainmentError` for a key leaving the root.
+        :meth:`key`; ``""`` is the root itself). The new handle has memos of
+        its own. Raises :class:`~moczarr.errors.KeyContainmentError` for a key leaving the root.
         """
         rel = relative_key(rel, self.location)
-        if not rel:
-            return self
-        sub = Storage(
-            self.store, self.key(rel), location=f"{self.location.rstrip('/')}/{rel}", concurrency=self.concurrency
-        )
+        location = f"{self.location.rstrip('/')}/{rel}" if rel else self.location
+        sub = Storage(self.store, self.key(rel), location=location, concurrency=self.concurrency)
         sub._limits = self._limits
         return sub
 
@@ -499,9 +499,27 @@ class Storage:
         """
         if not rels:
             return []
+        if self._prefetched:
+            ahead = {r: self._prefetched.pop(r) for r in dict.fromkeys(rels) if r in self._prefetched}
+            if ahead:
+                rest = [r for r in rels if r not in ahead]
+                fetched = dict(zip(rest, self.get_many(rest), strict=True))
+                return [ahead[r] if r in ahead else fetched[r] for r in rels]
         if self._local is not None:
             return self._read_local(rels)
         return list(sync(self._batch([lambda r=r: self._fetch(r) for r in rels])))
+
+    def prefetch(self, rels: Sequence[str]) -> None:
+        """Read ``rels`` now, in one batch; the next read of each through this handle is answered from memory.
+
+        For a caller that knows which objects a chain of dependent reads will
+        ask for (a catalog whose listing showed a bare store's manifest and
+        root MOC): one round trip for all of them instead of one each. Each
+        object is answered once, then forgotten; requests are counted when
+        made. Raises what :meth:`get_many` raises.
+        """
+        rels = [r for r in dict.fromkeys(rels) if r not in self._prefetched]
+        self._prefetched.update(zip(rels, self.get_many(rels), strict=True))
 
     def turn(self) -> AbstractContextManager:
         """The context a batch of reads and decodes of many small objects runs in.
