@@ -34,8 +34,7 @@ import copy
 import json
 import os
 import shutil
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,7 +203,7 @@ def write_api_items(
 
 def _start_api_items(
     catalog: pystac.Catalog, folder: str | os.PathLike, documents: ApiDocuments | None
-) -> tuple[list[Path], _Background]:
+) -> tuple[list[Path], _ParquetWriting]:
     """:func:`write_api_items` up to the files' bytes: the warnings said, the files being written in the background."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -221,7 +220,7 @@ def _start_api_items(
             located = _located_rows(rows, "STAC API Items")
             if located:
                 files.append((located, folder / name))
-    return [path for _, path in files], _Background(_write_parquet_files, files)
+    return [path for _, path in files], _ParquetWriting(files)
 
 
 def _groups_by_collection(docs: list[dict]) -> Iterator[tuple[str, list[list[dict]]]]:
@@ -258,41 +257,30 @@ def _write_parquet(rows: list[dict], path: Path) -> Path:
     return path
 
 
-class _Background:
-    """``function(*args)`` run in a thread of its own; :meth:`wait` joins it and raises what it raised."""
-
-    def __init__(self, function: Callable[..., object], *args):
-        self._failure: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                function(*args)
-            except BaseException as exc:  # raised again by wait(), in the caller's thread
-                self._failure.append(exc)
-
-        self._thread = threading.Thread(target=run, name="moczarr-api-outputs", daemon=True)
-        self._thread.start()
-
-    def wait(self) -> None:
-        self._thread.join()
-        if self._failure:
-            raise self._failure[0]
-
-
-def _write_parquet_files(files: list[tuple[list[dict], Path]]) -> None:
-    """Write each ``(rows, path)`` as stac-geoparquet, :data:`PARQUET_WRITERS` at once; the first failure raises.
+class _ParquetWriting:
+    """Stac-geoparquet files being written, :data:`PARQUET_WRITERS` at once; :meth:`wait` until all are written.
 
     A file of a few rows costs rustac a fixed 3-4 ms, most of it outside the
     GIL, so a few threads over ``write_sync`` overlap it (they take less CPU
     than rustac's async ``write`` on an event loop, which bridges every file
-    through asyncio). Run in a thread of its own (:class:`_Background`), so the
-    caller writes the rest of the catalog meanwhile.
+    through asyncio), while the caller writes the rest of the catalog.
     """
-    if not files:
-        return
-    with ThreadPoolExecutor(max_workers=min(PARQUET_WRITERS, len(files)), thread_name_prefix="moczarr-parquet") as pool:
-        for _ in pool.map(lambda file: _write_parquet(*file), files):
-            pass
+
+    def __init__(self, files: list[tuple[list[dict], Path]]):
+        workers = max(1, min(PARQUET_WRITERS, len(files)))
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="moczarr-parquet")
+        self._futures = [self._pool.submit(_write_parquet, rows, path) for rows, path in files]
+
+    def wait(self) -> None:
+        """Return once every file is written; raises the first failure (in the files' order), in the caller's thread.
+
+        After a failure the files not yet started are not written.
+        """
+        try:
+            for future in self._futures:
+                future.result()
+        finally:
+            self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def machine_paths(catalog: pystac.Catalog, documents: ApiDocuments | None = None) -> list[str]:
@@ -334,7 +322,7 @@ def check_api_names(catalog: pystac.Catalog) -> None:
 class PendingApiOutputs:
     """STAC API outputs being written (:func:`start_api_outputs`); :meth:`wait` returns them once on disk."""
 
-    def __init__(self, outputs: ApiOutputs, writing: _Background | None = None):
+    def __init__(self, outputs: ApiOutputs, writing: _ParquetWriting | None = None):
         self._outputs, self._writing = outputs, writing
 
     def wait(self) -> ApiOutputs:
@@ -367,7 +355,7 @@ def start_api_outputs(
 ) -> PendingApiOutputs:
     """:func:`write_api_outputs`, returning once the Collections are written and the Items are being written.
 
-    The stac-geoparquet files are written in a background thread (most of
+    The stac-geoparquet files are written by background threads (most of
     their cost is outside the GIL), so the caller can write the rest of a
     catalog meanwhile; the catalog must not change until
     :meth:`PendingApiOutputs.wait`. Warnings and argument errors come from this
