@@ -53,7 +53,10 @@ def run(args, build, storage_options: dict | None, *, progress: bool) -> int:
         f"updated {args.out}: {len(r['read'])} changed, {len(r['added'])} added, {len(r['removed'])} removed, "
         f"{r['unchanged']} unchanged"
     )
-    print(line + (f"; {uploaded_line(written)}" if "uploaded" in written else ""))
+    if written.get("written") is False:
+        print(f"{line}; nothing to write: the catalog is as the stores are")
+    else:
+        print(line + (f"; {uploaded_line(written)}" if "uploaded" in written else ""))
     return 0
 
 

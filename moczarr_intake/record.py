@@ -10,7 +10,10 @@
   multi-product root, and for a moraine pyramid its folder's and ``0.zarr``'s
   listings) and its facts (the store summary, or the pyramid's description);
 - per written document its SHA-256, so a rebuild into object storage uploads
-  only what changed and deletes what is gone.
+  only what changed and deletes what is gone;
+- the moczarr release that wrote it: an update by the same release that
+  finds nothing changed has nothing to write (another release may write other
+  documents from the same facts).
 
 A store is unchanged when its state is equal and fully known; its recorded
 facts then stand in for a new read. zagg rewrites ``coverage.moc`` at the end
@@ -29,6 +32,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import moczarr
 from moczarr.errors import ArgumentError
 from moczarr.metadata import MANIFEST_NAME, ROOT_MOC_NAME, StoreSummary, is_remote, normalize_location
 from moczarr.moraine import MorainePyramid
@@ -113,6 +117,8 @@ class BuildRecord:
     #: the local folder the record lives in: local paths are written relative to it (no path of this machine
     #: in a published folder, and a folder moved with its stores still updates); None for a URL
     base: str | None = None
+    #: the moczarr release that wrote the catalog (None: a record from before releases were recorded)
+    written_by: str | None = None
 
     @classmethod
     def of(
@@ -126,7 +132,8 @@ class BuildRecord:
                 stores.append(StoreRecord(r.found.root, MORAINE, state_of(r.found), moraine_to_dict(r.moraine)))
         if options.get("stores_root"):
             options = {**options, "stores_root": normalize_location(options["stores_root"])}
-        return cls([normalize_location(x) for x in roots], discover, options, stores, documents, base)
+        roots = [normalize_location(x) for x in roots]
+        return cls(roots, discover, options, stores, documents, base, written_by=moczarr.__version__)
 
     def to_json(self) -> bytes:
         def rel(path):
@@ -145,6 +152,8 @@ class BuildRecord:
             ],
             "documents": self.documents,
         }
+        if self.written_by is not None:
+            doc["written_by"] = self.written_by
         return (json.dumps(doc, indent=None, sort_keys=False) + "\n").encode()
 
     @classmethod
@@ -169,7 +178,9 @@ class BuildRecord:
         ]
         options = {k: absolute(v) if k == "stores_root" else v for k, v in doc["options"].items()}
         roots = [absolute(r) for r in doc["roots"]]
-        return cls(roots, bool(doc["discover"]), options, stores, dict(doc.get("documents") or {}), base)
+        documents = dict(doc.get("documents") or {})
+        written_by = doc.get("written_by") if isinstance(doc.get("written_by"), str) else None
+        return cls(roots, bool(doc["discover"]), options, stores, documents, base, written_by)
 
     def by_root(self) -> dict[str, StoreRecord]:
         return {s.root: s for s in self.stores}

@@ -6,7 +6,9 @@ discovery prefixes, and the build's options. An update lists the roots again
 with the recorded one, reads only the roots that are new or changed (or
 whose state a listing cannot tell), takes the recorded facts of the others,
 and rebuilds the catalog from those with the recorded options: the same
-documents a full build of the stores as they are now would write. Roots that
+documents a full build of the stores as they are now would write. When no
+root changed, appeared or went, that would be the catalog as it is, and
+nothing is written at all (:func:`_nothing_to_write` says when). Roots that
 appeared below a discovery prefix are added; roots that are gone (no longer
 found below a prefix, or a given root whose listing shows no store any more)
 are dropped, and their documents deleted.
@@ -17,18 +19,24 @@ product; a moraine pyramid two.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
+import moczarr
 from moczarr.errors import NotFoundError
 from moczarr.metadata import DEFAULT_CONCURRENCY, ProductSummary, StoreSummary, Writer, is_remote, normalize_location
 
 from .discover import HIVE, Found
 from .reading import Read, Reading, Scanners, locate, read_all
 from .record import RECORD_NAME, BuildRecord, StoreRecord, changed, state_known, state_of
+from .stac import public_storage_options
 
 #: the build options a record keeps, as ``build()`` takes them
 BUILD_OPTIONS = ("thumbnails", "href_base", "stores_root", "catalog_url", "license", "strict")
+#: the catalog's entry documents, as a build's result names them (``RESULT_KEYS``)
+CATALOG_DOCUMENTS = ("catalog.yaml", "catalog_v2.yaml", "stac/catalog.json")
+RESULT_KEYS = ("intake", "intake_v2", "stac")
 
 
 def load_record(out: str, storage_options: dict | None = None) -> BuildRecord:
@@ -57,7 +65,12 @@ def update(
     ``storage_options``: how to read the stores and write ``out`` (default: the
     public options the record keeps, e.g. ``anon``/the endpoint). Returns the
     build's result plus ``"refresh"``: the roots ``read`` again, ``added``,
-    ``removed`` and the count ``unchanged``.
+    ``removed`` and the count ``unchanged``. When nothing changed (and the
+    catalog was written by this release, with the same publishable storage
+    options), nothing is written: the result then holds ``"written": False``,
+    the catalog's entry documents (``intake``, ``intake_v2``, ``stac``), the
+    discovery lines as ``notes``, ``refresh``, and for an object-store output
+    ``uploaded`` (no document written).
     """
     out = normalize_location(out)
     record = load_record(out, storage_options)
@@ -76,6 +89,8 @@ def update(
             fresh[f.root] = _merge_products(f, previous[f.root], partial[f.root], scanners)
     reads = [fresh[f.root] if f.root in fresh else previous[f.root].read(f) for f in present]
     refresh = _accounting(present, previous, stale, partial, reads)
+    if _nothing_to_write(out, record, present, refresh, options):
+        return _as_recorded(out, record, discoveries, refresh)
     kwargs = {k: record.options.get(k) for k in BUILD_OPTIONS if k in record.options}
     written = build(
         record.roots,
@@ -87,6 +102,41 @@ def update(
         **kwargs,
     )
     return {**written, "refresh": refresh}
+
+
+def _nothing_to_write(out: str, record: BuildRecord, present: list[Found], refresh: dict, options) -> bool:
+    """True when a rebuild would write the catalog at ``out`` exactly as it is.
+
+    That is: no product read again, added or removed, the same roots in the
+    same order, the storage options a document may carry equal to the
+    recorded ones, and the record written by this moczarr release (another
+    may write other documents from the same facts). A local catalog must
+    still hold its documents; an object-store catalog's record is written
+    after every document, so its presence says they are there.
+    """
+    if refresh["read"] or refresh["added"] or refresh["removed"]:
+        return False
+    if [f.root for f in present] != [s.root for s in record.stores] or record.written_by != moczarr.__version__:
+        return False
+    if public_storage_options(options) != record.options.get("storage_options"):
+        return False
+    return is_remote(out) or all(os.path.isfile(os.path.join(out, name)) for name in CATALOG_DOCUMENTS)
+
+
+def _as_recorded(out: str, record: BuildRecord, discoveries, refresh: dict) -> dict:
+    """What :func:`update` returns when it has nothing to write: where the catalog is, what was compared."""
+    written: dict = {
+        "written": False,
+        "notes": [d.summary() for d in discoveries],
+        "refresh": refresh,
+    }
+    if is_remote(out):
+        base = out.rstrip("/")
+        written |= {name: f"{base}/{path}" for name, path in zip(RESULT_KEYS, CATALOG_DOCUMENTS, strict=True)}
+        written["uploaded"] = {"written": 0, "unchanged": len(record.documents), "deleted": 0}
+    else:
+        written |= {name: Path(out) / path for name, path in zip(RESULT_KEYS, CATALOG_DOCUMENTS, strict=True)}
+    return written
 
 
 def changed_products(found: Found, previous: StoreRecord | None) -> list[str] | None:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import moczarr
 from moczarr.metadata import MANIFEST_NAME, ROOT_MOC_NAME, Scanner
 from moczarr.storage import Storage, count_requests
 from moczarr.testing import write_sample_store
@@ -310,6 +311,66 @@ def test_update_adds_and_removes_stores_and_equals_a_fresh_build(sample, tmp_pat
     fresh = tmp_path / "fresh"
     build([str(prefix)], fresh, progress=False, discover=True)
     assert _tree(out) == _tree(fresh)
+
+
+def _stats(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file below ``folder`` with its inode and modification time: what a write would change."""
+    return {p.relative_to(folder).as_posix(): (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.rglob("*")}
+
+
+def test_update_that_finds_nothing_changed_writes_nothing(sample, tmp_path, capsys):
+    prefix = tmp_path / "stores"
+    for name in ("a", "b"):
+        copy_store(sample / "elevation", prefix / name)
+    out = tmp_path / "cat"
+    assert main(["build", str(prefix), "--discover", "--out", str(out)]) == 0
+    before = _stats(out)
+    capsys.readouterr()
+    with count_requests() as counter:
+        assert main(["update", str(out)]) == 0
+    assert capsys.readouterr().out.startswith(
+        f"updated {out}: 0 changed, 0 added, 0 removed, 2 unchanged; nothing to write"
+    )
+    assert _stats(out) == before  # not one file replaced
+    assert counter.summary() == {"LIST prefix": 3, "GET other": 1}  # the walk and the build record
+    result = update(build, str(out))
+    assert result["written"] is False and result["stac"] == out / "stac" / "catalog.json"
+    assert result["refresh"] == {"read": [], "added": [], "removed": [], "unchanged": 2}
+
+
+@pytest.mark.parametrize("why", ["another release wrote it", "a document is missing", "other storage options"])
+def test_update_rewrites_an_unchanged_catalog_it_cannot_vouch_for(sample, tmp_path, why):
+    a = copy_store(sample / "elevation", tmp_path / "a")
+    out = tmp_path / "cat"
+    build([str(a)], out, progress=False)
+    fresh = _tree(out)
+    options = None
+    if why == "another release wrote it":
+        record = json.loads((out / RECORD_NAME).read_text())
+        (out / RECORD_NAME).write_text(json.dumps({**record, "written_by": "0.0.1"}))
+    elif why == "a document is missing":
+        (out / "catalog_v2.yaml").unlink()
+    else:
+        options = {"anon": True}  # published in the documents, so they change
+    result = update(build, str(out), storage_options=options)
+    assert result.get("written") is not False and result["refresh"]["unchanged"] == 1
+    assert json.loads((out / RECORD_NAME).read_text())["written_by"] == moczarr.__version__
+    if options is None:
+        assert _tree(out) == fresh
+    else:
+        assert _tree(out) != fresh and "anon: true" in (out / "catalog.yaml").read_text()
+
+
+def test_update_to_object_storage_that_finds_nothing_changed_sends_no_write(sample, s3):
+    s3.upload_tree(sample / "elevation", "living", "still/p0")
+    options = s3.storage_options(anon=True)
+    out = "s3://living/still-cat"
+    build(["s3://living/still/p0"], out, storage_options=options, progress=False)
+    with count_requests() as counter:
+        result = update(build, out, storage_options=options)
+    assert result["written"] is False and result["stac"] == f"{out}/stac/catalog.json"
+    assert not [k for k in counter.summary() if k.startswith(("PUT", "DELETE"))]
+    assert result["uploaded"]["written"] == 0 and result["uploaded"]["unchanged"] > 0
 
 
 def test_update_of_a_given_root_that_is_gone_drops_it(sample, tmp_path):
