@@ -8,6 +8,9 @@ another in the calling thread (a local read is a plain file read, and the
 warnings keep their order). With a dask.distributed ``scheduler`` the roots
 are sent to the cluster in chunks, each chunk read the same way on a worker.
 
+Roots given as such (no discovery, no cluster) are probed and read in one
+task each, so a root's reads start as soon as its own LIST is back.
+
 What each root costs: one LIST of the root (its state, :mod:`.record`) plus
 the summary's own GETs (manifest, root MOC, one stamp, the source arrays'
 metadata); a multi-product root one LIST per product more.
@@ -206,25 +209,61 @@ def read_all(
 
 
 def _read_here(found: list[Found], scanners: Scanners, done: Callable[[int], object]) -> list[Read]:
-    remote = [f for f in found if is_remote(f.root)]
+    by_root = {f.root: f for f in found}
+    return _each_root(list(by_root), lambda root, workers: read_one(by_root[root], scanners, workers), scanners, done)
+
+
+def _each_root(
+    roots: list[str], work: Callable[[str, int], Read], scanners: Scanners, done: Callable[[int], object]
+) -> list[Read]:
+    """``work(root, workers)`` of every root, in order: remote roots in threads under the one limit, local ones here.
+
+    ``workers``: the products of a multi-product root to read at once (few
+    roots: more each). The first failure (in order) raises.
+    """
+    remote = [r for r in roots if is_remote(r)]
     if len(remote) < 2:
         out = []
-        for f in found:
-            out.append(read_one(f, scanners, scanners.concurrency))
+        for root in roots:
+            out.append(work(root, scanners.concurrency))
             done(1)
         return out
     by_root: dict[str, Read] = {}
     inner = max(PRODUCT_WORKERS, scanners.concurrency // len(remote))  # few roots: their products at once
     with ThreadPoolExecutor(max_workers=min(len(remote), scanners.concurrency)) as pool:
-        futures = {f.root: pool.submit(read_one, f, scanners, inner) for f in remote}
-        for f in found:  # local roots in this thread meanwhile
-            if not is_remote(f.root):
-                by_root[f.root] = read_one(f, scanners)
+        futures = {root: pool.submit(work, root, inner) for root in remote}
+        for root in roots:  # local roots in this thread meanwhile
+            if not is_remote(root):
+                by_root[root] = work(root, PRODUCT_WORKERS)
                 done(1)
         for root, future in futures.items():
             by_root[root] = future.result()  # the first failure (in order) ends the build
             done(1)
-    return [by_root[f.root] for f in found]
+    return [by_root[root] for root in roots]
+
+
+def _probe_and_read_all(roots: list[str], scanners: Scanners, progress: bool) -> list[Read]:
+    """Each given root probed (:func:`~.discover.probe`) and read (:func:`read_one`) in one task, in order.
+
+    What :func:`locate` then :func:`read_all` give, without waiting for every
+    probe before the first read: a root's read starts as soon as its own LIST
+    is back. A location given twice is read once.
+    """
+    given: dict[str, str] = {}
+    for root in roots:
+        scanner, rel = scanners.at(root)
+        given.setdefault(scanner.url(rel), root)
+
+    def work(location: str, workers: int) -> Read:
+        scanner, rel = scanners.at(given[location])
+        found = probe(scanner, rel) or Found(scanner.url(rel), HIVE, {}, discovered=False)
+        return read_one(found, scanners, workers)
+
+    bar = tqdm(total=len(given), desc="stores", unit="store", disable=not progress, file=sys.stderr)
+    try:
+        return _each_root(list(given), work, scanners, bar.update)
+    finally:
+        bar.close()
 
 
 def read_chunk(found: list[Found], storage_options: dict | None, concurrency: int) -> tuple[list[Read], list]:
@@ -281,5 +320,7 @@ def read_roots(
     prefix). Raises the reader's errors of the first root that fails.
     """
     scanners = Scanners(storage_options, concurrency)
+    if not discover_below and scheduler is None:
+        return Reading(_probe_and_read_all([str(r) for r in roots], scanners, progress))
     found, discoveries = locate(roots, scanners, discover_below=discover_below, exclude=exclude, progress=progress)
     return Reading(read_all(found, scanners, progress=progress, scheduler=scheduler), discoveries)

@@ -146,6 +146,29 @@ def test_products_are_read_concurrently_at_the_requests_they_need(sample, s3, tm
     assert [s.root for s in concurrent.summaries] == roots  # the order given
 
 
+def test_a_given_roots_read_follows_its_own_probe_not_every_probe(sample, s3, monkeypatch):
+    """With one thread the order shows it: each root is probed then read before the next root's probe."""
+    for i in range(3):
+        s3.upload_tree(sample / "elevation", "living", f"pipe/p{i}")
+    roots = [f"s3://living/pipe/p{i}" for i in range(3)]
+    steps: list[tuple[str, str]] = []
+    real_probe, real_read = reading.probe, reading.read_one
+
+    def probing(scanner, rel=""):
+        steps.append(("probe", rel))
+        return real_probe(scanner, rel)
+
+    def reading_one(found, scanners, workers=reading.PRODUCT_WORKERS):
+        steps.append(("read", found.root.rsplit("/", 2)[-2] + "/" + found.root.rsplit("/", 1)[-1]))
+        return real_read(found, scanners, workers)
+
+    monkeypatch.setattr(reading, "probe", probing)
+    monkeypatch.setattr(reading, "read_one", reading_one)
+    read = read_roots([*roots, roots[1]], s3.storage_options(anon=True), concurrency=1)  # one given twice
+    assert steps == [(step, f"pipe/p{i}") for i in range(3) for step in ("probe", "read")]
+    assert [s.root for s in read.summaries] == roots  # the order given, each location once
+
+
 def test_a_bare_roots_manifest_and_root_moc_come_in_one_batch(sample, s3, monkeypatch):
     """The listing shows both, so the summary's first two dependent GETs become one round trip, at the same count."""
     s3.upload_tree(sample / "elevation", "living", "ahead/p0")
