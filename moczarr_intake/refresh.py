@@ -28,15 +28,15 @@ from moczarr.errors import NotFoundError
 from moczarr.metadata import DEFAULT_CONCURRENCY, ProductSummary, StoreSummary, Writer, is_remote, normalize_location
 
 from .discover import HIVE, Found
+from .outstore import ROOT_DOCUMENTS
 from .reading import Read, Reading, Scanners, locate, read_all
 from .record import RECORD_NAME, BuildRecord, StoreRecord, changed, state_known, state_of
 from .stac import public_storage_options
 
 #: the build options a record keeps, as ``build()`` takes them
 BUILD_OPTIONS = ("thumbnails", "href_base", "stores_root", "catalog_url", "license", "strict")
-#: the catalog's entry documents, as a build's result names them (``RESULT_KEYS``)
-CATALOG_DOCUMENTS = ("catalog.yaml", "catalog_v2.yaml", "stac/catalog.json")
-RESULT_KEYS = ("intake", "intake_v2", "stac")
+#: the key of each entry document (:data:`~.outstore.ROOT_DOCUMENTS`) in a build's result
+RESULT_KEYS = {"stac/catalog.json": "stac", "catalog.yaml": "intake", "catalog_v2.yaml": "intake_v2"}
 
 
 def load_record(out: str, storage_options: dict | None = None) -> BuildRecord:
@@ -120,7 +120,7 @@ def _nothing_to_write(out: str, record: BuildRecord, present: list[Found], refre
         return False
     if public_storage_options(options) != record.options.get("storage_options"):
         return False
-    return is_remote(out) or all(os.path.isfile(os.path.join(out, name)) for name in CATALOG_DOCUMENTS)
+    return is_remote(out) or all(os.path.isfile(os.path.join(out, name)) for name in ROOT_DOCUMENTS)
 
 
 def _as_recorded(out: str, record: BuildRecord, discoveries, refresh: dict) -> dict:
@@ -132,10 +132,10 @@ def _as_recorded(out: str, record: BuildRecord, discoveries, refresh: dict) -> d
     }
     if is_remote(out):
         base = out.rstrip("/")
-        written |= {name: f"{base}/{path}" for name, path in zip(RESULT_KEYS, CATALOG_DOCUMENTS, strict=True)}
+        written |= {RESULT_KEYS[path]: f"{base}/{path}" for path in ROOT_DOCUMENTS}
         written["uploaded"] = {"written": 0, "unchanged": len(record.documents), "deleted": 0}
     else:
-        written |= {name: Path(out) / path for name, path in zip(RESULT_KEYS, CATALOG_DOCUMENTS, strict=True)}
+        written |= {RESULT_KEYS[path]: Path(out) / path for path in ROOT_DOCUMENTS}
     return written
 
 
