@@ -43,6 +43,8 @@ if TYPE_CHECKING:  # the command line loads the reader only when a command runs 
     from .entries import CatalogEntries
     from .hrefs import HrefPolicy
     from .reading import Reading
+    from .record import BuildRecord
+    from .reuse import Reuse
 
 #: what ``build`` writes into ``--out`` (each replaced whole when the build succeeds)
 OUTPUTS = ["stac", "catalog.yaml", "catalog_v2.yaml"]
@@ -115,6 +117,7 @@ def build(
     scheduler: str | None = None,
     reading: Reading | None = None,
     out_location: str | None = None,
+    previous: BuildRecord | None = None,
 ) -> dict:
     """Summarize every root, write STAC and both Intake YAML flavours under ``out``; returns what was written.
 
@@ -140,6 +143,13 @@ def build(
     hrefs, withheld storage options and STAC API outputs not written. With
     ``strict=True`` any degrade raises :class:`DegradedBuildError` before
     anything is written.
+
+    ``previous``: the build record of the catalog at ``out`` that this build
+    replaces (``update`` passes it). When the roots, their products and the
+    options are those it records, the products whose facts are unchanged keep
+    their documents and only the others are written, with the documents that
+    list every product (:mod:`moczarr_intake.reuse`); the catalog is then the
+    one a full build would write.
     """
     href_base = check_url(href_base, "--href-base")
     catalog_url = check_url(catalog_url, "--catalog-url")
@@ -165,6 +175,7 @@ def build(
             discover=discover,
             scheduler=scheduler,
             reading=reading,
+            previous=previous,
         )
     # a discovered prefix may hold the catalog folder (discovery leaves it out); a store root may not
     out = check_out(out, [] if discover else [os.fspath(r) for r in roots])
@@ -194,6 +205,7 @@ def build(
             "strict": strict,
         },
         out_location,
+        previous,
     )
     api = _write_catalogs(
         entries,
@@ -251,38 +263,86 @@ def _written(out: Path, reading: Reading, entries: CatalogEntries, notes: list[s
 
 
 class BuildRecordInputs(NamedTuple):
-    """What the build record beside a catalog keeps (:mod:`.record`): the reading, the roots and the options."""
+    """What the build record beside a catalog keeps (:mod:`.record`): the reading, the roots and the options; where
+    the catalog goes (``out_location``: its URL when the build is staged for object storage) and the record of the
+    catalog there (``previous``: an update's, whose unchanged products keep their documents)."""
 
     reading: Reading
     roots: list
     discover: bool
     options: dict
     out_location: str | None
+    previous: BuildRecord | None = None
 
 
 def _write_catalogs(
     entries: CatalogEntries,
     out: Path,
     policy: HrefPolicy,
-    record: BuildRecordInputs,
+    inputs: BuildRecordInputs,
     *,
     storage_options,
     catalog_url,
     **stac_kw,
 ):
-    """Write STAC (and its API outputs) and both YAML flavours to a temporary sibling of ``out``, then move them in.
+    """Write STAC (and its API outputs), both YAML flavours and the record to a temporary sibling of ``out``, then
+    move them in: the whole catalog, or only what changed when an update can keep the rest (:mod:`.reuse`).
 
-    Returns the :class:`~moczarr_intake.stac.ApiOutputs` (paths in the temporary folder), with the lines
-    naming the Items they leave out in ``notes``.
+    Returns the :class:`~moczarr_intake.stac.ApiOutputs` (paths in the temporary folder, or in ``out`` for an
+    update that kept some), with the lines naming the Items they leave out in ``notes``.
     """
+    from .record import BuildRecord, recorded_options
+    from .reuse import plan
+
+    base = None if inputs.out_location is not None else str(out)
+    record = BuildRecord.of(
+        inputs.roots,
+        inputs.discover,
+        recorded_options(inputs.options, storage_options),
+        inputs.reading,
+        {},
+        base,
+    )
+    reuse = None
+    if inputs.previous is not None:
+        reuse = plan(entries, record, inputs.previous, inputs.out_location or str(out), storage_options)
+    if reuse is not None:
+        try:
+            return _write_staged(entries, out, policy, inputs, record, reuse, storage_options, catalog_url, stac_kw)
+        except _CannotReuse:
+            pass
+    return _write_staged(entries, out, policy, inputs, record, None, storage_options, catalog_url, stac_kw)
+
+
+class _CannotReuse(Exception):
+    """An update's partial write met what only a full build writes right (the STAC API outputs are no longer
+    written: a changed product names a path of this machine)."""
+
+
+def _write_staged(
+    entries: CatalogEntries,
+    out: Path,
+    policy: HrefPolicy,
+    inputs: BuildRecordInputs,
+    record: BuildRecord,
+    reuse: Reuse | None,
+    storage_options,
+    catalog_url,
+    stac_kw: dict,
+):
+    """:func:`_write_catalogs` with ``reuse`` (None: write the whole catalog)."""
     import contextlib
     import shutil
     import tempfile
 
     from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
-    from .record import write_beside
+    from .outstore import ROOT_DOCUMENTS
+    from .publish import pgstac_documents
+    from .record import RECORD_NAME, write_beside
     from .stac import api_documents, build_stac, start_api_outputs
 
+    keep = reuse.keep if reuse is not None else frozenset()
+    hashes = inputs.out_location is not None  # the record then hashes every document, the API outputs' too
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
     started: list = []  # (documents, pending API outputs), made before pystac writes the documents
@@ -292,7 +352,7 @@ def _write_catalogs(
             warnings.simplefilter("ignore", MoczarrWarning)  # the summaries' warnings are reported already
 
             def start_api(finished) -> None:
-                documents = api_documents(finished)  # once, for the STAC API outputs and the pgstac ndjson
+                documents = api_documents(finished, keep)  # once, for the STAC API outputs and the pgstac ndjson
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", MoczarrWarning)
                     started.append((documents, start_api_outputs(finished, tmp / "stac", documents)))
@@ -308,6 +368,7 @@ def _write_catalogs(
                 dest_dir=tmp / "stac",
                 api_outputs=False,
                 before_save=start_api,
+                keep=keep,
                 **stac_kw,
             )
         ((documents, pending),) = started
@@ -315,30 +376,55 @@ def _write_catalogs(
         v1 = v1_catalog(entries, out, stac_hrefs=hrefs, storage_options=storage_options, policy=policy)
         write_yaml(v1, tmp / "catalog.yaml")
         write_yaml(v2_catalog(entries, out, storage_options=storage_options, policy=policy), tmp / "catalog_v2.yaml")
-        if record.out_location is not None:  # the record then hashes every document, the API outputs' too
+        if hashes or reuse is not None:
             pending.wait()
+        ndjson = None
+        if reuse is not None:
+            if pending.wait().skipped:
+                raise _CannotReuse
+            key = catalog_url or inputs.out_location or str(out)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", MoczarrWarning)
+                collections, items = pgstac_documents(catalog, key, documents)
+            left_out.extend(caught)
+            ids = [c.id for c in catalog.get_all_collections()]
+            ndjson = reuse.pgstac_ndjson(ids, collections, items)
         beside = write_beside(
             tmp,
             catalog,
-            record.reading,
-            record.roots,
-            record.discover,
-            record.options,
-            storage_options,
-            catalog_url or record.out_location or str(out),
-            hashes=record.out_location is not None,
-            base=None if record.out_location is not None else str(out),
+            record,
+            catalog_url or inputs.out_location or str(out),
+            hashes=hashes,
             documents=documents,
+            ndjson=ndjson,
+            kept=reuse.kept_hashes() if reuse is not None and hashes else None,
         )
         api = pending.wait()
         api.notes = [f"note: {w.message}" for w in left_out if issubclass(w.category, MoczarrWarning)]
-        _move_in(tmp, out, [*OUTPUTS, *beside])
+        if reuse is not None and not hashes:  # a local catalog: the written products' documents replace theirs
+            reuse.move_in(tmp, out, [*ROOT_DOCUMENTS, RECORD_NAME])
+        else:  # the whole catalog, or the staging folder of an object-storage output
+            _move_in(tmp, out, [*OUTPUTS, *beside])
+        if reuse is not None:
+            api.items, api.collections = _api_files(out, record.documents if hashes else None)
     finally:
         for _, unfinished in started:  # nothing may still write into tmp as it is removed
             with contextlib.suppress(Exception):
                 unfinished.wait()
         shutil.rmtree(tmp, ignore_errors=True)
     return api
+
+
+def _api_files(out: Path, keys: dict[str, str] | None) -> tuple[list[Path], list[Path]]:
+    """The STAC API files of the catalog at ``out`` (``keys``: its documents, when staged for object storage)."""
+    from .stac import API_COLLECTIONS, API_ITEMS
+
+    names = keys if keys is not None else [p.relative_to(out).as_posix() for p in (out / "stac").glob("api-*/*")]
+    files = {
+        folder: [out / key for key in sorted(names) if key.startswith(f"stac/{folder}/")]
+        for folder in (API_ITEMS, API_COLLECTIONS)
+    }
+    return files[API_ITEMS], files[API_COLLECTIONS]
 
 
 def _output_notes(policy: HrefPolicy, storage_options, api_skipped: str | None) -> list[str]:

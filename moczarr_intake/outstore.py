@@ -73,11 +73,12 @@ def build_to_url(build: Callable[..., dict], roots, out: str, *, storage_options
     """``build(roots, staging, ...)`` then :func:`write_tree` to ``out``; returns the build's result with URLs.
 
     ``catalog_url`` defaults to ``out`` itself: the STAC root's self link is
-    the URL it is written to, and every href below it is relative to it.
+    the URL it is written to, and every href below it is relative to it. A
+    ``previous`` record in ``kw`` (an update's) is the one at ``out``; else it is read there.
     """
     out = normalize_location(out)
     writer = Writer(out, storage_options)
-    previous = previous_record(writer)
+    previous = kw.get("previous") or previous_record(writer)
     with tempfile.TemporaryDirectory(prefix="moczarr-catalog-") as tmp:
         staged = Path(tmp) / "out"
         written = build(

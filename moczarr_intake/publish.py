@@ -131,9 +131,14 @@ def write_ndjson(
     paths = []
     for name, docs in ((COLLECTIONS_NDJSON, collections), (ITEMS_NDJSON, items)):
         path = folder / name
-        path.write_text("".join(json.dumps(d, separators=(",", ":")) + "\n" for d in docs))
+        path.write_text("".join(ndjson_line(d) for d in docs))
         paths.append(path)
     return paths
+
+
+def ndjson_line(doc: dict) -> str:
+    """One document as a line of the pgstac ndjson (compact JSON)."""
+    return json.dumps(doc, separators=(",", ":")) + "\n"
 
 
 def _read_ndjson(writer: Writer, name: str) -> list[dict]:

@@ -30,7 +30,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import moczarr
 from moczarr.errors import ArgumentError
@@ -38,7 +38,7 @@ from moczarr.metadata import MANIFEST_NAME, ROOT_MOC_NAME, StoreSummary, is_remo
 from moczarr.moraine import MorainePyramid
 
 from .discover import HIVE, MORAINE, Found
-from .publish import PGSTAC_DIR, write_ndjson
+from .publish import COLLECTIONS_NDJSON, ITEMS_NDJSON, PGSTAC_DIR, write_ndjson
 from .reading import Read, Reading
 from .stac import ApiDocuments, public_storage_options
 
@@ -220,32 +220,42 @@ def changed(found: Found, previous: StoreRecord | None) -> bool:
     return not state_known(state) or state != previous.state
 
 
+def recorded_options(options: dict, storage_options: dict | None) -> dict:
+    """The options a record keeps: the build's, with the storage options a catalog may publish (never a credential)."""
+    return {**options, "storage_options": public_storage_options(storage_options)}
+
+
 def write_beside(
     tmp: Path,
     catalog,
-    reading: Reading,
-    roots,
-    discover: bool,
-    options: dict,
-    storage_options: dict | None,
+    record: BuildRecord,
     catalog_key: str,
     *,
     hashes: bool = False,
-    base: str | None = None,
     documents: ApiDocuments | None = None,
+    ndjson: tuple[str, str] | None = None,
+    kept: dict[str, str] | None = None,
 ) -> list[str]:
     """Write the pgstac ndjson and the build record into the staged build ``tmp``; returns the names written.
 
-    ``options``: the build options the record keeps (with the storage options
-    a catalog may publish, never a credential); ``catalog_key``: the catalog's
-    published location, which marks its Collections in a shared database.
-    ``hashes``: record each document's SHA-256 (what an object-storage output
-    compares; a local output is swapped in whole and needs none). ``base``: the
-    local folder the record ends up in (its local paths are written relative to it).
-    ``documents``: the catalog's :func:`~.stac.geoparquet.api_documents`, when the caller has them.
+    ``record``: what the build read, its roots and options (:meth:`BuildRecord.of`,
+    with :func:`recorded_options`); ``catalog_key``: the catalog's published
+    location, which marks its Collections in a shared database. ``hashes``:
+    record each document's SHA-256 (what an object-storage output compares; a
+    local output is swapped in whole and needs none), with ``kept``: those of
+    the documents an update keeps without staging them. ``documents``: the
+    catalog's :func:`~.stac.geoparquet.api_documents`, when the caller has
+    them; ``ndjson``: the two pgstac files' text, when the caller made them
+    (an update that keeps the lines of unchanged products).
     """
-    write_ndjson(catalog, tmp, catalog_key, documents)
-    recorded = {**options, "storage_options": public_storage_options(storage_options)}
-    hashed = document_hashes(tmp) if hashes else {}
-    write_record(tmp, BuildRecord.of(roots, discover, recorded, reading, hashed, base))
+    if ndjson is None:
+        write_ndjson(catalog, tmp, catalog_key, documents)
+    else:
+        (tmp / PGSTAC_DIR).mkdir(parents=True, exist_ok=True)
+        for name, text in zip((COLLECTIONS_NDJSON, ITEMS_NDJSON), ndjson, strict=True):
+            (tmp / name).write_text(text)
+    if hashes:
+        merged = {**(kept or {}), **document_hashes(tmp)}
+        record.documents = {key: merged[key] for key in sorted(merged, key=PurePosixPath)}  # document_hashes' order
+    write_record(tmp, record)
     return [PGSTAC_DIR, RECORD_NAME]

@@ -6,7 +6,9 @@ discovery prefixes, and the build's options. An update lists the roots again
 with the recorded one, reads only the roots that are new or changed (or
 whose state a listing cannot tell), takes the recorded facts of the others,
 and rebuilds the catalog from those with the recorded options: the same
-documents a full build of the stores as they are now would write. When no
+documents a full build of the stores as they are now would write, of which
+it writes those of the products whose facts changed and those listing every
+product, the rest kept as they are (:mod:`.reuse` says when). When no
 root changed, appeared or went, that would be the catalog as it is, and
 nothing is written at all (:func:`_nothing_to_write` says when). Roots that
 appeared below a discovery prefix are added; roots that are gone (no longer
@@ -99,6 +101,7 @@ def update(
         reading=Reading(reads, discoveries),
         discover=record.discover,
         progress=progress,
+        previous=record,
         **kwargs,
     )
     return {**written, "refresh": refresh}

@@ -33,6 +33,7 @@ from moczarr_intake.discover import discover
 from moczarr_intake.reading import read_roots
 from moczarr_intake.record import RECORD_NAME, BuildRecord
 from moczarr_intake.refresh import update
+from moczarr_intake.stac import geoparquet
 
 from .conftest import local_cluster, rewrite_manifest
 from .s3server import S3Server
@@ -394,6 +395,136 @@ def test_update_to_object_storage_that_finds_nothing_changed_sends_no_write(samp
     assert result["written"] is False and result["stac"] == f"{out}/stac/catalog.json"
     assert not [k for k in counter.summary() if k.startswith(("PUT", "DELETE"))]
     assert result["uploaded"]["written"] == 0 and result["uploaded"]["unchanged"] > 0
+
+
+def _living_stores(sample: Path, prefix: Path) -> Path:
+    """Three bare stores, a multi-product root and a raster pyramid below ``prefix``."""
+    for name in ("a", "b", "c"):
+        copy_store(sample / "elevation", prefix / "one" / name)
+    copy_store(sample, prefix / "two")
+    write_raster_pyramid(prefix / "ras", np.arange(32 * 32, dtype="float32").reshape(32, 32))
+    return prefix
+
+
+def _every_file(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("options", ["href-base", "catalog-url and thumbnails"])
+def test_update_writes_only_the_changed_products_and_equals_a_full_build(sample, tmp_path, options):
+    prefix = _living_stores(sample, tmp_path / "stores")
+    kw: dict = {"href_base": "https://data.example.org/stores", "stores_root": str(prefix)}
+    if options != "href-base":
+        kw |= {"catalog_url": "https://data.example.org/catalog", "thumbnails": True}
+    out = tmp_path / "cat"
+    build([str(prefix)], out, progress=False, discover=True, **kw)
+    before = {name: stat for name, stat in _stats(out).items() if (out / name).is_file()}
+    rewrite_manifest(prefix / "one" / "b", generated_at="2031-01-01T00:00:00+00:00")
+    rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
+    result = update(build, str(out))
+    assert sorted(result["refresh"]["read"]) == [str(prefix / "one" / "b"), str(prefix / "two" / "elevation_yearly")]
+    after = _stats(out)
+    changed = {name for name in before if before[name] != after.get(name)}
+    assert changed, "nothing written"
+    written_products = {
+        "stac/one/b/",
+        "stac/two/elevation_yearly/",
+        "stac/api-items/b.",
+        "stac/api-items/elevation_yearly.",
+    }
+    listing = {"stac/catalog.json", "stac/one/catalog.json", "stac/two/catalog.json", "catalog.yaml", "catalog_v2.yaml"}
+    listing |= {"pgstac/collections.ndjson", "pgstac/items.ndjson", RECORD_NAME}
+    listing |= {"stac/api-collections/b.json", "stac/api-collections/elevation_yearly.json"}
+    # the kept products' documents (folders, thumbnails, STAC API files) and the moraine Item stay as they were
+    stray = {name for name in changed if name not in listing and not name.startswith(tuple(written_products))}
+    assert not stray, sorted(stray)
+    assert any(name.startswith("stac/one/b/") for name in changed)
+    assert before["stac/one/a/collection.json"] == after["stac/one/a/collection.json"]
+    assert json.loads((out / "stac" / "one" / "b" / "collection.json").read_text())["created"] == "2031-01-01T00:00:00Z"
+    updated = _every_file(out)
+    shutil.rmtree(out)
+    build([str(prefix)], out, progress=False, discover=True, **kw)
+    assert updated == _every_file(out)  # every document, the pgstac ndjson and the record: a full build's bytes
+
+
+@pytest.mark.parametrize("why", ["paths of this machine", "another release wrote it", "a store was added"])
+def test_update_writes_the_whole_catalog_when_it_cannot_keep_a_product(sample, tmp_path, why):
+    prefix = _living_stores(sample, tmp_path / "stores")
+    kw: dict = (
+        {} if why == "paths of this machine" else {"href_base": "https://h.example.org/s", "stores_root": str(prefix)}
+    )
+    out = tmp_path / "cat"
+    build([str(prefix)], out, progress=False, discover=True, **kw)
+    kept = out / "stac" / "one" / "a" / "collection.json"
+    inode = kept.stat().st_ino
+    rewrite_manifest(prefix / "one" / "b", generated_at="2031-01-01T00:00:00+00:00")
+    if why == "another release wrote it":
+        record = json.loads((out / RECORD_NAME).read_text())
+        (out / RECORD_NAME).write_text(json.dumps({**record, "written_by": "0.0.1"}))
+    elif why == "a store was added":
+        copy_store(sample / "elevation", prefix / "one" / "d")
+    result = update(build, str(out))
+    assert result["refresh"]["read"] == [str(prefix / "one" / "b")]
+    assert kept.stat().st_ino != inode  # written again: the catalog was swapped in whole
+    updated = _every_file(out)
+    shutil.rmtree(out)
+    build([str(prefix)], out, progress=False, discover=True, **kw)
+    assert updated == _every_file(out)
+
+
+def test_update_whose_changed_product_stops_the_api_outputs_writes_the_whole_catalog(sample, tmp_path, monkeypatch):
+    prefix = _living_stores(sample, tmp_path / "stores")
+    kw: dict = {"href_base": "https://h.example.org/s", "stores_root": str(prefix)}
+    out = tmp_path / "cat"
+    build([str(prefix)], out, progress=False, discover=True, **kw)
+    kept = out / "stac" / "one" / "a" / "collection.json"
+    inode = kept.stat().st_ino
+    rewrite_manifest(prefix / "one" / "b", generated_at="2031-01-01T00:00:00+00:00")
+    # from now on every document names a path of this machine: a full build writes no STAC API outputs
+    monkeypatch.setattr(geoparquet, "machine_paths", lambda catalog, documents=None: ["/here"])
+    result = update(build, str(out))
+    assert result["refresh"]["read"] == [str(prefix / "one" / "b")] and kept.stat().st_ino != inode
+    assert not (out / "stac" / "api-items").exists() and not result["api_items"]
+    updated = _every_file(out)
+    shutil.rmtree(out)
+    build([str(prefix)], out, progress=False, discover=True, **kw)
+    assert updated == _every_file(out)
+
+
+def test_update_to_object_storage_puts_only_the_changed_products_documents(sample, s3):
+    for name in ("a", "b", "c"):
+        s3.upload_tree(sample / "elevation", "living", f"part/{name}")
+    options = s3.storage_options(anon=False)
+    out = "s3://living/part-cat"
+    build(["s3://living/part"], out, storage_options=options, progress=False, discover=True)
+    changed = copy_store(sample / "elevation", sample.parent / "part-b")
+    rewrite_manifest(changed, generated_at="2031-01-01T00:00:00+00:00")
+    s3.upload_tree(changed, "living", "part/b")
+    log = _PutLog()
+    logging.getLogger("werkzeug").addHandler(log)
+    try:
+        with count_requests() as counter:
+            result = update(build, out, storage_options=options)
+        puts = [key.removeprefix("part-cat/") for op, key in log.lines if op == "PUT"]
+        log.lines.clear()
+        again = build(["s3://living/part"], out, storage_options=options, progress=False, discover=True)
+    finally:
+        logging.getLogger("werkzeug").removeHandler(log)
+    assert result["refresh"]["read"] == ["s3://living/part/b"]
+    assert counter.summary()["GET other"] == 3  # the build record and the two pgstac ndjson files
+    assert puts and all(
+        key.startswith(("stac/part/b/", "stac/api-items/b.", "stac/api-collections/b.json", "pgstac/"))
+        or key in ("stac/part/catalog.json", "stac/catalog.json", "catalog.yaml", "catalog_v2.yaml", RECORD_NAME)
+        for key in puts
+    ), puts
+    assert "stac/part/b/collection.json" in puts and puts[-1] == RECORD_NAME
+    assert not any(key.startswith("stac/part/a/") for key in puts)
+    # a full build of the same stores finds every document, the record included, as the update left it
+    assert again["uploaded"] == {
+        "written": 0,
+        "unchanged": result["uploaded"]["written"] + result["uploaded"]["unchanged"],
+        "deleted": 0,
+    }
 
 
 def test_update_of_a_given_root_that_is_gone_drops_it(sample, tmp_path):

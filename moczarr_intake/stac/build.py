@@ -23,7 +23,7 @@ import os
 import posixpath
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -659,6 +659,7 @@ def build_stac(
     dest_dir: str | os.PathLike | None = None,
     api_outputs: bool = True,
     before_save: Callable[[pystac.Catalog], None] | None = None,
+    keep: Collection[str] = (),
 ) -> pystac.Catalog:
     """A static STAC catalog over one or many morton-hive store roots (local or URLs) and moraine pyramids.
 
@@ -688,7 +689,13 @@ def build_stac(
     machine, which a :class:`moczarr.errors.MoczarrWarning` then says; they are
     written while pystac writes the documents. ``before_save(catalog)``: called
     with the finished catalog (normalized, store addresses spelled) before any
-    document is written. Returns the top Catalog. Without thumbnails no request is made beyond the summaries'.
+    document is written. ``keep``: ids of Collections and moraine Items whose
+    documents an earlier build wrote and this one leaves as they are (an
+    update that rewrites only the changed products, :mod:`moczarr_intake.reuse`):
+    a kept Collection is a stand-in with its id and title, so the documents
+    above it link to it as a full build does; neither it nor a kept moraine
+    Item is written, drawn or listed in the STAC API outputs. Returns the top
+    Catalog. Without thumbnails no request is made beyond the summaries'.
     Raises :class:`moczarr.errors.ArgumentError` for no root, a root given
     twice, or thumbnails without ``out_dir``.
     """
@@ -702,8 +709,9 @@ def build_stac(
         bar.total = len(entries.products)
         bar.refresh()
     top = _top_catalog(catalog_id, title, stores, moraine, len(entries.products))
-    built = _add_stores(top, entries, storage_options, report, license=license, license_url=license_url)
-    moraine_items = _add_moraine(top, entries, storage_options)
+    keep = frozenset(keep)
+    built = _add_stores(top, entries, storage_options, report, keep, license=license, license_url=license_url)
+    moraine_items = [(m, item) for m, item in _add_moraine(top, entries, storage_options) if item.id not in keep]
     if bar is not None:
         bar.close()
     if out_dir is not None:
@@ -720,7 +728,8 @@ def build_stac(
 
         if api_outputs:
             check_api_names(top)
-        _save(top, out_dir, dest, policy, catalog_url, thumbnails and (built, moraine_items), storage_options, finished)
+        drawn = thumbnails and (built, moraine_items)
+        _save(top, out_dir, dest, policy, catalog_url, drawn, storage_options, finished, keep)
         for written in (p.wait() for p in pending):
             if written.skipped:
                 warn(written.skipped, MoczarrWarning)
@@ -760,8 +769,11 @@ def _top_catalog(catalog_id: str, title: str | None, stores, moraine, n_products
     )
 
 
-def _add_stores(top, entries, storage_options, report, **license_kw) -> list[tuple[_Product, pystac.Collection]]:
-    """A Collection per product under ``top`` (under a store Catalog for a multi-product root)."""
+def _add_stores(
+    top, entries, storage_options, report, keep: frozenset[str], **license_kw
+) -> list[tuple[_Product, pystac.Collection]]:
+    """A Collection per product under ``top`` (under a store Catalog for a multi-product root); returns the
+    Collections made in full (a product whose Collection id is in ``keep`` gets a stand-in, :func:`_stand_in`)."""
     stores = entries.stores
     labels = root_labels([s.root for s in stores]) if stores else []
     names = [p.name for s in stores for p in s.products]
@@ -771,6 +783,11 @@ def _add_stores(top, entries, storage_options, report, **license_kw) -> list[tup
         collections = []
         for e in entries.for_store(i):
             p = e.product
+            title = _product_title(p, labels[i] if names.count(p.name) > 1 else None)
+            if e.collection_id in keep:
+                collections.append(_stand_in(e.collection_id, title))
+                report("product", p.root)
+                continue
             prod = _product(
                 p,
                 e.collection_id,
@@ -778,7 +795,7 @@ def _add_stores(top, entries, storage_options, report, **license_kw) -> list[tup
                 [p.name] if multi else None,
                 _sizes(p),
                 storage_options,
-                title=_product_title(p, labels[i] if names.count(p.name) > 1 else None),
+                title=title,
                 store_label=labels[i],
             )
             collections.append(_collection(prod, **license_kw))
@@ -790,6 +807,16 @@ def _add_stores(top, entries, storage_options, report, **license_kw) -> list[tup
         if multi:
             _adopt(top, parent)
     return built
+
+
+def _stand_in(collection_id: str, title: str) -> pystac.Collection:
+    """A Collection kept from an earlier build: only what the documents linking to it show (id, title, place)."""
+    return pystac.Collection(
+        id=collection_id,
+        description="kept from the previous build (never written)",
+        extent=pystac.Extent(pystac.SpatialExtent([[-180.0, -90.0, 180.0, 90.0]]), pystac.TemporalExtent([None, None])),
+        title=title,
+    )
 
 
 def _adopt(parent: pystac.Catalog, child: pystac.Catalog) -> None:
@@ -852,11 +879,13 @@ def _save(
     thumbnails: tuple[list, list] | Literal[False],
     storage_options,
     finished: Callable[[pystac.Catalog], None],
+    keep: frozenset[str] = frozenset(),
 ) -> None:
     """Normalize under ``out_dir`` (or ``catalog_url``), draw thumbnails, spell store addresses, write to ``dest``.
 
     ``thumbnails``: False, or ``(built, moraine_items)`` to draw them for.
-    ``finished(top)`` is called between the spelling and the writing.
+    ``finished(top)`` is called between the spelling and the writing. The
+    Collections and top-level Items whose ids are in ``keep`` are not written.
     """
     top.normalize_hrefs(catalog_url.rstrip("/") if catalog_url else os.fspath(out_dir))
     if thumbnails:
@@ -865,9 +894,12 @@ def _save(
     finished(top)
     kind = pystac.CatalogType.RELATIVE_PUBLISHED if catalog_url else pystac.CatalogType.SELF_CONTAINED
     with _root_self_href_fixed(top):
-        top.save(kind, dest_href=os.fspath(dest))
+        if keep:
+            _save_written(top, kind, _local_dirs(out_dir, dest, catalog_url), keep)
+        else:
+            top.save(kind, dest_href=os.fspath(dest))
         if catalog_url:
-            _save_self_links(top, _local_dirs(out_dir, dest, catalog_url))
+            _save_self_links(top, _local_dirs(out_dir, dest, catalog_url), keep)
 
 
 @contextmanager
@@ -887,14 +919,40 @@ def _root_self_href_fixed(top: pystac.Catalog) -> Iterator[None]:
         del top.get_self_href
 
 
-def _save_self_links(top: pystac.Catalog, local_dir: Callable[[pystac.STACObject], Path]) -> None:
-    """Write every Catalog and Collection below the root again, with its absolute self link.
+def _save_written(
+    top: pystac.Catalog, kind: pystac.CatalogType, local_dir: Callable[[pystac.STACObject], Path], keep: frozenset[str]
+) -> None:
+    """``top.save(kind, dest)`` for every document but the kept ones (``keep``: Collection and top-level Item ids).
+
+    The same documents pystac's save writes (a self link on the root alone,
+    and only when ``kind`` is RELATIVE_PUBLISHED), each to ``local_dir(obj)``.
+    """
+    top.catalog_type = kind
+    catalogs: list[pystac.Catalog] = [top]
+    documents: list[tuple[pystac.STACObject, bool]] = []
+    while catalogs:
+        catalog = catalogs.pop()
+        if catalog.id in keep and isinstance(catalog, pystac.Collection):
+            continue
+        documents.append((catalog, catalog is top and kind == pystac.CatalogType.RELATIVE_PUBLISHED))
+        documents += [(item, False) for item in catalog.get_items() if catalog is not top or item.id not in keep]
+        catalogs.extend(catalog.get_children())
+    for obj, self_link in documents:
+        href = obj.get_self_href()
+        assert href is not None  # the catalog is normalized: every document has a self href
+        obj.save_object(include_self_link=self_link, dest_href=os.fspath(local_dir(obj) / posixpath.basename(href)))
+
+
+def _save_self_links(
+    top: pystac.Catalog, local_dir: Callable[[pystac.STACObject], Path], keep: frozenset[str] = frozenset()
+) -> None:
+    """Write every Catalog and Collection below the root again (but the kept Collections), with its absolute self link.
 
     pystac's RELATIVE_PUBLISHED gives only the root one; a published document
     read on its own (a crawler, stac-check) is then not told where it lives.
     Links between documents stay relative.
     """
-    below = {id(obj): obj for obj in [*top.get_children(), *top.get_all_collections()]}
+    below = {id(obj): obj for obj in [*top.get_children(), *top.get_all_collections()] if obj.id not in keep}
     for obj in below.values():
         href = obj.get_self_href()
         assert href is not None  # the catalog is normalized: every document has a self href

@@ -34,7 +34,7 @@ import copy
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,11 +67,19 @@ class ApiDocuments:
     items: list[dict]
 
 
-def api_documents(catalog: pystac.Catalog) -> ApiDocuments:
-    """The location-free documents of every Collection and Item of ``catalog`` (recursively)."""
+def api_documents(catalog: pystac.Catalog, skip: Collection[str] = ()) -> ApiDocuments:
+    """The location-free documents of every Collection and Item of ``catalog`` (recursively).
+
+    ``skip``: ids of Collections (with their Items) and of Items outside any
+    Collection to leave out (those an update keeps from the previous build).
+    """
+
+    def skipped(item: pystac.Item) -> bool:
+        return (item.collection_id if item.collection_id is not None else item.id) in skip
+
     return ApiDocuments(
-        [location_free(c) for c in catalog.get_all_collections()],
-        [location_free(i) for i in catalog.get_items(recursive=True)],
+        [location_free(c) for c in catalog.get_all_collections() if c.id not in skip],
+        [location_free(i) for i in catalog.get_items(recursive=True) if not skipped(i)],
     )
 
 
