@@ -28,6 +28,8 @@ _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*\Z")
 _WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
 #: characters a YAML loader takes as line breaks or refuses unescaped, but JSON leaves raw
 _UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff]")
+#: ``json.dumps(text, ensure_ascii=False)`` with one encoder (``dumps`` makes one a call for non-default options)
+_json_string = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def dump(doc: dict) -> str:
@@ -100,4 +102,4 @@ def _scalar(value) -> str:
 
 
 def _quoted(text: str) -> str:
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", _json_string(text))

@@ -257,8 +257,8 @@ def _written(out: Path, reading: Reading, entries: CatalogEntries, notes: list[s
         "moraine": reading.moraine,
         "notes": notes,
         "entries": entries,
-        "api_items": [out / "stac" / p.relative_to(p.parents[1]) for p in api.items],
-        "api_collections": [out / "stac" / p.relative_to(p.parents[1]) for p in api.collections],
+        "api_items": [out / "stac" / p.parent.name / p.name for p in api.items],
+        "api_collections": [out / "stac" / p.parent.name / p.name for p in api.collections],
     }
 
 
@@ -419,11 +419,13 @@ def _api_files(out: Path, keys: dict[str, str] | None) -> tuple[list[Path], list
     """The STAC API files of the catalog at ``out`` (``keys``: its documents, when staged for object storage)."""
     from .stac import API_COLLECTIONS, API_ITEMS
 
-    names = keys if keys is not None else [p.relative_to(out).as_posix() for p in (out / "stac").glob("api-*/*")]
-    files = {
-        folder: [out / key for key in sorted(names) if key.startswith(f"stac/{folder}/")]
-        for folder in (API_ITEMS, API_COLLECTIONS)
-    }
+    files: dict[str, list[Path]] = {}
+    for folder in (API_ITEMS, API_COLLECTIONS):
+        if keys is not None:
+            names = [key.rsplit("/", 1)[1] for key in keys if key.startswith(f"stac/{folder}/")]
+        else:
+            names = os.listdir(out / "stac" / folder) if (out / "stac" / folder).is_dir() else []
+        files[folder] = [out / "stac" / folder / name for name in sorted(names)]
     return files[API_ITEMS], files[API_COLLECTIONS]
 
 
