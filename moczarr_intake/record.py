@@ -242,8 +242,9 @@ def write_beside(
     with :func:`recorded_options`); ``catalog_key``: the catalog's published
     location, which marks its Collections in a shared database. ``hashes``:
     record each document's SHA-256 (what an object-storage output compares; a
-    local output is swapped in whole and needs none), with ``kept``: those of
-    the documents an update keeps without staging them. ``documents``: the
+    local output is swapped in whole and needs none; they become ``record``'s
+    ``documents``), with ``kept``: those of the documents an update keeps
+    without staging them. ``documents``: the
     catalog's :func:`~.stac.geoparquet.api_documents`, when the caller has
     them; ``ndjson``: the two pgstac files' text, when the caller made them
     (an update that keeps the lines of unchanged products).
