@@ -406,6 +406,14 @@ def _living_stores(sample: Path, prefix: Path) -> Path:
     return prefix
 
 
+def _drop_pyramid(store: Path, **changes) -> None:
+    """Rewrite a store's manifest without its pyramid declaration (a product of one level), as a new file."""
+    path = store / MANIFEST_NAME
+    doc = {k: v for k, v in json.loads(path.read_text()).items() if k != "pyramid"} | changes
+    path.unlink()
+    path.write_text(json.dumps(doc))
+
+
 def _every_file(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
@@ -419,7 +427,8 @@ def test_update_writes_only_the_changed_products_and_equals_a_full_build(sample,
     out = tmp_path / "cat"
     build([str(prefix)], out, progress=False, discover=True, **kw)
     before = {name: stat for name, stat in _stats(out).items() if (out / name).is_file()}
-    rewrite_manifest(prefix / "one" / "b", generated_at="2031-01-01T00:00:00+00:00")
+    assert {"stac/api-items/b.1.parquet", "stac/api-items/b.2.parquet"} <= set(before)  # source and overview keys
+    _drop_pyramid(prefix / "one" / "b", generated_at="2031-01-01T00:00:00+00:00")
     rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
     result = update(build, str(out))
     assert sorted(result["refresh"]["read"]) == [str(prefix / "one" / "b"), str(prefix / "two" / "elevation_yearly")]
@@ -441,6 +450,12 @@ def test_update_writes_only_the_changed_products_and_equals_a_full_build(sample,
     assert any(name.startswith("stac/one/b/") for name in changed)
     assert before["stac/one/a/collection.json"] == after["stac/one/a/collection.json"]
     assert json.loads((out / "stac" / "one" / "b" / "collection.json").read_text())["created"] == "2031-01-01T00:00:00Z"
+    # b lost its overviews: one level Item, one file of one key shape; its overview Items and files are gone
+    levels_before = {name.split("/")[3] for name in before if name.startswith("stac/one/b/b-o")}
+    levels_after = {p.name for p in (out / "stac" / "one" / "b").iterdir() if p.is_dir()}
+    assert len(levels_before) == 3 and len(levels_after) == 1 and levels_after < levels_before
+    assert (out / "stac" / "api-items" / "b.parquet").exists()
+    assert not (out / "stac" / "api-items" / "b.1.parquet").exists()
     updated = _every_file(out)
     shutil.rmtree(out)
     build([str(prefix)], out, progress=False, discover=True, **kw)
@@ -498,7 +513,7 @@ def test_update_to_object_storage_puts_only_the_changed_products_documents(sampl
     out = "s3://living/part-cat"
     build(["s3://living/part"], out, storage_options=options, progress=False, discover=True)
     changed = copy_store(sample / "elevation", sample.parent / "part-b")
-    rewrite_manifest(changed, generated_at="2031-01-01T00:00:00+00:00")
+    _drop_pyramid(changed, generated_at="2031-01-01T00:00:00+00:00")
     s3.upload_tree(changed, "living", "part/b")
     log = _PutLog()
     logging.getLogger("werkzeug").addHandler(log)
@@ -518,6 +533,10 @@ def test_update_to_object_storage_puts_only_the_changed_products_documents(sampl
         for key in puts
     ), puts
     assert "stac/part/b/collection.json" in puts and puts[-1] == RECORD_NAME
+    keys = _keys(s3, "part-cat/")  # b's overview Items and its files of two key shapes are gone
+    assert {k.split("/")[3] for k in keys if k.startswith("stac/part/b/b-o")} == {"b-o8"}
+    assert "stac/api-items/b.parquet" in keys and not [k for k in keys if k.startswith("stac/api-items/b.")][1:]
+    assert result["uploaded"]["deleted"] > 0
     assert not any(key.startswith("stac/part/a/") for key in puts)
     # a full build of the same stores finds every document, the record included, as the update left it
     assert again["uploaded"] == {
