@@ -566,17 +566,25 @@ def test_scheduler_reads_on_the_cluster_and_builds_the_same(sample, tmp_path):
     prefix = tmp_path / "stores"
     for name in ("a", "b", "c"):
         copy_store(sample / "elevation", prefix / name / "store")
-    here = build([str(prefix)], tmp_path / "here", progress=False, discover=True)
+    kw = {"href_base": "https://h.example.org/s", "stores_root": str(prefix)}  # publishable: an update keeps a and c
+    here = build([str(prefix)], tmp_path / "here", progress=False, discover=True, **kw)
     with local_cluster() as client:
         there = build(
-            [str(prefix)], tmp_path / "there", progress=False, discover=True, scheduler=client.scheduler.address
+            [str(prefix)], tmp_path / "there", progress=False, discover=True, scheduler=client.scheduler.address, **kw
         )
         assert _tree(tmp_path / "here") == _tree(tmp_path / "there")
         assert [s.to_dict() for s in here["summaries"]] == [s.to_dict() for s in there["summaries"]]
+        before = _stats(tmp_path / "there")
         rewrite_manifest(prefix / "b" / "store", generated_at="2033-03-03T00:00:00+00:00")
         updated = update(build, str(tmp_path / "there"), scheduler=client.scheduler.address)
     assert updated["refresh"]["read"] == [str(prefix / "b" / "store")]
+    after = _stats(tmp_path / "there")
+    # the products the cluster found unchanged kept their documents; b's were written again
+    kept = [name for name in before if name.startswith(("stac/a-store-", "stac/c-store-")) and name.endswith(".json")]
+    assert len(kept) == 8 and all(before[name] == after[name] for name in kept)
+    assert before["stac/b-store-moczarr_sample/collection.json"] != after["stac/b-store-moczarr_sample/collection.json"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fresh = build([str(prefix)], tmp_path / "fresh", progress=False, discover=True)
+        fresh = build([str(prefix)], tmp_path / "fresh", progress=False, discover=True, **kw)
     assert [s.to_dict() for s in updated["summaries"]] == [s.to_dict() for s in fresh["summaries"]]
+    assert _tree(tmp_path / "there") == _tree(tmp_path / "fresh")
