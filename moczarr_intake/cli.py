@@ -305,13 +305,19 @@ def _write_catalogs(
     )
     reuse = None
     if inputs.previous is not None:
-        reuse = plan(entries, record, inputs.previous, inputs.out_location or str(out), storage_options)
+        key = _catalog_key(catalog_url, inputs, out)
+        reuse = plan(entries, record, inputs.previous, inputs.out_location or str(out), key, storage_options)
     if reuse is not None:
         try:
             return _write_staged(entries, out, policy, inputs, record, reuse, storage_options, catalog_url, stac_kw)
         except _CannotReuse:
             pass
     return _write_staged(entries, out, policy, inputs, record, None, storage_options, catalog_url, stac_kw)
+
+
+def _catalog_key(catalog_url: str | None, inputs: BuildRecordInputs, out: Path) -> str:
+    """The catalog's published location: what its pgstac Collections carry (``moczarr:catalog``)."""
+    return catalog_url or inputs.out_location or str(out)
 
 
 class _CannotReuse(Exception):
@@ -382,7 +388,7 @@ def _write_staged(
         if reuse is not None:
             if pending.wait().skipped:
                 raise _CannotReuse
-            key = catalog_url or inputs.out_location or str(out)
+            key = _catalog_key(catalog_url, inputs, out)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", MoczarrWarning)
                 collections, items = pgstac_documents(catalog, key, documents)
@@ -393,7 +399,7 @@ def _write_staged(
             tmp,
             catalog,
             record,
-            catalog_url or inputs.out_location or str(out),
+            _catalog_key(catalog_url, inputs, out),
             hashes=hashes,
             documents=documents,
             ndjson=ndjson,

@@ -20,8 +20,9 @@ update keeps them and writes
 a root added or gone, a product added to or gone from a multi-product root, a
 moraine pyramid changed, another moczarr release or other options, a previous
 catalog without its STAC API outputs (a catalog that names paths of the
-building machine has none), or a Collection id that another's stac-geoparquet
-file names could be mistaken for (``a`` and ``a.2``).
+building machine has none), a local catalog moved to another folder (its
+pgstac Collections name its place), or a Collection id that another's
+stac-geoparquet file names could be mistaken for (``a`` and ``a.2``).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from moczarr.metadata import Writer, is_remote
 
 from .discover import HIVE
 from .entries import CatalogEntries
-from .publish import COLLECTIONS_NDJSON, ITEMS_NDJSON, ndjson_line
+from .publish import CATALOG_FIELD, COLLECTIONS_NDJSON, ITEMS_NDJSON, ndjson_line
 from .record import BuildRecord
 from .stac import API_COLLECTIONS, API_ITEMS
 
@@ -158,12 +159,15 @@ def plan(
     candidate: BuildRecord,
     previous: BuildRecord | None,
     out: str,
+    catalog_key: str,
     storage_options: dict | None = None,
 ) -> Reuse | None:
     """What an update can keep of the catalog at ``out`` (see the module docstring), or None to write it all.
 
     ``candidate``: the record this build will write (its roots, options and
-    facts, no hashes); ``previous``: the record at ``out``. Reads the previous
+    facts, no hashes); ``previous``: the record at ``out``; ``catalog_key``:
+    the catalog's published location, which its pgstac Collections carry (a
+    local catalog moved to another folder has another). Reads the previous
     pgstac ndjson (two GETs on an object store) only once everything else allows it.
     """
     if previous is None or previous.written_by != moczarr.__version__ or not _same_context(candidate, previous):
@@ -182,6 +186,9 @@ def plan(
     texts = [writer.get(name) for name in (COLLECTIONS_NDJSON, ITEMS_NDJSON)]
     if texts[0] is None or texts[1] is None:
         return None
+    first = texts[0].split(b"\n", 1)[0]
+    if first and json.loads(first).get(CATALOG_FIELD) != catalog_key:
+        return None  # the kept lines would name where the catalog was
     return Reuse(frozenset(keep), folders, previous, (texts[0].decode(), texts[1].decode()))
 
 

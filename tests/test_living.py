@@ -487,6 +487,23 @@ def test_update_writes_the_whole_catalog_when_it_cannot_keep_a_product(sample, t
     assert updated == _every_file(out)
 
 
+def test_update_of_a_catalog_moved_with_its_stores_equals_a_full_build_there(sample, tmp_path):
+    prefix = _living_stores(sample, tmp_path / "site" / "stores")
+    kw: dict = {"href_base": "https://h.example.org/s", "stores_root": str(prefix)}
+    build([str(prefix)], tmp_path / "site" / "cat", progress=False, discover=True, **kw)
+    os.rename(tmp_path / "site", tmp_path / "moved")  # the record spells local paths relative to the catalog
+    prefix, out = tmp_path / "moved" / "stores", tmp_path / "moved" / "cat"
+    rewrite_manifest(prefix / "one" / "b", generated_at="2031-01-01T00:00:00+00:00")
+    result = update(build, str(out))
+    assert result["refresh"]["read"] == [str(prefix / "one" / "b")]
+    # the pgstac Collections name the catalog's place: the kept lines would name the old one, so all is written
+    assert str(tmp_path / "site") not in (out / "pgstac" / "collections.ndjson").read_text()
+    updated = _every_file(out)
+    shutil.rmtree(out)
+    build([str(prefix)], out, progress=False, discover=True, **{**kw, "stores_root": str(prefix)})
+    assert updated == _every_file(out)
+
+
 def test_update_whose_changed_product_stops_the_api_outputs_writes_the_whole_catalog(sample, tmp_path, monkeypatch):
     prefix = _living_stores(sample, tmp_path / "stores")
     kw: dict = {"href_base": "https://h.example.org/s", "stores_root": str(prefix)}
