@@ -388,11 +388,8 @@ def _write_staged(
         if reuse is not None:
             if pending.wait().skipped:
                 raise _CannotReuse
-            key = _catalog_key(catalog_url, inputs, out)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", MoczarrWarning)
-                collections, items = pgstac_documents(catalog, key, documents)
-            left_out.extend(caught)
+            # its warnings reach the caller as write_ndjson's do in a full build
+            collections, items = pgstac_documents(catalog, _catalog_key(catalog_url, inputs, out), documents)
             ids = [c.id for c in catalog.get_all_collections()]
             ndjson = reuse.pgstac_ndjson(ids, collections, items)
         beside = write_beside(
