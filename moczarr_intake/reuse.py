@@ -31,7 +31,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,9 +85,7 @@ class Reuse:
         for doc in items:
             fresh_i[doc["collection"]].append(ndjson_line(doc))
         listed = set(collection_ids)
-        out_c = [
-            fresh_c[cid] if cid in fresh_c else by_id[cid] for cid in collection_ids if cid in fresh_c or cid in by_id
-        ]
+        out_c = [text for cid in collection_ids if (text := fresh_c.get(cid) or by_id.get(cid))]
         out_c += [line for cid, line in by_id.items() if cid not in listed]
         out_i = [line for cid, lines in items_by.items() if cid not in listed for line in lines]
         for cid in collection_ids:
@@ -115,8 +113,8 @@ class Reuse:
         for cid in self.written:
             _swap(staged / self.folders[cid], out / self.folders[cid])
         last = list(names)
-        rest = [p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()]
-        rest = sorted((key for key in rest if key not in last), key=lambda key: -key.count("/"))
+        staged_keys = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
+        rest = sorted(staged_keys.difference(last), key=lambda key: -key.count("/"))
         for key in [*rest, *last]:
             (out / key).parent.mkdir(parents=True, exist_ok=True)
             os.replace(staged / key, out / key)
@@ -124,7 +122,7 @@ class Reuse:
         for folder in (API_ITEMS, API_COLLECTIONS):
             for path in (out / STAC / folder).iterdir() if (out / STAC / folder).is_dir() else ():
                 key = f"{STAC}/{folder}/{path.name}"
-                if key not in rest and _api_owner(key, self.folders) in owned:
+                if key not in staged_keys and _api_owner(key, self.folders) in owned:
                     path.unlink()
 
 
@@ -139,7 +137,7 @@ def _swap(new: Path, old: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def _api_owner(key: str, ids: dict[str, str]) -> str | None:
+def _api_owner(key: str, ids: Container[str]) -> str | None:
     """The Collection id a STAC API output file belongs to (``api-collections/{id}.json``,
     ``api-items/{id}.parquet`` or ``api-items/{id}.{n}.parquet``), or None."""
     head, _, name = key.rpartition("/")
