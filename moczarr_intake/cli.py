@@ -382,21 +382,21 @@ def _write_staged(
         v1 = v1_catalog(entries, out, stac_hrefs=hrefs, storage_options=storage_options, policy=policy)
         write_yaml(v1, tmp / "catalog.yaml")
         write_yaml(v2_catalog(entries, out, storage_options=storage_options, policy=policy), tmp / "catalog_v2.yaml")
-        if hashes or reuse is not None:
-            pending.wait()
+        key = _catalog_key(catalog_url, inputs, out)
         ndjson = None
         if reuse is not None:
             if pending.wait().skipped:
                 raise _CannotReuse
             # its warnings reach the caller as write_ndjson's do in a full build
-            collections, items = pgstac_documents(catalog, _catalog_key(catalog_url, inputs, out), documents)
-            ids = [c.id for c in catalog.get_all_collections()]
-            ndjson = reuse.pgstac_ndjson(ids, collections, items)
+            collections, items = pgstac_documents(catalog, key, documents)
+            ndjson = reuse.pgstac_ndjson([c.id for c in catalog.get_all_collections()], collections, items)
+        elif hashes:  # the record hashes the API outputs too
+            pending.wait()
         beside = write_beside(
             tmp,
             catalog,
             record,
-            _catalog_key(catalog_url, inputs, out),
+            key,
             hashes=hashes,
             documents=documents,
             ndjson=ndjson,
