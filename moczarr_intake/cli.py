@@ -346,6 +346,7 @@ def _write_staged(
     from .publish import pgstac_documents
     from .record import RECORD_NAME, write_beside
     from .stac import api_documents, build_stac, start_api_outputs
+    from .staging import move_in
 
     keep = reuse.keep if reuse is not None else frozenset()
     hashes = inputs.out_location is not None  # the record then hashes every document, the API outputs' too
@@ -407,7 +408,7 @@ def _write_staged(
         if reuse is not None and not hashes:  # a local catalog: the written products' documents replace theirs
             reuse.move_in(tmp, out, [*ROOT_DOCUMENTS, RECORD_NAME])
         else:  # the whole catalog, or the staging folder of an object-storage output
-            _move_in(tmp, out, [*OUTPUTS, *beside])
+            move_in(tmp, out, [*OUTPUTS, *beside])
         if reuse is not None:
             api.items, api.collections = _api_files(out, record.documents if hashes else None)
     finally:
@@ -462,23 +463,6 @@ def _stac_hrefs(catalog, entries: CatalogEntries, out: Path, catalog_url: str | 
     hrefs = {e.product.root: spell(docs[e.collection_id]) for e in entries.products if e.collection_id in docs}
     hrefs.update({m.info.path: spell(docs[m.item_id]) for m in entries.moraine if m.item_id in docs})
     return hrefs
-
-
-def _move_in(tmp: Path, out: Path, names: list[str]) -> None:
-    """Replace ``out/name`` by ``tmp/name`` for each name (a folder is swapped whole, then the old one removed)."""
-    import shutil
-
-    out.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        src, dst = tmp / name, out / name
-        old = tmp / f"{name}.old"
-        if dst.exists():
-            os.replace(dst, old)
-        os.replace(src, dst)
-        if old.is_dir():
-            shutil.rmtree(old)
-        elif old.exists():
-            old.unlink()
 
 
 def show(root: str, storage_options=None) -> str:

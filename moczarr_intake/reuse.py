@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +42,7 @@ from .entries import CatalogEntries
 from .publish import CATALOG_FIELD, COLLECTIONS_NDJSON, ITEMS_NDJSON, ndjson_line
 from .record import BuildRecord
 from .stac import API_COLLECTIONS, API_ITEMS
+from .staging import replace
 
 #: the folder of the static catalog below the output
 STAC = "stac"
@@ -111,7 +111,8 @@ class Reuse:
         API files that this build has no longer (a Collection split otherwise) go.
         """
         for cid in self.written:
-            _swap(staged / self.folders[cid], out / self.folders[cid])
+            dst = out / self.folders[cid]
+            replace(staged / self.folders[cid], dst, dst.with_name(f".{dst.name}.old"))
         last = list(names)
         staged_keys = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
         rest = sorted(staged_keys.difference(last), key=lambda key: -key.count("/"))
@@ -124,17 +125,6 @@ class Reuse:
                 key = f"{STAC}/{folder}/{path.name}"
                 if key not in staged_keys and _api_owner(key, self.folders) in owned:
                     path.unlink()
-
-
-def _swap(new: Path, old: Path) -> None:
-    """Replace the folder ``old`` by ``new`` (moved), the previous one removed afterwards."""
-    aside = old.with_name(f".{old.name}.old")
-    shutil.rmtree(aside, ignore_errors=True)  # left by an update that was stopped
-    if old.exists():
-        os.replace(old, aside)
-    old.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(new, old)
-    shutil.rmtree(aside, ignore_errors=True)
 
 
 def _api_owner(key: str, ids: Container[str]) -> str | None:
