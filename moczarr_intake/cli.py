@@ -307,12 +307,13 @@ def _write_catalogs(
     if inputs.previous is not None:
         key = _catalog_key(catalog_url, inputs, out)
         reuse = plan(entries, record, inputs.previous, inputs.out_location or str(out), key, storage_options)
+    job = _CatalogJob(entries, out, policy, inputs, record, storage_options, catalog_url, stac_kw)
     if reuse is not None:
         try:
-            return _write_staged(entries, out, policy, inputs, record, reuse, storage_options, catalog_url, stac_kw)
+            return _write_staged(job, reuse)
         except _CannotReuse:
             pass
-    return _write_staged(entries, out, policy, inputs, record, None, storage_options, catalog_url, stac_kw)
+    return _write_staged(job, None)
 
 
 def _catalog_key(catalog_url: str | None, inputs: BuildRecordInputs, out: Path) -> str:
@@ -325,18 +326,22 @@ class _CannotReuse(Exception):
     written: a changed product names a path of this machine)."""
 
 
-def _write_staged(
-    entries: CatalogEntries,
-    out: Path,
-    policy: HrefPolicy,
-    inputs: BuildRecordInputs,
-    record: BuildRecord,
-    reuse: Reuse | None,
-    storage_options,
-    catalog_url,
-    stac_kw: dict,
-):
+class _CatalogJob(NamedTuple):
+    """What :func:`_write_staged` writes from: the entries, where, how hrefs are spelled, the record, the options."""
+
+    entries: CatalogEntries
+    out: Path
+    policy: HrefPolicy
+    inputs: BuildRecordInputs
+    record: BuildRecord
+    storage_options: dict | None
+    catalog_url: str | None
+    stac_kw: dict
+
+
+def _write_staged(job: _CatalogJob, reuse: Reuse | None):
     """:func:`_write_catalogs` with ``reuse`` (None: write the whole catalog)."""
+    entries, out, policy, inputs, record, storage_options, catalog_url, stac_kw = job
     import contextlib
     import shutil
     import tempfile
