@@ -341,7 +341,6 @@ class _CatalogJob(NamedTuple):
 
 def _write_staged(job: _CatalogJob, reuse: Reuse | None):
     """:func:`_write_catalogs` with ``reuse`` (None: write the whole catalog)."""
-    entries, out, policy, inputs, record, storage_options, catalog_url, stac_kw = job
     import contextlib
     import shutil
     import tempfile
@@ -353,6 +352,7 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
     from .stac import api_documents, build_stac, start_api_outputs
     from .staging import move_in
 
+    entries, out, policy, inputs, record, storage_options, catalog_url, stac_kw = job
     keep = reuse.keep if reuse is not None else frozenset()
     hashes = inputs.out_location is not None  # the record then hashes every document, the API outputs' too
     out.parent.mkdir(parents=True, exist_ok=True)
