@@ -303,22 +303,17 @@ def _write_catalogs(
         {},
         base,
     )
+    key = catalog_url or inputs.out_location or str(out)  # where it is published: what its pgstac Collections carry
     reuse = None
     if inputs.previous is not None:
-        key = _catalog_key(catalog_url, inputs, out)
         reuse = plan(entries, record, inputs.previous, inputs.out_location or str(out), key, storage_options)
-    job = _CatalogJob(entries, out, policy, inputs, record, storage_options, catalog_url, stac_kw)
+    job = _CatalogJob(entries, out, policy, inputs, record, key, storage_options, catalog_url, stac_kw)
     if reuse is not None:
         try:
             return _write_staged(job, reuse)
         except _CannotReuse:
             pass
     return _write_staged(job, None)
-
-
-def _catalog_key(catalog_url: str | None, inputs: BuildRecordInputs, out: Path) -> str:
-    """The catalog's published location: what its pgstac Collections carry (``moczarr:catalog``)."""
-    return catalog_url or inputs.out_location or str(out)
 
 
 class _CannotReuse(Exception):
@@ -334,6 +329,8 @@ class _CatalogJob(NamedTuple):
     policy: HrefPolicy
     inputs: BuildRecordInputs
     record: BuildRecord
+    #: the catalog's published location, which its pgstac Collections carry (``moczarr:catalog``)
+    key: str
     storage_options: dict | None
     catalog_url: str | None
     stac_kw: dict
@@ -352,7 +349,7 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
     from .stac import api_documents, build_stac, start_api_outputs
     from .staging import move_in
 
-    entries, out, policy, inputs, record, storage_options, catalog_url, stac_kw = job
+    entries, out, policy, inputs, record, key, storage_options, catalog_url, stac_kw = job
     keep = reuse.keep if reuse is not None else frozenset()
     hashes = inputs.out_location is not None  # the record then hashes every document, the API outputs' too
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -388,7 +385,6 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
         v1 = v1_catalog(entries, out, stac_hrefs=hrefs, storage_options=storage_options, policy=policy)
         write_yaml(v1, tmp / "catalog.yaml")
         write_yaml(v2_catalog(entries, out, storage_options=storage_options, policy=policy), tmp / "catalog_v2.yaml")
-        key = _catalog_key(catalog_url, inputs, out)
         ndjson = None
         if reuse is not None:
             if pending.wait().skipped:

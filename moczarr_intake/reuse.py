@@ -46,6 +46,8 @@ from .staging import replace
 
 #: the folder of the static catalog below the output
 STAC = "stac"
+#: a stac-geoparquet file's stem when its Collection is split by key shape: ``{collection}.{n}``
+_SPLIT = re.compile(r"(.+)\.\d+")
 
 
 @dataclass
@@ -138,7 +140,7 @@ def _api_owner(key: str, ids: Container[str]) -> str | None:
     stem = name[: -len(".parquet")]
     if stem in ids:
         return stem
-    split = re.fullmatch(r"(.+)\.\d+", stem)
+    split = _SPLIT.fullmatch(stem)
     return split.group(1) if split and split.group(1) in ids else None
 
 
@@ -162,7 +164,7 @@ def plan(
         return None
     folders = _folders(entries)
     ids = [e.collection_id for e in entries.products]
-    if any((split := re.fullmatch(r"(.+)\.\d+", cid)) and split.group(1) in folders for cid in ids):
+    if any((split := _SPLIT.fullmatch(cid)) and split.group(1) in folders for cid in ids):
         return None  # a.2.parquet would be a's second file or a.2's only one
     unchanged = _unchanged(entries, candidate, previous)
     if not unchanged:
