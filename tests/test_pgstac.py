@@ -200,6 +200,8 @@ def test_publish_then_search_returns_exactly_the_intersecting_items_and_they_ope
 
 def test_update_then_publish_makes_the_same_searches_return_the_new_state(stack, built, capsys):
     before = ndjson(built.out / "pgstac" / "items.ndjson")
+    assert quiet(main, ["publish", str(built.out), "--pgstac", stack.dsn]) == 0  # the state before, whatever ran first
+    capsys.readouterr()
     shutil.rmtree(built.stores / "gone")
     rewrite_manifest(built.stores / "solo", dataset={"short_name": "SOLO", "version": "2"})
     assert quiet(main, ["update", str(built.out)]) == 0
