@@ -19,6 +19,7 @@ from __future__ import annotations
 import socket
 import time
 import warnings
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -33,6 +34,7 @@ from moczarr.errors import (
     StorageThrottledError,
     StorageTimeoutError,
 )
+from moczarr.metadata import Scanner
 from moczarr.storage import (
     BACKEND_OPTION,
     CONNECT_TIMEOUT,
@@ -208,11 +210,12 @@ def test_transient_faults_give_the_golden_answer(proxy, golden, match, fault):
 
 
 # -- persistent faults: a typed error naming the object, within the bound --------------------------------
-def test_persistent_500_raises_storage_error_naming_the_key(proxy):
+@pytest.mark.parametrize("reader", ["open", "scanner"])
+def test_persistent_500_raises_storage_error_naming_the_key(proxy, reader):
     proxy.add("morton_hive.json", kind="status", status=500, code="InternalError")
     t0 = time.monotonic()
     with pytest.raises(StorageError, match=r"s3://moczarr-faults/zagg/single_8/store/morton_hive.json") as info:
-        open_remote(proxy)
+        open_remote(proxy) if reader == "open" else summarize_remote(proxy)  # a Scanner: blocking reads
     assert time.monotonic() - t0 < FAST["deadline"]
     assert "4 tries" in str(info.value) and "InternalError" in str(info.value)
     assert info.value.__cause__ is not None  # the client's own failure, chained
@@ -347,3 +350,80 @@ def test_cli_prints_one_error_line_for_a_persistent_500(servers, capsys):
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert "Traceback" not in err and "zagg/single_8/store" in err
     assert time.monotonic() - t0 < RetryPolicy().deadline
+
+
+# -- a catalog's reads: a Scanner's blocking calls (obstore), under the same budget ---------------------
+ARRAY_DOCS = "/8/h_"  # the array documents of the leaf a summary reads its variables from
+
+
+def summarize_remote(proxy, *, concurrency: int = DEFAULT_CONCURRENCY, **kwargs):
+    return Scanner(f"s3://{BUCKET}", options(proxy, **kwargs), concurrency).summarize(HIVE)
+
+
+def summary_facts(summary) -> list:
+    return [(p.name, p.shards, p.bbox, [asdict(v) for v in p.variables], p.windows) for p in summary.products]
+
+
+@pytest.fixture(scope="module")
+def local_summary(store_layer):
+    return summary_facts(Scanner(store_path(HIVE)).summarize())
+
+
+@pytest.mark.parametrize(
+    "match,fault",
+    [
+        ("morton_hive.json", {"kind": "status", "status": 500, "code": "InternalError", "times": 2}),
+        ("coverage.moc", {"kind": "reset", "times": 2}),
+        (LEAF_STAMP, {"kind": "status", "status": 503, "code": "SlowDown", "times": 3}),
+        (ARRAY_DOCS, {"kind": "truncate", "times": 3}),
+        (ARRAY_DOCS, {"kind": "corrupt", "times": 3}),
+    ],
+    ids=["manifest-500", "moc-reset", "stamp-slowdown", "arrays-truncated", "arrays-checksum"],
+)
+def test_a_scanners_transient_faults_give_the_local_summary(proxy, local_summary, match, fault):
+    proxy.add(match, **fault)
+    assert summary_facts(summarize_remote(proxy)) == local_summary
+    assert proxy.rules[0].hits == fault["times"]  # the faults were served, and survived
+
+
+def test_a_scanners_listing_is_retried_alike(proxy):
+    local = Scanner(store_path(HIVE)).list_entries([""])[0]
+    proxy.add(BUCKET, kind="status", status=500, code="InternalError", times=2)  # the LIST: the one request
+    remote = Scanner(f"s3://{BUCKET}", options(proxy)).list_entries([HIVE])[0]
+    assert remote.folders == local.folders and list(remote.objects) == list(local.objects)
+    assert proxy.rules[0].hits == 2
+
+
+def test_a_scanners_reads_take_no_event_loop_over_obstore(proxy, local_summary, monkeypatch):
+    import moczarr.storage._storage as storage_module
+
+    def no_loop(*args, **kwargs):
+        raise AssertionError("a read went through the event loop")
+
+    if proxy.backend == "obstore":
+        monkeypatch.setattr(storage_module, "sync", no_loop)
+    assert summary_facts(summarize_remote(proxy)) == local_summary
+
+
+def test_a_scanners_403_fails_at_once_and_stops_its_batch(proxy):
+    proxy.add(BUCKET, kind="status", status=403, code="AccessDenied")  # every request: here, LISTs only
+    scanner = Scanner(f"s3://{BUCKET}", options(proxy), concurrency=1)
+    with pytest.raises(StoragePermissionError, match=r"s3://moczarr-faults/zagg/\w+/ \(LIST\)"):
+        scanner.list_entries([f"zagg/{name}" for name in ("a", "b", "c", "d", "e", "f")])
+    time.sleep(0.2)  # anything still in flight would have arrived by now
+    assert proxy.count(BUCKET) == 1  # no retry of a 403, and the batch's other five LISTs were never sent
+
+
+def test_a_scanners_persistently_corrupt_body_fails_the_checksum(proxy):
+    proxy.add(LEAF_STAMP, kind="corrupt")
+    with pytest.raises(StorageError, match=r"\.zarr/zarr\.json.*Checksum|Checksum.*\.zarr/zarr\.json"):
+        summarize_remote(proxy)
+
+
+def test_a_scanners_stalled_object_times_out_within_the_deadline(proxy):
+    proxy.add(LEAF_STAMP, kind="stall", seconds=20)
+    retry = {"attempts": 3, "deadline": 3.0, "backoff": 0.05}
+    t0 = time.monotonic()
+    with pytest.raises(StorageTimeoutError, match=r"\.zarr/zarr\.json"):
+        summarize_remote(proxy, retry=retry, read_timeout=1, connect_timeout=1)
+    assert time.monotonic() - t0 < retry["deadline"] + 1.5

@@ -33,7 +33,10 @@ class Scanner:
 
     Keys (``rel``) are relative to ``location``; ``""`` is the location
     itself. Every method may be called from many threads at once: their
-    requests share the handle's ``concurrency`` in-flight limit. Raises the
+    requests share the handle's ``concurrency`` in-flight limit, and over
+    obstore each is a blocking call in the thread that asks
+    (:class:`~moczarr.storage.Storage`'s ``blocking=True``), with no hop to an
+    event loop. Raises the
     storage layer's errors (:class:`~moczarr.errors.StorageError` and
     subclasses), and :class:`~moczarr.errors.KeyContainmentError` for a key
     leaving the location.
@@ -44,7 +47,7 @@ class Scanner:
     ):
         self.location = normalize_location(location)
         self.storage_options = storage_options
-        self._storage = Storage.open(self.location, storage_options, concurrency)
+        self._storage = Storage.open(self.location, storage_options, concurrency, blocking=True)
 
     def __repr__(self) -> str:
         return f"Scanner({self.location!r})"

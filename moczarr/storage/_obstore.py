@@ -442,10 +442,29 @@ class VerifiedObjectStore(ObjectStore):
             payload = await result.bytes_async()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
-        etag = _MD5_ETAG.match(result.meta.get("e_tag") or "")
+        return prototype.buffer.from_bytes(self._checked(key, payload, result.meta))
+
+    def get_blocking(self, key: str) -> bytes | None:
+        """The whole object at ``key`` (None when missing) through obstore's blocking call, checked as :meth:`get`.
+
+        For a caller reading from many threads of its own: the request runs in
+        the calling thread with the GIL released, with no event loop between.
+        """
+        import obstore
+
+        try:
+            result = obstore.get(self.store, self.path(key))
+            payload = result.bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+        return self._checked(key, bytes(payload), result.meta)
+
+    def _checked(self, key: str, payload, meta) -> bytes:
+        """``payload``, unless its ETag is a plain MD5 it does not hash to (:class:`ChecksumMismatchError`)."""
+        etag = _MD5_ETAG.match(meta.get("e_tag") or "") if self.verify_etag else None
         if etag and hashlib.md5(payload, usedforsecurity=False).hexdigest() != etag.group(1):
             raise ChecksumMismatchError(f"{key}: the body's MD5 does not match its ETag {etag.group(1)}")
-        return prototype.buffer.from_bytes(payload)
+        return payload
 
     async def get_partial_values(self, prototype, key_ranges):
         return await super().get_partial_values(prototype, [(self.path(k), r) for k, r in key_ranges])

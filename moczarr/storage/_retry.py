@@ -246,15 +246,42 @@ async def read_with_retries(call, policy: RetryPolicy, where: str):
             raise
         except Exception as exc:  # every storage library's failure ends here, typed
             failure = exc
-        if classify(failure) == "missing":
-            # the zarr store answers a missing object as None: this is the root (or its bucket) missing
-            raise StoreNotFoundError(f"{where}: the store root does not exist ({_message(failure)})") from failure
-        elapsed = time.monotonic() - start
-        delay = min(policy.backoff * 2 ** (tries - 1), policy.max_backoff)
-        out_of_budget = tries >= policy.attempts or (policy.deadline and elapsed + delay >= policy.deadline)
-        if not retryable(failure) or out_of_budget:
-            raise storage_error(failure, where, tries, elapsed) from failure
-        await asyncio.sleep(delay)
+        await asyncio.sleep(_backoff(failure, policy, where, tries, start))
+
+
+def read_with_retries_blocking(call, policy: RetryPolicy, where: str):
+    """:func:`read_with_retries` for a blocking ``call()`` (a client's blocking request, in the calling thread).
+
+    The same budget and the same typed errors. A try is not cut off at the
+    deadline from here: the client's own timeouts bound it (obstore's
+    ``timeout`` option, which :mod:`moczarr.storage._obstore` sets to the deadline).
+    """
+    start = time.monotonic()
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            return call()
+        except ChecksumMismatchError as exc:
+            failure: Exception = exc
+        except MoczarrError:
+            raise
+        except Exception as exc:
+            failure = exc
+        time.sleep(_backoff(failure, policy, where, tries, start))
+
+
+def _backoff(failure: Exception, policy: RetryPolicy, where: str, tries: int, start: float) -> float:
+    """The seconds to wait before trying again after ``failure``; raises the typed error when the read is over."""
+    if classify(failure) == "missing":
+        # the zarr store answers a missing object as None: this is the root (or its bucket) missing
+        raise StoreNotFoundError(f"{where}: the store root does not exist ({_message(failure)})") from failure
+    elapsed = time.monotonic() - start
+    delay = min(policy.backoff * 2 ** (tries - 1), policy.max_backoff)
+    out_of_budget = tries >= policy.attempts or (policy.deadline and elapsed + delay >= policy.deadline)
+    if not retryable(failure) or out_of_budget:
+        raise storage_error(failure, where, tries, elapsed) from failure
+    return delay
 
 
 __all__ = [
@@ -264,5 +291,6 @@ __all__ = [
     "classify",
     "policy_from_options",
     "read_with_retries",
+    "read_with_retries_blocking",
     "storage_error",
 ]

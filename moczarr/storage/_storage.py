@@ -7,7 +7,10 @@ store: ``LocalStore`` for local paths, zarr's ``ObjectStore`` over obstore for
 are issued concurrently, at most ``concurrency`` in flight per handle (one
 limit for open and load alike); the lazy arrays built on top read through the
 same store object, so one client serves the whole open and every later
-compute. Every request is counted for :func:`~moczarr.storage.count_requests`.
+compute. A handle that only reads small documents from many threads of its
+caller (a catalog build) can make obstore's blocking calls instead
+(``blocking=True``, :mod:`moczarr.storage._blocking`). Every request is
+counted for :func:`~moczarr.storage.count_requests`.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import asyncio
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from zarr.abc.store import ByteRequest, Store
@@ -34,10 +38,18 @@ from ..errors import (
     StorageError,
     StoreNotFoundError,
 )
+from ._blocking import BlockingReads
 from ._counter import record_request
 from ._locations import is_remote, normalize_location, protocol
 from ._obstore import BACKEND_OPTION, BACKENDS, OBSTORE_SCHEMES, VerifiedObjectStore, obstore_options, open_obstore
-from ._retry import CONNECT_TIMEOUT, READ_TIMEOUT, RetryPolicy, policy_from_options, read_with_retries
+from ._retry import (
+    CONNECT_TIMEOUT,
+    READ_TIMEOUT,
+    RetryPolicy,
+    policy_from_options,
+    read_with_retries,
+    read_with_retries_blocking,
+)
 from .keys import product_name, relative_key
 
 DEFAULT_CONCURRENCY = 32
@@ -116,6 +128,32 @@ class CountingStore(WrapperStore):
             lambda: list_entries(self._store, prefix), self.policy, self.address(prefix) + "/ (LIST)"
         )
 
+    @property
+    def blocking(self) -> bool:
+        """True when the client has blocking calls (:meth:`get_blocking`, :meth:`list_entries_blocking`): obstore."""
+        return isinstance(self._store, VerifiedObjectStore)
+
+    def get_blocking(self, key: str) -> bytes | None:
+        """:meth:`get` of a whole object in the calling thread (no event loop), counted and retried alike.
+
+        Only where :attr:`blocking` is True.
+        """
+        record_request("GET", key)
+        return read_with_retries_blocking(lambda: self._store.get_blocking(key), self.policy, self.address(key))
+
+    def list_entries_blocking(self, prefix: str) -> Entries:
+        """:meth:`list_entries` in the calling thread (no event loop); only where :attr:`blocking` is True."""
+        import obstore
+
+        record_request("LIST", prefix)
+        store = self._store
+        path = store.path(prefix.strip("/"))
+        return read_with_retries_blocking(
+            lambda: _obstore_entries(obstore.list_with_delimiter(store.store, prefix=path or None), path),
+            self.policy,
+            self.address(prefix) + "/ (LIST)",
+        )
+
     def __reduce__(self):
         return (CountingStore, (self._store, self.policy))
 
@@ -146,14 +184,7 @@ async def list_entries(store: Store, prefix: str) -> Entries:
         import obstore
 
         path = store.path(prefix) if isinstance(store, VerifiedObjectStore) else prefix
-        listed = await obstore.list_with_delimiter_async(store.store, prefix=path or None)
-        folders = tuple(sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in listed["common_prefixes"]))
-        objects = {
-            meta["path"].rsplit("/", 1)[-1]: _version(meta.get("e_tag"), meta.get("size"), meta.get("last_modified"))
-            for meta in listed["objects"]
-            if meta["path"].rstrip("/") != path
-        }
-        return Entries(folders, dict(sorted(objects.items())))
+        return _obstore_entries(await obstore.list_with_delimiter_async(store.store, prefix=path or None), path)
     if isinstance(store, FsspecStore):
         root = store.path.rstrip("/")
         path = f"{root}/{prefix}" if root and prefix else (root or prefix)
@@ -175,6 +206,17 @@ async def list_entries(store: Store, prefix: str) -> Entries:
                 versions[name] = _version(etag, info.get("size"), info.get("LastModified") or info.get("mtime"))
         return Entries(tuple(sorted(names)), dict(sorted(versions.items())))
     raise ArgumentError(f"{type(store).__name__}: no listing of entries for this kind of store")
+
+
+def _obstore_entries(listed: Mapping[str, Any], path: str) -> Entries:
+    """:class:`Entries` of obstore's delimiter listing of ``path`` (the bucket path listed)."""
+    folders = tuple(sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in listed["common_prefixes"]))
+    objects = {
+        meta["path"].rsplit("/", 1)[-1]: _version(meta.get("e_tag"), meta.get("size"), meta.get("last_modified"))
+        for meta in listed["objects"]
+        if meta["path"].rstrip("/") != path
+    }
+    return Entries(folders, dict(sorted(objects.items())))
 
 
 def _local_entries(path: str) -> Entries:
@@ -364,9 +406,27 @@ class Storage:
     ``Storage`` never writes. Keys passed to its methods are relative to
     ``root`` (``""`` is the root itself). ``location`` is the user-facing
     address used in messages.
+
+    ``blocking=True`` (an obstore client only; others ignore it) makes the
+    handle's own reads (:meth:`get_many`, :meth:`list_many`,
+    :meth:`list_entries`) blocking calls in the calling thread, under a
+    thread-safe limit of ``concurrency`` slots
+    (:class:`~moczarr.storage._blocking.BlockingReads`) instead of the event
+    loop's: for a caller that reads from many threads of its own (a catalog
+    build), at a quarter of the CPU per request. Such a handle is for
+    metadata: lazy arrays built on its store would read through the event
+    loop, under another limit.
     """
 
-    def __init__(self, store: Store, root: str = "", *, location: str = "", concurrency: int = DEFAULT_CONCURRENCY):
+    def __init__(
+        self,
+        store: Store,
+        root: str = "",
+        *,
+        location: str = "",
+        concurrency: int = DEFAULT_CONCURRENCY,
+        blocking: bool = False,
+    ):
         self.store = store
         self.root = root.strip("/")
         self.location = location or root
@@ -384,9 +444,19 @@ class Storage:
             self._local = self._local.rstrip("/") or "/"
         #: one in-flight limit per event loop, shared by every batch of this handle (open and load alike)
         self._limits: dict[int, asyncio.Semaphore] = {}
+        #: the limit and threads of blocking reads (``blocking=True`` on an obstore client), else None
+        self._blocking = (
+            BlockingReads(self.concurrency)
+            if blocking and isinstance(store, CountingStore) and store.blocking and self._local is None
+            else None
+        )
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_limits": {}}
+        return {**self.__dict__, "_limits": {}, "_blocking": self._blocking is not None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._blocking = BlockingReads(self.concurrency) if state["_blocking"] else None
 
     @classmethod
     def open(
@@ -394,12 +464,15 @@ class Storage:
         url: str | os.PathLike,
         storage_options: dict | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
+        *,
+        blocking: bool = False,
     ) -> Storage:
-        """One handle for ``url``; every read of the open call goes through it."""
+        """One handle for ``url``; every read of the open call goes through it (``blocking``: see the class)."""
         if isinstance(url, Storage):
             return url
         url, concurrency = check_open_arguments(url, storage_options, concurrency)
-        return cls(make_store(url, storage_options, concurrency), "", location=url.rstrip("/"), concurrency=concurrency)
+        store = make_store(url, storage_options, concurrency)
+        return cls(store, "", location=url.rstrip("/"), concurrency=concurrency, blocking=blocking)
 
     def child(self, sub: str) -> Storage:
         """The same handle rooted at ``{root}/{sub}`` (a product inside a multi-product root).
@@ -409,7 +482,7 @@ class Storage:
         sub = product_name(sub, self.location)
         child = Storage(self.store, self.key(sub), location=f"{self.location}/{sub}", concurrency=self.concurrency)
         child.sizes = self.sizes
-        child._limits = self._limits  # one in-flight limit for the root and its products
+        child._limits, child._blocking = self._limits, self._blocking  # one in-flight limit for root and products
         return child
 
     def below(self, rel: str) -> Storage:
@@ -423,7 +496,7 @@ class Storage:
         rel = relative_key(rel, self.location)
         location = f"{self.location.rstrip('/')}/{rel}" if rel else self.location
         sub = Storage(self.store, self.key(rel), location=location, concurrency=self.concurrency)
-        sub._limits = self._limits
+        sub._limits, sub._blocking = self._limits, self._blocking
         return sub
 
     def key(self, rel: str) -> str:
@@ -460,6 +533,15 @@ class Storage:
             return None
         payload = buf.to_bytes()
         if rel.count("/") <= 1:
+            self.sizes[key] = len(payload)
+        return payload
+
+    def _fetch_blocking(self, rel: str) -> bytes | None:
+        """:meth:`_fetch` through the client's blocking call (a handle opened with ``blocking=True``)."""
+        key = self.key(rel)
+        assert isinstance(self.store, CountingStore)  # a handle reads blocking only over one (see __init__)
+        payload = self.store.get_blocking(key)
+        if payload is not None and rel.count("/") <= 1:
             self.sizes[key] = len(payload)
         return payload
 
@@ -507,6 +589,8 @@ class Storage:
                 return [ahead[r] if r in ahead else fetched[r] for r in rels]
         if self._local is not None:
             return self._read_local(rels)
+        if self._blocking is not None:
+            return self._blocking.run([partial(self._fetch_blocking, r) for r in rels])
         return list(sync(self._batch([lambda r=r: self._fetch(r) for r in rels])))
 
     def prefetch(self, rels: Sequence[str]) -> None:
@@ -548,6 +632,8 @@ class Storage:
         """:meth:`list_dir` of many prefixes concurrently."""
         if not rels:
             return []
+        if self._blocking is not None:
+            return [sorted([*e.folders, *e.objects]) for e in self.list_entries(rels)]
 
         async def one(rel):
             return sorted([name async for name in self.store.list_dir(self.key(rel))])
@@ -567,6 +653,8 @@ class Storage:
         store = self.store
         if not isinstance(store, CountingStore):  # Storage.open wraps every object store in one
             raise ArgumentError(f"{self.location}: entries are listed only through the store Storage.open makes")
+        if self._blocking is not None:
+            return self._blocking.run([partial(store.list_entries_blocking, self.key(r)) for r in rels])
         return list(sync(self._batch([lambda r=r: store.list_entries(self.key(r)) for r in rels])))
 
     @property
