@@ -17,7 +17,13 @@ CPU, not waiting), the CPU seconds of this process per request (Linux
 - ``Storage.get_many, one batch``: moczarr's read path (counting, retries,
   deadline, MD5 check) for all objects in one batch: one thread-to-loop hop;
 - ``Storage.get_bytes, threads``: moczarr's read path one object at a time
-  from ``--concurrency`` threads, as a catalog's summaries read: one hop each;
+  from ``--concurrency`` threads: one hop each;
+- ``blocking Storage.get_bytes, threads``: the same through a handle opened
+  with ``blocking=True``, as a catalog's summaries read (a ``Scanner``):
+  obstore's blocking call in each thread, with moczarr's counting, retry
+  budget and MD5 check around it, no event loop;
+- ``blocking Storage.get_many, one batch``: that handle's batch of all objects,
+  on the handle's threads;
 - ``the hop alone``: zarr's ``sync`` of a coroutine that does nothing, from
   ``--concurrency`` threads: what carrying a call to the event loop and back costs.
 
@@ -89,6 +95,7 @@ def main() -> None:
         endpoint = f"http://127.0.0.1:{port}"
         options = {"key": KEY, "secret": SECRET, "client_kwargs": {"endpoint_url": endpoint, "region_name": REGION}}
         storage = Storage.open(f"s3://{BUCKET}/x", options, args.concurrency)
+        blocking = Storage.open(f"s3://{BUCKET}/x", options, args.concurrency, blocking=True)
         raw = S3Store(
             BUCKET,
             endpoint=endpoint,
@@ -124,20 +131,22 @@ def main() -> None:
             ("obstore get_async, one loop", lambda: asyncio.run(on_one_loop())),
             ("Storage.get_many, one batch", lambda: storage.get_many(names)),
             ("Storage.get_bytes, threads", in_threads(storage.get_bytes)),
+            ("blocking Storage.get_bytes, threads", in_threads(blocking.get_bytes)),
+            ("blocking Storage.get_many, one batch", lambda: blocking.get_many(names)),
             ("the hop alone", in_threads(lambda name: sync(nothing()))),
         ]
-        for _, run in cases[:4]:  # connections opened, code warm
+        for _, run in cases[:6]:  # connections opened, code warm
             run()
         print(
             f"python {sys.version.split()[0]}, rclone on 127.0.0.1, {n} GETs of {OBJECT_BYTES} B a run, "
             f"{threads} threads / in flight, {os.cpu_count()} cores, medians of {args.runs}"
         )
-        print(f"{'path':<32}{'cpu ms/req':>12}{'x floor':>9}{'wall ms/req':>13}")
+        print(f"{'path':<40}{'cpu ms/req':>12}{'x floor':>9}{'wall ms/req':>13}")
         floor = None
         for label, run in cases:
             cpu, wall = measure(run, n, args.runs)
             floor = floor or cpu
-            print(f"{label:<32}{cpu:>12.3f}{cpu / floor:>8.1f}x{wall:>13.3f}")
+            print(f"{label:<40}{cpu:>12.3f}{cpu / floor:>8.1f}x{wall:>13.3f}")
     finally:
         if server is not None:
             server.terminate()
