@@ -36,6 +36,7 @@ from moczarr.errors import ContentError, MoczarrError, MoczarrWarning
 from . import living_cli, verify_cli
 from .access import withheld_options
 from .arguments import check_license, check_out, check_stores_root, check_url
+from .collector import fewer_collections
 
 if TYPE_CHECKING:  # the command line loads the reader only when a command runs (``--help`` stays light)
     from moczarr.metadata import ProductSummary
@@ -101,6 +102,7 @@ def build_notes(entries: CatalogEntries, reading: Reading, caught: list) -> list
     return notes + list(dict.fromkeys(lines))
 
 
+@fewer_collections()
 def build(
     roots: list[str],
     out: Path,

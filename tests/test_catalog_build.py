@@ -255,3 +255,38 @@ def test_every_entry_names_the_stac_document_of_its_product(colliding, tmp_path)
         doc = json.loads((out / href.removeprefix("{{ CATALOG_DIR }}/")).read_text())
         assert doc["type"] == "Collection" and doc["id"] == source["metadata"]["stac_collection"], name
         assert doc["moczarr:product"] == source["metadata"]["product"]
+
+
+def test_a_build_collects_garbage_at_a_slower_pace_and_restores_it(tmp_path, monkeypatch):
+    import gc
+
+    import moczarr_intake.cli as cli
+    from moczarr_intake.collector import BUILD_THRESHOLD, fewer_collections
+
+    before = gc.get_threshold()
+    seen = []
+    read_stores = cli._read_stores
+
+    def spying(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return read_stores(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "_read_stores", spying)
+    store = write_sample_store(tmp_path / "s")
+    build([str(store)], tmp_path / "cat", progress=False)
+    assert seen == [(BUILD_THRESHOLD, *before[1:])] and gc.get_threshold() == before
+    inside = []
+
+    def failing():
+        with fewer_collections():
+            inside.append(gc.get_threshold()[0])
+            raise KeyError("the block failed")
+
+    try:
+        gc.set_threshold(BUILD_THRESHOLD * 2, *before[1:])
+        with pytest.raises(KeyError):
+            failing()
+        assert inside == [BUILD_THRESHOLD * 2]  # never more often than it was
+        assert gc.get_threshold() == (BUILD_THRESHOLD * 2, *before[1:])  # restored after a failure too
+    finally:
+        gc.set_threshold(*before)
