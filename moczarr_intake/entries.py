@@ -50,9 +50,12 @@ class CatalogEntries:
     products: list[ProductEntry] = field(default_factory=list)
     moraine: list[MoraineEntry] = field(default_factory=list)
 
-    def for_store(self, index: int) -> list[ProductEntry]:
-        store = self.stores[index]
-        return [e for e in self.products if e.store is store]
+    def by_store(self) -> list[list[ProductEntry]]:
+        """The product entries of each store, in the stores' order (one pass over the products)."""
+        groups: dict[int, list[ProductEntry]] = {id(s): [] for s in self.stores}
+        for e in self.products:
+            groups[id(e.store)].append(e)
+        return [groups[id(s)] for s in self.stores]
 
 
 def _free(name: str, taken: set[str], suffixes=("", "_tree")) -> str:

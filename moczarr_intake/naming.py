@@ -11,6 +11,7 @@ from __future__ import annotations
 import keyword
 import os
 import re
+from collections import Counter
 
 from moczarr.metadata import is_remote
 
@@ -78,13 +79,13 @@ def product_ids(stores) -> tuple[dict[int, str], dict[tuple[int, str], str]]:
     get their label as the id of their sub-catalog.
     """
     labels = root_labels([s.root for s in stores]) if stores else []
-    names = [p.name for s in stores for p in s.products]
+    names = Counter(p.name for s in stores for p in s.products)
     keys: list = [i for i, s in enumerate(stores) if s.layout == "multi"]
     wanted = [labels[i] for i in keys]
     for i, s in enumerate(stores):
         for p in s.products:
             keys.append((i, p.name))
-            wanted.append(slug(p.name) if names.count(p.name) == 1 else slug(f"{labels[i]}-{p.name}"))
+            wanted.append(slug(p.name) if names[p.name] == 1 else slug(f"{labels[i]}-{p.name}"))
     unique = dict(zip(keys, dedupe(wanted), strict=True))
     return (
         {k: v for k, v in unique.items() if isinstance(k, int)},

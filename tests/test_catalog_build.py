@@ -290,3 +290,17 @@ def test_a_build_collects_garbage_at_a_slower_pace_and_restores_it(tmp_path, mon
         assert gc.get_threshold() == (BUILD_THRESHOLD * 2, *before[1:])  # restored after a failure too
     finally:
         gc.set_threshold(*before)
+
+
+def test_entries_are_grouped_by_store_in_one_pass(colliding):
+    from moczarr.metadata import summarize_store
+
+    a, b = colliding
+    stores = [summarize_store(a), summarize_store(b), summarize_store(a)]  # a root given twice is its own store
+    entries = catalog_entries(stores)
+    groups = entries.by_store()
+    assert [[e.product.root for e in group] for group in groups] == [
+        [p.root for p in store.products] for store in stores
+    ]
+    assert sum(map(len, groups)) == len(entries.products) and len(groups[1]) == len(stores[1].products) > 1
+    assert [e for group in groups for e in group] == entries.products  # store order, then product order

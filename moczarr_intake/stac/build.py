@@ -23,6 +23,7 @@ import os
 import posixpath
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -776,14 +777,14 @@ def _add_stores(
     Collections made in full (a product whose Collection id is in ``keep`` gets a stand-in, :func:`_stand_in`)."""
     stores = entries.stores
     labels = root_labels([s.root for s in stores]) if stores else []
-    names = [p.name for s in stores for p in s.products]
+    names = Counter(p.name for s in stores for p in s.products)
     built: list[tuple[_Product, pystac.Collection]] = []
-    for i, store in enumerate(stores):
+    for i, (store, store_entries) in enumerate(zip(stores, entries.by_store(), strict=True)):
         multi = store.layout == "multi"
         collections = []
-        for e in entries.for_store(i):
+        for e in store_entries:
             p = e.product
-            title = _product_title(p, labels[i] if names.count(p.name) > 1 else None)
+            title = _product_title(p, labels[i] if names[p.name] > 1 else None)
             if e.collection_id in keep:
                 collections.append(_stand_in(e.collection_id, title))
                 report("product", p.root)
