@@ -680,3 +680,19 @@ def test_moraine_pyramids_become_items_under_the_top_catalog(tmp_path):
     assert item.id == "ras_mean_v1" and item.properties["moczarr:store_root"] == info.path
     assert Path(item.get_self_href()).is_file()
     assert len(validate_offline(tmp_path / "catalog.json")) == 1 + 1 + 8 + 1
+
+
+def test_the_root_answers_its_parent_without_a_scan_only_while_written():
+    from moczarr.errors import ArgumentError
+    from moczarr_intake.stac.build import _root_parent_fixed
+
+    top = pystac.Catalog("top", "the root")
+    for i in range(3):
+        top.add_child(pystac.Catalog(f"c{i}", "a child"))
+    child = next(iter(top.get_children()))
+    with _root_parent_fixed(top):
+        assert "get_parent" in vars(top) and top.get_parent() is None
+        assert child.get_parent() is top  # only the root's answer is fixed
+    assert "get_parent" not in vars(top) and top.get_parent() is None
+    with pytest.raises(ArgumentError, match="'c0' has a parent"), _root_parent_fixed(child):
+        pass
