@@ -2,9 +2,10 @@
 
 A catalog build reads hundreds of small objects from dozens of threads of its
 own. Sent through the event loop, each request costs a hop to the loop's
-thread and back and an asyncio task or two, about 0.75 ms of CPU on one core;
-sent through the client's blocking call in the calling thread (the GIL
-released while it waits), about 0.2 ms. :class:`BlockingReads` is what such a
+thread and back and an asyncio task or two: about 0.7 ms of CPU, counting,
+retries and checks included (``benchmarks/bench_request_cpu.py``); sent
+through the client's blocking call in the calling thread (the GIL released
+while it waits), about 0.3 ms. :class:`BlockingReads` is what such a
 handle shares instead of its event-loop limit: one semaphore of
 ``concurrency`` slots, and the threads a batch of more than one read runs on.
 """

@@ -413,7 +413,7 @@ class Storage:
     thread-safe limit of ``concurrency`` slots
     (:class:`~moczarr.storage._blocking.BlockingReads`) instead of the event
     loop's: for a caller that reads from many threads of its own (a catalog
-    build), at a quarter of the CPU per request. Such a handle is for
+    build), at less than half the CPU per request. Such a handle is for
     metadata: lazy arrays built on its store would read through the event
     loop, under another limit.
     """
