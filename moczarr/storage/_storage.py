@@ -532,8 +532,7 @@ class Storage:
         if buf is None:
             return None
         payload = buf.to_bytes()
-        if rel.count("/") <= 1:
-            self.sizes[key] = len(payload)
+        self._note_size(rel, key, payload)
         return payload
 
     def _fetch_blocking(self, rel: str) -> bytes | None:
@@ -541,9 +540,14 @@ class Storage:
         key = self.key(rel)
         assert isinstance(self.store, CountingStore)  # a handle reads blocking only over one (see __init__)
         payload = self.store.get_blocking(key)
-        if payload is not None and rel.count("/") <= 1:
-            self.sizes[key] = len(payload)
+        if payload is not None:
+            self._note_size(rel, key, payload)
         return payload
+
+    def _note_size(self, rel: str, key: str, payload: bytes) -> None:
+        """Record the size of an object read at the top of the store (see :attr:`sizes`)."""
+        if rel.count("/") <= 1:
+            self.sizes[key] = len(payload)
 
     def _read_local(self, rels: Sequence[str]) -> list[bytes | None]:
         """Plain file reads in the calling thread, every key checked (:meth:`key`) and counted."""
@@ -562,8 +566,7 @@ class Storage:
                     raise missing_local_root(base, self.location) from None
                 out.append(None)
                 continue
-            if rel.count("/") <= 1:
-                self.sizes[key] = len(payload)
+            self._note_size(rel, key, payload)
             out.append(payload)
         return out
 

@@ -25,7 +25,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypedDict
@@ -888,24 +888,23 @@ def _save(
     ``finished(top)`` is called between the spelling and the writing. The
     Collections and top-level Items whose ids are in ``keep`` are not written.
     """
+    kind = pystac.CatalogType.RELATIVE_PUBLISHED if catalog_url else pystac.CatalogType.SELF_CONTAINED
     with _root_parent_fixed(top):
         top.normalize_hrefs(catalog_url.rstrip("/") if catalog_url else os.fspath(out_dir))
-    kind = pystac.CatalogType.RELATIVE_PUBLISHED if catalog_url else pystac.CatalogType.SELF_CONTAINED
-    with _root_parent_fixed(top), _root_self_href_fixed(top):
-        if thumbnails:
-            _write_thumbnails(*thumbnails, _local_dirs(out_dir, dest, catalog_url), storage_options)
-        apply_href_policy(top, policy, _local_dirs(out_dir, out_dir, catalog_url))
-        finished(top)
-        if keep:
-            _save_written(top, kind, _local_dirs(out_dir, dest, catalog_url), keep)
-        else:
-            top.save(kind, dest_href=os.fspath(dest))
-        if catalog_url:
-            _save_self_links(top, _local_dirs(out_dir, dest, catalog_url), keep)
+        with _root_self_href_fixed(top):
+            if thumbnails:
+                _write_thumbnails(*thumbnails, _local_dirs(out_dir, dest, catalog_url), storage_options)
+            apply_href_policy(top, policy, _local_dirs(out_dir, out_dir, catalog_url))
+            finished(top)
+            if keep:
+                _save_written(top, kind, _local_dirs(out_dir, dest, catalog_url), keep)
+            else:
+                top.save(kind, dest_href=os.fspath(dest))
+            if catalog_url:
+                _save_self_links(top, _local_dirs(out_dir, dest, catalog_url), keep)
 
 
-@contextmanager
-def _root_self_href_fixed(top: pystac.Catalog) -> Iterator[None]:
+def _root_self_href_fixed(top: pystac.Catalog) -> AbstractContextManager[None]:
     """Once normalized, ``top.get_self_href()`` answers from a copy instead of scanning the root's links.
 
     Every link of every document pystac writes, and of every location-free
@@ -915,12 +914,7 @@ def _root_self_href_fixed(top: pystac.Catalog) -> Iterator[None]:
     1,000-product build). Nothing changes the root's self href after
     ``normalize_hrefs`` while the catalog is written.
     """
-    href = top.get_self_href()
-    top.get_self_href = lambda: href  # type: ignore[method-assign]  # an instance attribute, removed below
-    try:
-        yield
-    finally:
-        del top.get_self_href
+    return _answering(top, "get_self_href", top.get_self_href())
 
 
 @contextmanager
@@ -936,11 +930,18 @@ def _root_parent_fixed(top: pystac.Catalog) -> Iterator[None]:
     """
     if top.get_parent() is not None:
         raise ArgumentError(f"catalog {top.id!r} has a parent: only a root catalog is written")
-    top.get_parent = lambda: None  # type: ignore[method-assign]  # an instance attribute, removed below
+    with _answering(top, "get_parent", None):
+        yield
+
+
+@contextmanager
+def _answering(obj: pystac.STACObject, method: str, answer) -> Iterator[None]:
+    """Inside the block, ``obj.<method>()`` returns ``answer`` (an instance attribute, removed after)."""
+    setattr(obj, method, lambda: answer)
     try:
         yield
     finally:
-        del top.get_parent
+        delattr(obj, method)
 
 
 def _save_written(
