@@ -176,14 +176,23 @@ def read_one(found: Found, scanners: Scanners, workers: int = PRODUCT_WORKERS) -
 
 
 def _read_ahead(found: Found) -> list[str]:
-    """The root objects a bare root's summary reads one after another, when its listing shows them all.
+    """The objects a root's summary reads one after another, as far as its listings show them.
 
-    Its manifest, then its root MOC: fetched together, they cost the same two
-    GETs and one round trip instead of two.
+    A bare root: its manifest, then its root MOC. A multi-product root: its
+    own manifest (the listing shows there is none; the summary still asks),
+    then each listed product's manifest, then, product by product, that
+    product's root MOC. Fetched together they cost the same GETs and one round
+    trip instead of a chain of them.
     """
-    listed = found.listings[""].objects if "" in found.listings else {}
+    if found.kind != HIVE or "" not in found.listings:
+        return []
     wanted = [MANIFEST_NAME, ROOT_MOC_NAME]
-    return wanted if found.kind == HIVE and all(name in listed for name in wanted) else []
+    if found.layout == "bare":
+        return wanted if ROOT_MOC_NAME in found.listings[""].objects else []
+    products = [name for name in found.listings if name]
+    return [MANIFEST_NAME] + [
+        f"{name}/{obj}" for name in products for obj in wanted if obj in found.listings[name].objects
+    ]
 
 
 def one_line(exc: BaseException) -> str:

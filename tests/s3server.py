@@ -61,7 +61,7 @@ ACCESS_KEY = "moczarr-test-key"
 SECRET_KEY = "moczarr-test-secret"
 REGION = "us-east-1"
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # werkzeug colours error lines
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # werkzeug colours error lines
 _REQUEST_LINE = re.compile(r"\b(GET|HEAD|PUT|POST|DELETE|OPTIONS) (/\S*) HTTP/")
 
 
@@ -103,7 +103,7 @@ class _RequestLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if not self.active:
             return
-        match = _REQUEST_LINE.search(_ANSI.sub("", record.getMessage()))
+        match = _REQUEST_LINE.search(ANSI.sub("", record.getMessage()))
         if not match:
             return
         method, target = match.groups()

@@ -36,7 +36,7 @@ from moczarr_intake.refresh import update
 from moczarr_intake.stac import geoparquet
 
 from .conftest import local_cluster, rewrite_manifest
-from .s3server import S3Server
+from .s3server import ANSI, S3Server
 
 pytestmark = pytest.mark.filterwarnings("ignore::moczarr.errors.MoczarrWarning")
 
@@ -190,6 +190,58 @@ def test_a_bare_roots_manifest_and_root_moc_come_in_one_batch(sample, s3, monkey
     assert [s.to_dict() for s in read.summaries] == [s.to_dict() for s in one_by_one.summaries]
 
 
+def test_a_multi_product_roots_manifests_and_root_mocs_come_in_one_batch(sample, s3, monkeypatch):
+    """The listings show each product's manifest and root MOC: all read before any product's next step.
+
+    One request in flight and one product at a time: before, each product's
+    root MOC came after the previous product's stamp and arrays. The same
+    requests either way, and the same summary.
+    """
+    names = ("alpha", "beta", "gamma")
+    for name in names:
+        s3.upload_tree(sample / "elevation", "living", f"aheadmulti/{name}")
+    options = s3.storage_options(anon=True)
+    found, _ = reading.locate(["s3://living/aheadmulti"], reading.Scanners(options), discover_below=True)
+    assert [(f.root, f.layout) for f in found] == [("s3://living/aheadmulti", "multi")]
+
+    def gets_in_order() -> tuple[list[str], dict, list]:
+        log = _ServerLog("GET")
+        logging.getLogger("werkzeug").addHandler(log)
+        try:
+            with count_requests() as counter:
+                read = read_roots(["s3://living/aheadmulti"], options, discover_below=True, concurrency=1)
+        finally:
+            logging.getLogger("werkzeug").removeHandler(log)
+        return [key.removeprefix("aheadmulti/") for _, key in log.lines], counter.summary(), read.summaries
+
+    ahead, ahead_count, ahead_read = gets_in_order()
+    first = [MANIFEST_NAME] + [f"{n}/{obj}" for n in names for obj in (MANIFEST_NAME, ROOT_MOC_NAME)]
+    assert sorted(ahead[: len(first)]) == sorted(first)
+    assert not [key for key in ahead[len(first) :] if key.endswith((MANIFEST_NAME, ROOT_MOC_NAME))]
+    monkeypatch.setattr(reading, "_read_ahead", lambda found: [])
+    chained, chained_count, chained_read = gets_in_order()
+    alpha_leaf = next(k for k in chained if k.startswith("alpha/") and not k.endswith((MANIFEST_NAME, ROOT_MOC_NAME)))
+    assert chained.index(alpha_leaf) < chained.index(f"gamma/{ROOT_MOC_NAME}")  # the chain this test tells apart
+    assert ahead_count == chained_count
+    assert sorted(ahead) == sorted(chained)
+    assert [s.to_dict() for s in ahead_read] == [s.to_dict() for s in chained_read]
+    assert [p.name for p in ahead_read[0].products] == list(names)
+
+
+def test_a_product_read_ahead_through_its_root_is_answered_to_the_products_handle(sample):
+    root = Storage.open(sample)
+    product = sorted(p.name for p in sample.iterdir() if (p / MANIFEST_NAME).is_file())[0]
+    with count_requests() as counter:
+        root.prefetch([f"{product}/{ROOT_MOC_NAME}"])
+        assert counter.summary() == {"GET root_moc": 1}
+        child = root.child(product)
+        assert child.get_bytes(ROOT_MOC_NAME) == (sample / product / ROOT_MOC_NAME).read_bytes()
+        assert counter.summary() == {"GET root_moc": 1}  # from memory
+        child.get_bytes(ROOT_MOC_NAME)
+        assert counter.summary() == {"GET root_moc": 2}  # answered once, then read again
+        assert root.sizes[f"{product}/{ROOT_MOC_NAME}"] == (sample / product / ROOT_MOC_NAME).stat().st_size
+
+
 def test_a_prefetched_object_is_answered_once_from_memory(sample):
     storage = Storage.open(sample / "elevation")
     with count_requests() as counter:
@@ -230,15 +282,16 @@ def test_given_remote_roots_are_probed_at_once_in_their_order(sample, s3, monkey
     ]
 
 
-class _PutLog(logging.Handler):
-    """The keys moto is asked to PUT and DELETE, in the order its log says it answered them."""
+class _ServerLog(logging.Handler):
+    """``(method, key)`` of the requests moto answered in bucket ``living``, in the order its log shows them."""
 
-    def __init__(self):
+    def __init__(self, *methods: str):
         super().__init__(logging.INFO)
         self.lines: list[tuple[str, str]] = []
+        self._pattern = re.compile(rf"\b({'|'.join(methods)}) /living/([^?\s]+)\S* HTTP")
 
     def emit(self, record):
-        found = re.search(r"\b(PUT|DELETE) /living/(\S+) HTTP", record.getMessage())
+        found = self._pattern.search(ANSI.sub("", record.getMessage()))  # a 404's line is coloured
         if found:
             self.lines.append((found.group(1), found.group(2)))
 
@@ -255,7 +308,7 @@ def test_out_to_object_storage_writes_leaves_first_and_replaces_the_previous_cat
     s3.upload_tree(other, "living", "outs/b")
     roots = ["s3://living/outs/a", "s3://living/outs/b"]
     options = s3.storage_options(anon=False)
-    log = _PutLog()
+    log = _ServerLog("PUT", "DELETE")
     logging.getLogger("werkzeug").addHandler(log)
     try:
         written = build(roots, "s3://living/cat", storage_options=options, progress=False)
@@ -532,7 +585,7 @@ def test_update_to_object_storage_puts_only_the_changed_products_documents(sampl
     changed = copy_store(sample / "elevation", sample.parent / "part-b")
     _drop_pyramid(changed, generated_at="2031-01-01T00:00:00+00:00")
     s3.upload_tree(changed, "living", "part/b")
-    log = _PutLog()
+    log = _ServerLog("PUT", "DELETE")
     logging.getLogger("werkzeug").addHandler(log)
     try:
         with count_requests() as counter:

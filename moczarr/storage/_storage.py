@@ -433,7 +433,8 @@ class Storage:
         self.concurrency = max(1, int(concurrency))
         #: per-open memo of parsed small objects (the root MOC), so one open reads each once
         self.memo: dict = {}
-        #: ``{rel: bytes or None}`` read ahead by :meth:`prefetch`, each answered once
+        #: ``{store key: bytes or None}`` read ahead by :meth:`prefetch`, each answered once; shared with
+        #: children, so a product's objects read ahead through its multi-product root are answered to the product
         self._prefetched: dict[str, bytes | None] = {}
         #: ``{store key: bytes}`` of the objects read at the top of the store (a root's and its products'
         #: documents, at most one component below this handle: what a catalog reports as file sizes),
@@ -481,7 +482,7 @@ class Storage:
         """
         sub = product_name(sub, self.location)
         child = Storage(self.store, self.key(sub), location=f"{self.location}/{sub}", concurrency=self.concurrency)
-        child.sizes = self.sizes
+        child.sizes, child._prefetched = self.sizes, self._prefetched
         child._limits, child._blocking = self._limits, self._blocking  # one in-flight limit for root and products
         return child
 
@@ -585,7 +586,10 @@ class Storage:
         if not rels:
             return []
         if self._prefetched:
-            ahead = {r: self._prefetched.pop(r) for r in dict.fromkeys(rels) if r in self._prefetched}
+            ahead: dict[str, bytes | None] = {}
+            for r in dict.fromkeys(rels):
+                with suppress(KeyError):  # one pop, no test first: product threads share the memo
+                    ahead[r] = self._prefetched.pop(self.key(r))
             if ahead:
                 rest = [r for r in rels if r not in ahead]
                 fetched = dict(zip(rest, self.get_many(rest), strict=True))
@@ -601,12 +605,14 @@ class Storage:
 
         For a caller that knows which objects a chain of dependent reads will
         ask for (a catalog whose listing showed a bare store's manifest and
-        root MOC): one round trip for all of them instead of one each. Each
+        root MOC, or each product's of a multi-product root): one round trip for
+        all of them instead of one each. A product's objects read ahead here
+        (``{product}/...``) are answered to its handle (:meth:`child`) too. Each
         object is answered once, then forgotten; requests are counted when
         made. Raises what :meth:`get_many` raises.
         """
-        rels = [r for r in dict.fromkeys(rels) if r not in self._prefetched]
-        self._prefetched.update(zip(rels, self.get_many(rels), strict=True))
+        rels = [r for r in dict.fromkeys(rels) if self.key(r) not in self._prefetched]
+        self._prefetched.update(zip(map(self.key, rels), self.get_many(rels), strict=True))
 
     def turn(self) -> AbstractContextManager:
         """The context a batch of reads and decodes of many small objects runs in.
