@@ -69,8 +69,9 @@ class Scanner:
         the same limit); ``skip_damaged`` as :func:`summarize_store`;
         ``prefetch``: objects of the root (relative to it) the caller knows the
         summary reads, fetched first in one batch (a bare root's
-        :data:`MANIFEST_NAME` and :data:`ROOT_MOC_NAME`, when its listing
-        shows both): the same requests, one round trip fewer.
+        :data:`MANIFEST_NAME` and :data:`ROOT_MOC_NAME` when its listing
+        shows both; a multi-product root's products' as ``{product}/...``):
+        the same requests, fewer round trips.
         """
         storage = self._storage.below(rel)
         storage.prefetch(prefetch)
