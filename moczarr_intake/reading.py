@@ -167,7 +167,8 @@ def read_one(found: Found, scanners: Scanners, workers: int = PRODUCT_WORKERS) -
                 )
                 return Read(found)
         scanner, rel = scanners.at(found.root)
-        summary = scanner.summarize(rel, workers=workers, skip_damaged=True, prefetch=_read_ahead(found))
+        listed = found.listings[""].folders if "" in found.listings and found.layout == "multi" else None
+        summary = scanner.summarize(rel, workers=workers, skip_damaged=True, prefetch=_read_ahead(found), listed=listed)
     except ContentError as exc:
         return Read(found, damaged=[(found.root, one_line(exc))])
     damaged = [(f"{summary.root.rstrip('/')}/{name}", why) for name, why in summary.damaged.items()]
@@ -178,10 +179,10 @@ def read_one(found: Found, scanners: Scanners, workers: int = PRODUCT_WORKERS) -
 def _read_ahead(found: Found) -> list[str]:
     """The objects a root's summary reads one after another, as far as its listings show them.
 
-    A bare root: its manifest, then its root MOC. A multi-product root: its
-    own manifest (the listing shows there is none; the summary still asks),
-    then each listed product's manifest, then, product by product, that
-    product's root MOC. Fetched together they cost the same GETs and one round
+    A bare root: its manifest, then its root MOC. A multi-product root: each
+    listed product's manifest, then, product by product, that product's root
+    MOC (its own manifest, absent, and its listing are not read again: see
+    :func:`read_one`). Fetched together they cost the same GETs and one round
     trip instead of a chain of them.
     """
     if found.kind != HIVE or "" not in found.listings:
@@ -190,9 +191,7 @@ def _read_ahead(found: Found) -> list[str]:
     if found.layout == "bare":
         return wanted if ROOT_MOC_NAME in found.listings[""].objects else []
     products = [name for name in found.listings if name]
-    return [MANIFEST_NAME] + [
-        f"{name}/{obj}" for name in products for obj in wanted if obj in found.listings[name].objects
-    ]
+    return [f"{name}/{obj}" for name in products for obj in wanted if obj in found.listings[name].objects]
 
 
 def one_line(exc: BaseException) -> str:

@@ -64,6 +64,25 @@ def test_list_products_multiproduct_hive_skips_scratch():
     assert "scratch" not in roster and (root / "scratch").is_dir()
 
 
+def test_a_roster_given_the_roots_listing_reads_only_the_products_manifests():
+    """A caller that has just listed the root (a catalog's walk) gets the same roster without a GET of the root's
+    manifest or a second LIST; a child without a manifest (``scratch``) is still no product."""
+    from moczarr.format.roster import read_roster
+    from moczarr.storage import Storage, count_requests
+
+    root = fixture_path("multiproduct_hive")
+    listed = sorted(p.name for p in root.iterdir() if p.is_dir())
+    assert "scratch" in listed
+    with count_requests() as plain:
+        expected = read_roster(Storage.open(root))
+    with count_requests() as given:
+        roster = read_roster(Storage.open(root), listed=listed)
+    assert roster == expected
+    assert sorted(roster[1]) == product_dirs(root)
+    assert plain.summary() == {"GET manifest": len(listed) + 1, "LIST prefix": 1}  # the root's and each child's
+    assert given.summary() == {"GET manifest": len(listed)}
+
+
 @pytest.mark.parametrize("name", ["overview_hive", "zagg/multi/store"])
 def test_list_products_matches_writer_goldens(name):
     root = fixture_path(name)

@@ -7,6 +7,8 @@ a product.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..errors import ManifestError, NotAHiveStoreError, StampError
 from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
 from ..storage.keys import PRODUCT_RE, is_product_name
@@ -14,13 +16,16 @@ from .manifest import MANIFEST_NAME, SUPPORTED_SPECS, Manifest, parse_manifest
 
 
 def read_roster(
-    storage: Storage, damaged: dict[str, ManifestError] | None = None
+    storage: Storage, damaged: dict[str, ManifestError] | None = None, listed: Sequence[str] | None = None
 ) -> tuple[dict | None, dict[str, dict]]:
     """``(root manifest, {product: manifest})`` of a store root, each parsed once.
 
     A bare store gives its manifest and ``{}`` (one GET). Otherwise one LIST of
     the root plus one manifest GET per grammar-conforming child; children
-    without a manifest are not products. A malformed manifest raises
+    without a manifest are not products. ``listed``: the root's child folders
+    as a listing of it just showed them, with no manifest at the root (a
+    catalog's walk): the root's manifest is not asked for and the root is not
+    listed again. A malformed manifest raises
     :class:`ManifestError`, unless ``damaged`` is given: a product's malformed
     manifest is then recorded there (``{product: error}``) and the product left
     out (a malformed root manifest still raises). A well-formed manifest of an
@@ -40,10 +45,12 @@ def read_roster(
             raise ManifestError(f"{storage.describe(rel)}: not a morton-hive manifest")
         return doc
 
-    root = storage.get_bytes(MANIFEST_NAME)
-    if root is not None:
-        return parse(root, MANIFEST_NAME), {}
-    names = [n for n in storage.list_dir("") if is_product_name(n)]
+    if listed is None:
+        root = storage.get_bytes(MANIFEST_NAME)
+        if root is not None:
+            return parse(root, MANIFEST_NAME), {}
+        listed = storage.list_dir("")
+    names = [n for n in listed if is_product_name(n)]
     docs = storage.get_many([f"{n}/{MANIFEST_NAME}" for n in names])
     products = {}
     for name, doc in zip(names, docs, strict=True):

@@ -61,7 +61,13 @@ class Scanner:
         return self._storage.list_entries(rels)
 
     def summarize(
-        self, rel: str = "", *, workers: int = 1, skip_damaged: bool = False, prefetch: Sequence[str] = ()
+        self,
+        rel: str = "",
+        *,
+        workers: int = 1,
+        skip_damaged: bool = False,
+        prefetch: Sequence[str] = (),
+        listed: Sequence[str] | None = None,
     ) -> StoreSummary:
         """:func:`summarize_store` of the store root at ``rel``, through this scanner's handle.
 
@@ -71,11 +77,13 @@ class Scanner:
         summary reads, fetched first in one batch (a bare root's
         :data:`MANIFEST_NAME` and :data:`ROOT_MOC_NAME` when its listing
         shows both; a multi-product root's products' as ``{product}/...``):
-        the same requests, fewer round trips.
+        the same requests, fewer round trips. ``listed``: a multi-product
+        root's child folders as a listing just showed them, with no manifest
+        at the root: neither the root's manifest nor its listing is read again.
         """
         storage = self._storage.below(rel)
         storage.prefetch(prefetch)
-        return summarize_store(storage, workers=workers, skip_damaged=skip_damaged)
+        return summarize_store(storage, workers=workers, skip_damaged=skip_damaged, listed=listed)
 
     def summarize_products(self, rel: str, names: list[str], *, workers: int = 1) -> list[ProductSummary]:
         """Summaries of the named products of the multi-product root at ``rel`` (as :meth:`summarize` gives them)."""

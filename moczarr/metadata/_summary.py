@@ -11,6 +11,7 @@ declares (declared is not materialized; opening a level says what is on disk).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -179,12 +180,19 @@ class StoreSummary:
 
 
 def summarize_store(
-    root, storage_options: dict | None = None, *, skip_damaged: bool = False, workers: int = 1
+    root,
+    storage_options: dict | None = None,
+    *,
+    skip_damaged: bool = False,
+    workers: int = 1,
+    listed: Sequence[str] | None = None,
 ) -> StoreSummary:
     """Describe a bare store or a multi-product root (see the module docstring for the cost).
 
     ``workers``: products of a multi-product root summarized at once (threads
     sharing the root's one in-flight limit; the result is the same).
+    ``listed``: a multi-product root's child folders as a listing just showed
+    them (see :func:`~moczarr.format.roster.read_roster`: neither read again).
     Raises :class:`~moczarr.errors.NotAHiveStoreError` when the root holds
     neither a manifest nor products, and the content errors
     (:class:`~moczarr.errors.ContentError`: a malformed manifest, root MOC or
@@ -195,7 +203,7 @@ def summarize_store(
     """
     storage = Storage.open(root, storage_options)
     found: dict[str, ManifestError] | None = {} if skip_damaged else None
-    root_doc, manifests = read_roster(storage, found)
+    root_doc, manifests = read_roster(storage, found, listed)
     if root_doc is not None:
         manifest = parse_manifest(root_doc, storage.describe())
         name = (manifest.short_name or "product").lower()
