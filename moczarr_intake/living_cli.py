@@ -65,11 +65,11 @@ def uploaded_line(written: dict) -> str:
 def run_publish(args, storage_options: dict | None) -> int:
     """``publish OUT --pgstac DSN``: the report (:func:`publish_lines`) to stdout, warnings to stderr, none of
     them spelling the DSN's password."""
-    from .publish import catalog_key, publish, redact  # pypgstac loads only when the command runs
+    from .publish import catalog_key_of, publish, redact  # pypgstac loads only when the command runs
     from .refresh import load_record
 
     record = load_record(args.out, storage_options)
-    key = catalog_key(args.out, record.options.get("catalog_url"))
+    key = catalog_key_of(args.out, record.options.get("catalog_url"))
     with warnings.catch_warnings(record=True) as caught:  # recorded under the filters in force, printed redacted
         report = publish(args.out, args.pgstac, storage_options=storage_options, catalog_key=key)
     for line in dict.fromkeys(f"warning: {w.category.__name__}: {w.message}" for w in caught):

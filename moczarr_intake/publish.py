@@ -40,7 +40,7 @@ deleted) when
   read (:class:`~moczarr.errors.StorageError`);
 - a line is not a JSON document of its kind, an id is there twice, or
   ``collections.ndjson`` holds no Collection (:class:`~moczarr.errors.ContentError`);
-- a Collection does not say how many Items it has (:data:`ITEMS_FIELD`: files
+- a Collection does not say how many Items it has (:data:`ITEM_COUNT_FIELD`: files
   of an older release), or ``items.ndjson`` holds another number of them, or
   an Item of a Collection the files do not hold (a truncated or mixed file:
   :class:`~moczarr.errors.ContentError`);
@@ -82,7 +82,7 @@ ITEMS_NDJSON = f"{PGSTAC_DIR}/items.ndjson"
 #: the field naming the catalog a Collection belongs to (its published location)
 CATALOG_FIELD = "moczarr:catalog"
 #: the field of a Collection line saying how many of its Items ``items.ndjson`` holds (publish checks the file by it)
-ITEMS_FIELD = "moczarr:item_count"
+ITEM_COUNT_FIELD = "moczarr:item_count"
 #: the Collection of the moraine pyramid Items in pgstac (the static catalog has none)
 MORAINE_COLLECTION = "moraine-pyramids"
 
@@ -93,7 +93,7 @@ def pgstac_documents(
     """``(collections, items)``: the catalog's documents as pgstac loads them (see the module docstring).
 
     Each Collection carries :data:`CATALOG_FIELD` (``catalog_key``) and
-    :data:`ITEMS_FIELD` (the number of its Items in ``items``).
+    :data:`ITEM_COUNT_FIELD` (the number of its Items in ``items``).
 
     ``documents``: the catalog's :func:`~.stac.geoparquet.api_documents`, when
     the caller has them (they are not changed: what differs is a copy).
@@ -118,7 +118,7 @@ def pgstac_documents(
         warn(f"pgstac: Items without geometry left out (pgstac searches by geometry): {left_out}", MoczarrWarning)
     counts = Counter(doc["collection"] for doc in items)
     for doc in collections:
-        doc[ITEMS_FIELD] = counts.get(doc["id"], 0)
+        doc[ITEM_COUNT_FIELD] = counts.get(doc["id"], 0)
     return collections, items
 
 
@@ -246,7 +246,7 @@ class Published:
         return sum(map(len, self.items_deleted.values()))
 
 
-def catalog_key(out: str, catalog_url: str | None = None) -> str:
+def catalog_key_of(out: str, catalog_url: str | None = None) -> str:
     """The key (:data:`CATALOG_FIELD`) a catalog built into ``out`` marks its Collections with: where it is
     published, ``catalog_url`` when it was built with one, else ``out`` (a local folder resolved)."""
     if catalog_url:
@@ -267,7 +267,7 @@ def publish(out: str, dsn: str, *, storage_options: dict | None = None, catalog_
     Returns the :class:`Published` report. Before the database is touched the
     files are checked (see the module docstring: what publish refuses, and
     the errors it raises then). ``catalog_key``: the key the catalog at
-    ``out`` carries (:func:`catalog_key` of its build record's options); files
+    ``out`` carries (:func:`catalog_key_of` of its build record's options); files
     naming another are refused. Raises :class:`~moczarr.errors.StorageError`
     when the database cannot be reached or refuses a document; no message
     spells the DSN's password (:func:`redact`).
@@ -322,11 +322,11 @@ def check_publishable(where: str, collections: list[dict], items: list[dict], ca
             f"{i_file}: Items of Collection {orphans[0]!r}, which {COLLECTIONS_NDJSON} does not hold; {rebuild}"
         )
     for c in collections:
-        said = c.get(ITEMS_FIELD)
+        said = c.get(ITEM_COUNT_FIELD)
         if not isinstance(said, int) or isinstance(said, bool):
             raise ContentError(
-                f"{c_file}: Collection {c['id']!r} does not say how many Items it has ({ITEMS_FIELD}: written by an "
-                f"older moczarr); {rebuild}"
+                f"{c_file}: Collection {c['id']!r} does not say how many Items it has ({ITEM_COUNT_FIELD}: "
+                f"written by an older moczarr); {rebuild}"
             )
         if counts.get(c["id"], 0) != said:
             raise ContentError(

@@ -400,8 +400,16 @@ def _another_catalog(out: Path) -> str:
     return "pgstac/collections.ndjson"
 
 
+def _older_release(out: Path) -> str:
+    path = out / "pgstac" / "collections.ndjson"
+    docs = [{k: v for k, v in doc.items() if k != "moczarr:item_count"} for doc in ndjson(path)]
+    path.write_text("".join(json.dumps(doc) + "\n" for doc in docs))
+    return "pgstac/collections.ndjson"  # its Items cannot be told whole
+
+
 @pytest.mark.parametrize(
-    "damage", [_truncate_items, _remove_items, _cut_mid_line, _empty_both, _drop_a_collection, _another_catalog]
+    "damage",
+    [_truncate_items, _remove_items, _cut_mid_line, _empty_both, _drop_a_collection, _another_catalog, _older_release],
 )
 def test_publish_refuses_files_that_are_not_whole_and_deletes_nothing(stack, built, tmp_path, capsys, damage):
     out = tmp_path / "cat"
