@@ -31,16 +31,10 @@ def add_parsers(sub, build_parser):
 
 def run(args, build, storage_options: dict | None, *, progress: bool) -> int:
     """Run ``update`` or ``publish``; notes and warnings go to stderr, the result line to stdout."""
-    from .publish import publish  # the reader and pypgstac load only when a command runs
-    from .refresh import update
+    from .refresh import update  # the reader loads only when a command runs
 
     if args.cmd == "publish":
-        counts = publish(args.out, args.pgstac, storage_options=storage_options)
-        print(
-            f"published {counts['collections']} Collections and {counts['items']} Items to pgstac; "
-            f"deleted {counts['items_deleted']} Items and {counts['collections_deleted']} Collections no longer built"
-        )
-        return 0
+        return run_publish(args, storage_options)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MoczarrWarning)
         written = update(build, args.out, storage_options=storage_options, progress=progress, scheduler=args.scheduler)
@@ -66,3 +60,42 @@ def uploaded_line(written: dict) -> str:
     return (
         f"wrote {written['stac']}: {u['written']} documents written, {u['unchanged']} unchanged, {u['deleted']} deleted"
     )
+
+
+def run_publish(args, storage_options: dict | None) -> int:
+    """``publish OUT --pgstac DSN``: the report (:func:`publish_lines`) to stdout, warnings to stderr, none of
+    them spelling the DSN's password."""
+    from .publish import catalog_key_of, publish, redact  # pypgstac loads only when the command runs
+    from .refresh import load_record
+
+    record = load_record(args.out, storage_options)
+    key = catalog_key_of(args.out, record.options.get("catalog_url"))
+    with warnings.catch_warnings(record=True) as caught:  # recorded under the filters in force, printed redacted
+        report = publish(args.out, args.pgstac, storage_options=storage_options, catalog_key=key)
+    for line in dict.fromkeys(f"warning: {w.category.__name__}: {w.message}" for w in caught):
+        print(redact(line, args.pgstac), file=sys.stderr)
+    for line in publish_lines(report):
+        print(line)
+    return 0
+
+
+def publish_lines(report) -> list[str]:
+    """What ``publish`` prints, a :class:`~.publish.Published` report: the summary line, then the ids.
+
+    ``upserted collections: a, b``; ``upserted items: a 12, b 3`` (counts per
+    Collection: every Item of the catalog is upserted on every run);
+    ``deleted collections: c``; ``deleted items: a: x, y; c: z`` (every id: a
+    deletion is what a portal's users notice). The deletion lines only when
+    something was deleted.
+    """
+    lines = [
+        f"published {len(report.collections)} Collections and {report.item_count} Items to pgstac; "
+        f"deleted {report.items_deleted_count} Items and {len(report.collections_deleted)} Collections no longer built",
+        f"upserted collections: {', '.join(report.collections)}",
+        "upserted items: " + (", ".join(f"{c} {len(ids)}" for c, ids in report.items.items()) or "none"),
+    ]
+    if report.collections_deleted:
+        lines.append(f"deleted collections: {', '.join(report.collections_deleted)}")
+    if report.items_deleted:
+        lines.append("deleted items: " + "; ".join(f"{c}: {', '.join(ids)}" for c, ids in report.items_deleted.items()))
+    return lines

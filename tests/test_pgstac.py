@@ -4,24 +4,33 @@ The real parts (``tests/pgstac_server.py``): Debian's PostgreSQL with PostGIS
 on 127.0.0.1, ``pypgstac migrate``, stac-fastapi-pgstac under uvicorn. The
 catalog is built with ``--discover`` over a folder of stores written by
 ``moczarr.testing`` (the sample root and two bare copies of its ``elevation``
-product under other names); ``pypgstac load`` takes its ndjson as is and
+product under other names), served by ``http.server`` on 127.0.0.1 and
+published there (``--href-base``, ``--catalog-url``: a portal serves no path of
+the building machine); ``pypgstac load`` takes its ndjson as is and
 ``moczarr-catalog publish`` upserts it. Searches (bbox that hits, bbox that
 hits nothing, datetime, collection, a CQL2 filter) must return exactly the
 Items the built documents say they should (shapely on the footprints, STAC's
 closed time intervals), every hit opens with ``xr.open_dataset(href,
 **xarray:open_kwargs)`` equal to ``open_level``, and after stores change,
-``update`` then ``publish`` make the same searches return the new state.
+``update`` then ``publish`` make the same searches return the new state, and
+publish's report by id is what the database holds. A catalog that names paths
+of this machine, or whose ndjson is cut, emptied, removed or another
+catalog's, is refused with the database untouched; no message spells the
+DSN's password.
 Under ``CI=true`` a missing PostgreSQL, PostGIS or pgstac package fails the tests.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import http.server
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -38,7 +47,8 @@ from moczarr.testing import write_sample_store
 from moczarr_intake.cli import main
 
 from .conftest import IN_CI, rewrite_manifest
-from .pgstac_server import PgstacStack, missing
+from .loopback import BurstServer
+from .pgstac_server import PgstacStack, free_port, missing
 
 pytestmark = pytest.mark.filterwarnings("ignore::moczarr.errors.MoczarrWarning")
 
@@ -62,16 +72,32 @@ def stack():
         yield running
 
 
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, stack):
+    """The catalog of the module, its stores served over HTTP on 127.0.0.1 where the catalog says they are."""
     base = tmp_path_factory.mktemp("pgstac")
-    sample = write_sample_store(base / "stores" / "sample")
+    stores = base / "stores"
+    sample = write_sample_store(stores / "sample")
     for name in ("solo", "gone"):
-        shutil.copytree(sample / "elevation", base / "stores" / name)
-        rewrite_manifest(base / "stores" / name, dataset={"short_name": name.upper(), "version": "1"})
+        shutil.copytree(sample / "elevation", stores / name)
+        rewrite_manifest(stores / name, dataset={"short_name": name.upper(), "version": "1"})
+    server = BurstServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(stores)))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
     out = base / "cat"
-    assert quiet(main, ["build", str(base / "stores"), "--discover", "--out", str(out)]) == 0
-    return SimpleNamespace(base=base, stores=base / "stores", out=out)
+    published = ["--href-base", url, "--stores-root", str(stores), "--catalog-url", f"{url}/cat"]
+    try:
+        assert quiet(main, ["build", str(stores), "--discover", "--out", str(out), *published]) == 0
+        yield SimpleNamespace(base=base, stores=stores, out=out, url=url)
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def quiet(fn, *args):
@@ -84,11 +110,26 @@ def ndjson(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-def rows(stack, sql: str) -> list[tuple]:
+def rows(stack, sql: str, params: tuple = ()) -> list[tuple]:
     import psycopg
 
     with psycopg.connect(stack.dsn) as conn:
-        return [tuple(r) for r in conn.execute(sql).fetchall()]
+        return [tuple(r) for r in conn.execute(sql, params).fetchall()]
+
+
+def database(stack) -> tuple[list[tuple], list[tuple]]:
+    """Every Collection and Item in the database, by id and content digest: what "untouched" compares."""
+    return (
+        sorted(rows(stack, "SELECT id, md5(content::text) FROM pgstac.collections")),
+        sorted(rows(stack, "SELECT collection, id, md5(content::text) FROM pgstac.items")),
+    )
+
+
+def report(out: str) -> dict[str, str]:
+    """publish's report lines after the summary, by what they name (``upserted collections`` ...)."""
+    lines = out.splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("published "))
+    return dict(line.split(": ", 1) for line in lines[start + 1 :])
 
 
 def test_pypgstac_load_takes_the_ndjson_as_is(stack, built):
@@ -207,8 +248,19 @@ def test_update_then_publish_makes_the_same_searches_return_the_new_state(stack,
     assert quiet(main, ["update", str(built.out)]) == 0
     assert quiet(main, ["publish", str(built.out), "--pgstac", stack.dsn]) == 0
     out = capsys.readouterr().out
-    gone_items = sum(i["collection"] == "gone" for i in before)
-    assert f"deleted {gone_items} Items and 1 Collections no longer built" in out, out
+    gone_items = sorted(i["id"] for i in before if i["collection"] == "gone")
+    assert f"deleted {len(gone_items)} Items and 1 Collections no longer built" in out, out
+    lines = report(out)
+    assert lines["deleted collections"] == "gone"
+    assert lines["deleted items"] == "gone: " + ", ".join(gone_items)
+    assert not rows(stack, "SELECT id FROM pgstac.items WHERE id = ANY(%s)", (gone_items,))
+    owned = "SELECT id FROM pgstac.collections WHERE content->>%s = %s"
+    ours = {r[0] for r in rows(stack, owned, (CATALOG, key_of(built)))}
+    assert set(lines["upserted collections"].split(", ")) == ours == {"elevation", "elevation_yearly", "solo"}
+    per_collection = "SELECT collection, count(*) FROM pgstac.items WHERE collection = ANY(%s) GROUP BY 1"
+    counts = rows(stack, per_collection, (sorted(ours),))
+    said = dict(part.rsplit(" ", 1) for part in lines["upserted items"].split(", "))
+    assert {c: int(n) for c, n in said.items()} == dict(counts)
     items = ndjson(built.out / "pgstac" / "items.ndjson")
     assert not any(i["collection"] == "gone" for i in items)
     results = run_searches(stack.api, items)
@@ -226,8 +278,162 @@ def test_publish_names_an_unreachable_database_without_its_password(built, capsy
     assert "pgstac at 127.0.0.1:1/db" in err and "secret" not in err
 
 
+SECRET = "Pw-s3cr3t"
+
+
+#: a malformed DSN: psycopg's message spells it whole
+MALFORMED = f"postgresql://user:{SECRET}@[::1/db"
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    [
+        MALFORMED,
+        "postgresql://user:{secret}@127.0.0.1:{port}/db",  # nothing listens there
+        "host=127.0.0.1 port={port} user=u password={secret} dbname=db",
+        "host=127.0.0.1 port={port} user=u password='{secret}' dbname=db",
+        "host=127.0.0.1 port={port} user=u password='{secret} dbname=db",  # malformed: an unterminated quote
+    ],
+    ids=["malformed-url", "refused-url", "refused-keywords", "refused-quoted", "malformed-keywords"],
+)
+def test_no_message_of_publish_spells_the_password(built, dsn, capsys):
+    dsn = dsn.format(secret=SECRET, port=free_port())
+    assert main(["publish", str(built.out), "--pgstac", dsn]) == 2
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: pgstac at "), captured.err
+    assert "s3cr3t" not in captured.out + captured.err
+
+
+def test_the_installed_command_never_spells_the_password(built):
+    done = cli("publish", built.out, "--pgstac", MALFORMED)
+    assert done.returncode == 2, done
+    assert done.stderr.startswith("error: pgstac at postgresql://user:***@[::1/db"), done.stderr
+    assert "s3cr3t" not in done.stdout + done.stderr
+
+
+def cli(*args) -> subprocess.CompletedProcess:
+    """The installed ``moczarr-catalog`` with ``args``, as a cron job runs it."""
+    script = str(Path(sys.executable).with_name("moczarr-catalog"))
+    env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+    return subprocess.run(
+        [sys.executable, script, *map(str, args)], capture_output=True, text=True, timeout=300, env=env
+    )
+
+
+CATALOG = "moczarr:catalog"
+
+
+def key_of(built) -> str:
+    """The module catalog's key: the URL it was built to be published at."""
+    return f"{built.url}/cat"
+
+
+def test_publish_refuses_a_catalog_naming_paths_of_this_machine(stack, built, tmp_path, capsys):
+    assert quiet(main, ["publish", str(built.out), "--pgstac", stack.dsn]) == 0  # a catalog already published
+    before = database(stack)
+    store = tmp_path / "stores" / "machine"
+    shutil.copytree(built.stores / "sample" / "elevation", store)
+    rewrite_manifest(store, dataset={"short_name": "MACHINE", "version": "1"})
+    local = tmp_path / "local"
+    assert quiet(main, ["build", str(store), "--out", str(local)]) == 0  # no --href-base: paths of this machine
+    capsys.readouterr()
+    assert quiet(main, ["publish", str(local), "--pgstac", stack.dsn]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert "--href-base URL" in lines[0] and "--stores-root DIR" in lines[0]
+    assert "path(s) of the building machine" in lines[0] and str(store) in lines[0]
+    docs = ndjson(local / "pgstac" / "collections.ndjson") + ndjson(local / "pgstac" / "items.ndjson")
+    assert f"name {len(set(local_paths(docs)))} path(s)" in lines[0]
+    assert not captured.out
+    assert database(stack) == before
+    assert not rows(stack, "SELECT id FROM pgstac.collections WHERE content->>%s = %s", (CATALOG, str(local)))
+    assert not rows(stack, "SELECT id FROM pgstac.items WHERE collection = 'machine'")
+
+
+def local_paths(node, key=None):
+    """Every absolute path a document names where a location goes (hrefs, store roots, open hints' paths)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from local_paths(v, k)
+    elif isinstance(node, list):
+        for v in node:
+            yield from local_paths(v, key)
+    elif key in ("href", "store_root", "path", "moczarr:store_root") and str(node).startswith("/"):
+        yield node
+
+
+def _truncate_items(out: Path) -> str:
+    path = out / "pgstac" / "items.ndjson"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:-2]))  # cut at a line's end
+    return "pgstac/items.ndjson"
+
+
+def _remove_items(out: Path) -> str:
+    (out / "pgstac" / "items.ndjson").unlink()
+    return "pgstac/items.ndjson"
+
+
+def _cut_mid_line(out: Path) -> str:
+    path = out / "pgstac" / "items.ndjson"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    return "pgstac/items.ndjson"
+
+
+def _empty_both(out: Path) -> str:
+    for name in ("collections", "items"):
+        (out / "pgstac" / f"{name}.ndjson").write_text("")
+    return "pgstac/collections.ndjson"
+
+
+def _drop_a_collection(out: Path) -> str:
+    path = out / "pgstac" / "collections.ndjson"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[1:]))
+    return "pgstac/items.ndjson"  # its Items are there, their Collection is not
+
+
+def _another_catalog(out: Path) -> str:
+    path = out / "pgstac" / "collections.ndjson"
+    docs = [{**doc, CATALOG: "https://elsewhere.example/cat"} for doc in ndjson(path)]
+    path.write_text("".join(json.dumps(doc) + "\n" for doc in docs))
+    return "pgstac/collections.ndjson"
+
+
+def _older_release(out: Path) -> str:
+    path = out / "pgstac" / "collections.ndjson"
+    docs = [{k: v for k, v in doc.items() if k != "moczarr:item_count"} for doc in ndjson(path)]
+    path.write_text("".join(json.dumps(doc) + "\n" for doc in docs))
+    return "pgstac/collections.ndjson"  # its Items cannot be told whole
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [_truncate_items, _remove_items, _cut_mid_line, _empty_both, _drop_a_collection, _another_catalog, _older_release],
+)
+def test_publish_refuses_files_that_are_not_whole_and_deletes_nothing(stack, built, tmp_path, capsys, damage):
+    out = tmp_path / "cat"
+    shutil.copytree(built.out, out)  # its Collections name the published place, not this folder
+    assert quiet(main, ["publish", str(out), "--pgstac", stack.dsn]) == 0
+    before = database(stack)
+    assert before[1]
+    named = damage(out)
+    capsys.readouterr()
+    assert quiet(main, ["publish", str(out), "--pgstac", stack.dsn]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {out}/{named}: "), err
+    assert "nothing published" in err[0]
+    assert database(stack) == before
+
+
 def test_the_ndjson_is_location_free(built):
     for doc in ndjson(built.out / "pgstac" / "items.ndjson"):
         assert not {lk["rel"] for lk in doc["links"]} & {"self", "root", "parent", "collection"}
-        assert all(os.path.isabs(a["href"]) for a in doc["assets"].values())
+        assert all(a["href"].startswith(built.url + "/") for a in doc["assets"].values())
         assert doc["assets"]["data"]["moczarr:open"]["kwargs"]["store_root"] == doc["assets"]["data"]["href"]
+
+
+def test_each_collection_line_counts_its_items(built):
+    items = ndjson(built.out / "pgstac" / "items.ndjson")
+    for doc in ndjson(built.out / "pgstac" / "collections.ndjson"):
+        assert doc["moczarr:item_count"] == sum(i["collection"] == doc["id"] for i in items) > 0

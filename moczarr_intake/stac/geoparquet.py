@@ -297,7 +297,15 @@ def machine_paths(catalog: pystac.Catalog, documents: ApiDocuments | None = None
     ``documents``: the catalog's :func:`api_documents`, when the caller has them.
     """
     documents = documents if documents is not None else api_documents(catalog)
-    docs = documents.collections + documents.items
+    return document_machine_paths(documents.collections + documents.items)
+
+
+def document_machine_paths(docs: Iterable[dict]) -> list[str]:
+    """Hrefs of location-free documents (as :func:`location_free` makes them) that are paths of this machine.
+
+    A local path, absolute or not, or a ``file:`` URL: anything not a URL of a
+    remote protocol. Ordered as first named, each once.
+    """
     found: dict[str, None] = {}  # ordered and unique, in time linear in the hrefs
     for doc in docs:
         for href in _hrefs(doc):
