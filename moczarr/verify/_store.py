@@ -8,8 +8,10 @@ reveal those states, and reports each as a :class:`Finding`:
 
 - **shallow** (the default): the manifest and product roster, the root MOC,
   the discovery walk (LISTs, for debris and stale-MOC checks), every leaf's
-  stamp, each versioned leaf's root listing and version stamp, one schema, and
-  every declared pyramid level through the reader's own level opener;
+  stamp, each versioned leaf's root listing and version stamp, one schema,
+  every declared pyramid level through the reader's own level opener, and for
+  an unstamped prefix what tells a lost stamp from debris (the root MOC, the
+  overview counts above it, its D20 record, its versions' stamps);
 - **deep**: additionally every object of every stamped leaf, overview and
   column once (batched, bounded concurrency), recomputing the O11
   ``content_hashes`` (FORMAT.md §8.6) and checking box, bitmap and ``count``
