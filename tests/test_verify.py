@@ -542,12 +542,13 @@ def test_unstamped_window_nothing_vouches_for_is_debris(zagg):
 def test_versioned_leaf_whose_root_stamp_is_lost(zagg):
     store, _ = zagg("versioned")
     leaf = leaf_dir(store, "1111122")
-    current = load_json(leaf / "zarr.json")["attributes"]["morton_hive_commit"]["current"]
+    stamp = load_json(leaf / "zarr.json")["attributes"]["morton_hive_commit"]
     (leaf / "zarr.json").unlink()
     report = verify_store(store)
     assert problems(report) == [("stamp-lost", "error", "1/1/1/1/1/2/2/1111122.zarr")]
     message = lost(report).message
-    assert f"from its stamped version {current}" in message and "rows" in message
+    assert f"from its stamped version {stamp['current']}" in message
+    assert f"cells), {stamp['cells_with_data']} of them with data" in message  # from the version's own stamp
 
 
 def test_debris_beside_a_lost_stamp_keeps_its_advice(zagg):
@@ -569,24 +570,20 @@ def test_cli_reports_a_lost_stamp(zagg):
     (leaf_dir(store, LEAF) / "zarr.json").unlink()
     command = shutil.which("moczarr-catalog", path=str(Path(sys.executable).parent))
     assert command, "the moczarr-catalog console script is not installed beside this interpreter"
-    for flags in ([], ["--deep"]):
-        done = subprocess.run(
+    plain, done = (
+        subprocess.run(
             [sys.executable, command, "verify", str(store), "--no-progress", *flags],
             capture_output=True,
             text=True,
             timeout=600,
         )
-        assert done.returncode == 1, done.stderr
-        assert f"ERROR   stamp-lost {LEAF_PATH}:" in done.stdout and "safe to delete" not in done.stdout
-    done = subprocess.run(
-        [sys.executable, command, "verify", str(store), "--json", "--no-progress"],
-        capture_output=True,
-        text=True,
-        timeout=600,
+        for flags in ([], ["--deep", "--json"])
     )
-    assert done.returncode == 1
+    assert plain.returncode == 1, plain.stderr
+    assert f"ERROR   stamp-lost {LEAF_PATH}:" in plain.stdout and "safe to delete" not in plain.stdout
+    assert done.returncode == 1, done.stderr
     (doc,) = json.loads(done.stdout)
-    assert doc["ok"] is False and doc["counts"]["stamp_lost"] == 1
+    assert doc["deep"] is True and doc["ok"] is False and doc["counts"]["stamp_lost"] == 1
     assert [(f["kind"], f["severity"], f["object"]) for f in doc["findings"] if f["severity"] != "info"] == [
         ("stamp-lost", "error", LEAF_PATH)
     ]
