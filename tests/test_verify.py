@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -455,15 +457,136 @@ def test_not_a_store(tmp_path):
     assert problems(report) == [("not-a-store", "error", "")]
 
 
-def test_sample_store_debris(tmp_path):
+def test_sample_store_lost_stamp(tmp_path):
     root = Path(write_sample_store(tmp_path / "s"))
-    leaf = sorted((root / "elevation").rglob("*.zarr"))
-    leaf = next(p for p in leaf if p.name[0].isdigit())
+    leaf = next(p for p in sorted((root / "elevation").rglob("*.zarr")) if p.name[0].isdigit())
+    cells = moczarr.open_hive(root / "elevation").sizes["cells"]
     set_attrs(leaf / "zarr.json", lambda a: a.clear())
+    assert moczarr.open_hive(root / "elevation").sizes["cells"] == cells - 16  # the reader skips it (the seed)
     report = verify_store(root)
     rel = str(leaf.relative_to(root))
-    # the unstamped leaf is debris, and the root MOC now names a shard without a stamped leaf
-    assert sorted(problems(report)) == sorted([("debris", "warning", rel), ("moc-shard-without-leaf", "warning", rel)])
+    # the root MOC names its shard and the o6 overview counts its rows: one finding, an error, never debris
+    assert problems(report) == [("stamp-lost", "error", rel)] and not report.ok
+    message = report.findings[0].message
+    assert "16 rows" in message and "coverage.moc" in message and "o6 overview" in message
+    assert "safe to delete" not in message and "re-run the writer for shard" in message
+
+
+# -- an unstamped prefix the store vouches for: a lost stamp, never debris ---------------------------
+def lost(report: VerifyReport) -> Finding:
+    (finding,) = [f for f in report.findings if f.kind == "stamp-lost"]
+    assert finding.severity == "error" and "safe to delete" not in finding.message
+    return finding
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_lost_stamp_vouched_by_moc_and_d20_record(zagg, deep):
+    store, golden = zagg("single_8")
+    (leaf_dir(store, LEAF) / "zarr.json").unlink()  # the stamp object gone, the arrays intact
+    report = verify_store(store, deep=deep)
+    assert problems(report) == [("stamp-lost", "error", LEAF_PATH)]  # and no moc-shard-without-leaf beside it
+    assert not report.ok and report.counts["stamp_lost"] == 1 and report.counts["debris"] == 0
+    message = lost(report).message
+    cells = golden["products"]["."]["cells_per_leaf"]
+    assert f"hides its {cells} rows" in message and "coverage.moc names shard 1111114" in message
+    assert f"{NODE}/stats.json" in message and "re-run the writer for shard 1111114" in message
+
+
+def test_lost_stamp_vouched_by_the_moc_alone(zagg):
+    store, _ = zagg("single_8")
+    set_attrs(leaf_dir(store, LEAF) / "zarr.json", lambda a: a.clear())
+    (store / NODE / "stats.json").unlink()
+    message = lost(verify_store(store)).message
+    assert "coverage.moc names shard 1111114" in message and "stats.json" not in message
+
+
+def test_lost_stamp_vouched_by_the_d20_record_alone(zagg):
+    store, _ = zagg("single_8")
+    set_attrs(leaf_dir(store, LEAF) / "zarr.json", lambda a: a.clear())
+    moc = load_json(store / "coverage.moc")  # a stale root MOC that no longer names the shard
+    assert ["1111114", "1111124"] in moc["ranges"]
+    moc["ranges"][moc["ranges"].index(["1111114", "1111124"])] = ["1111121", "1111124"]
+    write_json(store / "coverage.moc", moc)
+    message = lost(verify_store(store)).message
+    assert f"{NODE}/stats.json" in message and "coverage.moc" not in message
+    (store / NODE / "stats.json").unlink()  # now nothing vouches for it: debris, and the old advice
+    report = verify_store(store)
+    assert problems(report) == [("debris", "warning", LEAF_PATH)] and report.ok
+    assert "safe to delete" in report.findings[0].message
+
+
+def test_lost_stamp_vouched_by_an_overview(zagg):
+    store, golden = zagg("pyramid_windows")
+    leaf = leaf_dir(store, "1111111", "2020")
+    set_attrs(leaf / "zarr.json", lambda a: a.clear())
+    (store / "1/1/1/1/1/1/1/stats_2020.json").unlink()
+    report = verify_store(store)
+    # the shard's other windows are stamped, so the MOC vouches for no window of it; the 2020 overview does
+    assert problems(report) == [("stamp-lost", "error", "1/1/1/1/1/1/1/1111111_2020.zarr")]
+    (product,) = golden["products"].values()
+    observations = product["leaves"]["1111111_2020"]["count"]
+    assert f"overview 1/1/1/1/1/2020.zarr counts {observations} observations" in lost(report).message
+    assert verify_store(store, window="2020").kinds()["stamp-lost"] == 1  # scoped to the window too
+
+
+def test_unstamped_window_nothing_vouches_for_is_debris(zagg):
+    store, _ = zagg("windowed")
+    leaf = leaf_dir(store, "1111111", "2020")
+    set_attrs(leaf / "zarr.json", lambda a: a.clear())
+    (store / "1/1/1/1/1/1/1/stats_2020.json").unlink()
+    # the MOC names the shard for its stamped 2019 and 2021 leaves; no overview, no record: a torn write
+    for report in (verify_store(store), verify_store(store, window="2020")):
+        assert problems(report) == [("debris", "warning", "1/1/1/1/1/1/1/1111111_2020.zarr")]
+
+
+def test_versioned_leaf_whose_root_stamp_is_lost(zagg):
+    store, _ = zagg("versioned")
+    leaf = leaf_dir(store, "1111122")
+    stamp = load_json(leaf / "zarr.json")["attributes"]["morton_hive_commit"]
+    (leaf / "zarr.json").unlink()
+    report = verify_store(store)
+    assert problems(report) == [("stamp-lost", "error", "1/1/1/1/1/2/2/1111122.zarr")]
+    message = lost(report).message
+    assert f"from its stamped version {stamp['current']}" in message
+    assert f"cells), {stamp['cells_with_data']} of them with data" in message  # from the version's own stamp
+
+
+def test_debris_beside_a_lost_stamp_keeps_its_advice(zagg):
+    store, _ = zagg("single_8")
+    debris = leaf_dir(store, "1111131")  # a shard the MOC does not name, no record, no overview
+    shutil.copytree(leaf_dir(store, "1111111"), debris)
+    set_attrs(debris / "zarr.json", lambda a: a.clear())
+    set_attrs(leaf_dir(store, LEAF) / "zarr.json", lambda a: a.clear())
+    report = verify_store(store)
+    assert sorted(problems(report)) == [
+        ("debris", "warning", "1/1/1/1/1/3/1/1111131.zarr"),
+        ("stamp-lost", "error", LEAF_PATH),
+    ]
+    assert "safe to delete" in next(f.message for f in report.findings if f.kind == "debris")
+
+
+def test_cli_reports_a_lost_stamp(zagg):
+    store, _ = zagg("single_8")
+    (leaf_dir(store, LEAF) / "zarr.json").unlink()
+    command = shutil.which("moczarr-catalog", path=str(Path(sys.executable).parent))
+    assert command, "the moczarr-catalog console script is not installed beside this interpreter"
+    plain, done = (
+        subprocess.run(
+            [sys.executable, command, "verify", str(store), "--no-progress", *flags],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        for flags in ([], ["--deep", "--json"])
+    )
+    assert plain.returncode == 1, plain.stderr
+    assert f"ERROR   stamp-lost {LEAF_PATH}:" in plain.stdout and "safe to delete" not in plain.stdout
+    assert done.returncode == 1, done.stderr
+    (doc,) = json.loads(done.stdout)
+    assert doc["deep"] is True and doc["ok"] is False and doc["counts"]["stamp_lost"] == 1
+    assert [(f["kind"], f["severity"], f["object"]) for f in doc["findings"] if f["severity"] != "info"] == [
+        ("stamp-lost", "error", LEAF_PATH)
+    ]
 
 
 # -- moraine pyramids --------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ class VerifyReport:
     """Everything :func:`verify_store` found about one store root.
 
     ``ok`` is true when no finding is an error. ``counts`` holds tallies
-    (``leaves_stamped``, ``debris``, ``versioned``, ``superseded``,
+    (``leaves_stamped``, ``debris``, ``stamp_lost``, ``versioned``, ``superseded``,
     ``overviews``, ``columns``, ``arrays_hashed``, ...).
     """
 

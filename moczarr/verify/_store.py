@@ -8,8 +8,10 @@ reveal those states, and reports each as a :class:`Finding`:
 
 - **shallow** (the default): the manifest and product roster, the root MOC,
   the discovery walk (LISTs, for debris and stale-MOC checks), every leaf's
-  stamp, each versioned leaf's root listing and version stamp, one schema, and
-  every declared pyramid level through the reader's own level opener;
+  stamp, each versioned leaf's root listing and version stamp, one schema,
+  every declared pyramid level through the reader's own level opener, and for
+  an unstamped prefix what tells a lost stamp from debris (the root MOC, the
+  overview counts above it, its D20 record, its versions' stamps);
 - **deep**: additionally every object of every stamped leaf, overview and
   column once (batched, bounded concurrency), recomputing the O11
   ``content_hashes`` (FORMAT.md §8.6) and checking box, bitmap and ``count``
@@ -230,6 +232,10 @@ class _ProductCheck:
         self.windows: set[str] = set()  # the windows the walk found leaves of (every window, before scoping)
         self.group = str(manifest.cell_order)
         self.stamped: list[LeafRef] = []  # every leaf with a root stamp, damaged or not
+        self.unstamped: list[LeafRef] = []  # leaf prefixes without a root stamp: debris, or a lost stamp
+        self.all_refs: list[LeafRef] = []  # every readable leaf prefix of the walk, in every window
+        self.overview_paths: dict[str, tuple[int, int]] = {}  # admitted overview -> (node order, cell order)
+        self.overview_counts: dict[str, np.ndarray | None] = {}  # an overview's decoded count array, once read
 
     def add(self, kind: str, severity: str, rel: str, message: str) -> None:
         self.report.add(kind, severity, self.prefix + rel, message)
@@ -254,6 +260,7 @@ class _ProductCheck:
         self._boxes(leaves)
         self._schema(leaves)
         derived = self._pyramid(levels, moc_usable, refs) if levels else []
+        self._unstamped_prefixes(shards, moc_usable)
         if self.deep:
             self._deep([lf for lf in leaves if lf.live], derived)
         n = sum(1 for lf in leaves if lf.live)
@@ -316,6 +323,7 @@ class _ProductCheck:
                     self.add("window-invalid", "warning", ref.path, f"readers refuse this leaf's window: {exc}")
                     continue
                 self.windows.add(ref.window)
+            self.all_refs.append(ref)
             if self.window is None or ref.window == self.window:
                 keep.append(ref)
         return keep
@@ -330,14 +338,8 @@ class _ProductCheck:
             except StampError as exc:
                 self.add("stamp-unparsable", "error", f"{ref.path}/zarr.json", str(exc))
                 continue
-            if stamp is None:
-                self.count("debris")
-                self.add(
-                    "debris",
-                    "warning",
-                    ref.path,
-                    "unstamped .zarr prefix (a torn or failed write): readers skip it; safe to delete",
-                )
+            if stamp is None:  # debris, unless something vouches for it (_unstamped_prefixes tells)
+                self.unstamped.append(ref)
                 continue
             self.stamped.append(ref)
             if "window" in stamp and stamp["window"] != ref.window:
@@ -451,7 +453,8 @@ class _ProductCheck:
         if self.window is not None:
             return  # a shard may hold leaves in other windows only
         pg = self.m.path_grouping
-        for w in sorted(named - held):
+        lost = {_word_of(r) for r in self.unstamped}  # reported as stamp-lost instead
+        for w in sorted(named - held - lost):
             d = ids.to_decimal(w)
             where = ids.leaf_path(d, None, pg) if not self.m.windowed else ids.hive_node(d, pg)
             self.add(
@@ -579,6 +582,8 @@ class _ProductCheck:
                         path = f"{ids.hive_node(node, self.m.path_grouping)}/{stem}.pyramid.zarr"
                     self.count("overviews" if level.artifact == "overview" else "columns")
                     derived.append(path)
+                    if level.artifact == "overview":
+                        self.overview_paths[path] = (level.node_order, level.cell_order)
             if not found:
                 self.add(
                     "level-unswept",
@@ -588,6 +593,145 @@ class _ProductCheck:
                     "never swept (or deleted); readers omit it",
                 )
         return sorted(set(derived))
+
+    # -- unstamped prefixes: debris, or a lost stamp -------------------------------------------------
+    def _unstamped_prefixes(self, shards, moc_usable: bool) -> None:
+        """Report each unstamped leaf prefix as ``stamp-lost`` when the store vouches for it, else as ``debris``.
+
+        Something vouches for a prefix when the root MOC (built from the
+        writer's completion list) names its shard and no stamped leaf of that
+        shard exists in any window, when an admitted overview counts
+        observations in the shard's cells, or when its own D20 stats record
+        (written only after a stamp) is beside it. Such a prefix held
+        committed data: readers skip it, so an open hides its rows, and
+        deleting it would destroy what a repair restores. Reads only the
+        unstamped prefixes' listings, version stamps, D20 records and
+        ``morton`` metadata, and the count arrays of their overviews.
+        """
+        refs = self.unstamped
+        if not refs:
+            return
+        named = {int(w) for w in shards} if moc_usable else set()
+        held = self._stamped_shards({_word_of(r) for r in refs})
+        listings = self.storage.list_many([r.path for r in refs])
+        versions = [sorted(n for n in names if n.startswith("run-")) for names in listings]
+        vkeys = [f"{r.path}/{v}/zarr.json" for r, vs in zip(refs, versions, strict=True) for v in vs]
+        vdocs = iter(self.storage.get_many(vkeys))
+        records = self.storage.get_many([self._sidecar_keys(r)[0] for r in refs])
+        for ref, names, record in zip(refs, versions, records, strict=True):
+            stamped = {v: st for v in names if (st := self._quiet_stamp(next(vdocs), f"{ref.path}/{v}")) is not None}
+            word = _word_of(ref)
+            why = []
+            if word in named and word not in held:
+                why.append(f"the root coverage.moc names shard {ref.decimal} and no stamped leaf holds it")
+            counted = self._overview_vouch(ref)
+            if counted:
+                why.append(counted)
+            own = self._own_record(ref, word, record)
+            if own is not None:
+                why.append(f"its D20 stats record {self._sidecar_keys(ref)[0]} (written only after a stamp) is there")
+            if not why:
+                self.count("debris")
+                self.add(
+                    "debris",
+                    "warning",
+                    ref.path,
+                    "unstamped .zarr prefix (a torn or failed write) that nothing vouches for "
+                    "(not named by the root MOC, counted by no overview, no D20 record): "
+                    "readers skip it; safe to delete",
+                )
+                continue
+            self.count("stamp_lost")
+            self.add("stamp-lost", "error", ref.path, self._lost_message(ref, why, stamped, own))
+
+    def _lost_message(self, ref: LeafRef, why: list[str], versions: dict[str, dict], record: dict | None) -> str:
+        """What a vouched-for unstamped prefix hides and how it is repaired."""
+        current = max(versions, key=lambda v: (str(versions[v].get("written_at")), v)) if versions else None
+        data = f"{ref.path}/{current}" if current else ref.path
+        try:
+            meta = parse_json(self.storage.get_bytes(f"{data}/{self.group}/morton/zarr.json"), data)
+        except StampError:
+            meta = None
+        shape = meta.get("shape") if isinstance(meta, dict) else None
+        if isinstance(shape, list) and shape and isinstance(shape[0], int):
+            rows = f"its {shape[0]} rows ({self.group}/morton holds {shape[0]} cells)"
+        else:
+            depth = self.m.cell_order - self.m.shard_order
+            rows = f"up to {4**depth} rows (its {self.group}/morton array is missing: the arrays are torn too)"
+        stamp = versions.get(current) if current else None
+        cwd = (stamp or record or {}).get("cells_with_data")
+        if isinstance(cwd, int) and not isinstance(cwd, bool):
+            rows += f", {cwd} of them with data"
+        shard = f"shard {ref.decimal}" + (f", window {ref.window}" if ref.window else "")
+        if current:
+            repair = (
+                f"restore {ref.path}/zarr.json from its stamped version {current} "
+                f'(the version\'s morton_hive_commit plus "current": "{current}"), '
+                f"or re-run the writer for {shard}"
+            )
+        else:
+            repair = f"re-run the writer for {shard}, which rewrites the leaf and its stamp"
+        return (
+            f"unstamped .zarr prefix the store vouches for ({'; '.join(why)}): a lost stamp or a torn write. "
+            f"Readers skip it, so every open hides {rows}. Do not delete it: {repair}"
+        )
+
+    def _stamped_shards(self, words: set[int]) -> set[int]:
+        """The shards among the walked ones holding a stamped leaf in any window (reads other windows' stamps)."""
+        held = {_word_of(r) for r in self.stamped}
+        if self.window is None:
+            return held
+        others = [r for r in self.all_refs if r.window != self.window and _word_of(r) in words]
+        docs = self.storage.get_many([f"{r.path}/zarr.json" for r in others])
+        held |= {_word_of(r) for r, d in zip(others, docs, strict=True) if self._quiet_stamp(d, r.path) is not None}
+        return held
+
+    def _quiet_stamp(self, payload: bytes | None, path: str) -> dict | None:
+        """The stamp in a root document's bytes; None when absent or unparsable (reported where it is checked)."""
+        try:
+            return stamp_of(parse_json(payload, self.storage.describe(f"{path}/zarr.json")))
+        except StampError:
+            return None
+
+    def _own_record(self, ref: LeafRef, word: int, payload: bytes | None) -> dict | None:
+        """The prefix's D20 stats record, when it is one of this shard and window (else None)."""
+        try:
+            record = parse_json(payload, self.storage.describe(self._sidecar_keys(ref)[0]))
+        except StampError:
+            return None
+        if isinstance(record, dict) and record.get("shard_key") == word and record.get("window") == ref.window:
+            return record
+        return None
+
+    def _overview_vouch(self, ref: LeafRef) -> str | None:
+        """What the finest admitted overview of the shard's window counts in its cells; None when none counts any.
+
+        Only overviews whose cells are as fine as the shard or finer are asked:
+        their cells inside the shard count its rows alone (a coarser cell also
+        counts its siblings'). The finest one decides; a zero there is no evidence.
+        """
+        s, head = self.m.shard_order, (2 if ref.decimal.startswith("-") else 1)
+        stem = ref.window or ALL_TOKEN
+        for k, r in sorted({kr for kr in self.overview_paths.values() if kr[1] >= s}, key=lambda kr: -kr[1]):
+            node = ref.decimal[: head + k]
+            path = f"{ids.ancestor_node(node)}/{stem}.zarr"
+            counts = self._overview_count(path, r) if self.overview_paths.get(path) == (k, r) else None
+            if counts is None:
+                continue
+            first = int(ids.subtree_rank_bounds(ids.to_words(node), k, r)[0][0])
+            lo, hi = (int(b[0]) - first for b in ids.subtree_rank_bounds(ids.to_words(ref.decimal), s, r))
+            n = int(np.asarray(counts[lo : hi + 1]).sum())
+            return f"the o{r} overview {path} counts {n} observations in it" if n > 0 else None
+        return None
+
+    def _overview_count(self, path: str, cell_order: int) -> np.ndarray | None:
+        """The decoded ``count`` array of an admitted overview (read once), or None when it has none."""
+        if path not in self.overview_counts:
+            base = f"{path}/{cell_order}/count"
+            objs = _read_objects(self.storage, [base], [False])[0]
+            got = _decode_arrays([{f"count/{k}": v for k, v in objs.items()}])[0].get("count")
+            self.overview_counts[path] = None if got is None or isinstance(got, Exception) else np.asarray(got)
+        return self.overview_counts[path]
 
     # -- deep ----------------------------------------------------------------------------------------
     def _deep(self, leaves: list[_Leaf], derived: list[str]) -> None:
@@ -877,6 +1021,11 @@ class _ProductCheck:
                 lf.ref.path,
                 f"the stamp says cells_with_data {cwd}, count > 0 in {occupied.size} cells",
             )
+
+
+def _word_of(ref: LeafRef) -> int:
+    """A walked leaf's packed word (the walk records it; computed for a ref made elsewhere)."""
+    return int(ids.to_words(ref.decimal)[0]) if ref.word is None else int(ref.word)
 
 
 def _decode_arrays(objects: list[dict[str, bytes]]) -> list[dict[str, np.ndarray | Exception]]:
