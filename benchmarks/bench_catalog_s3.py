@@ -1,7 +1,8 @@
 """Catalog builds over object storage: many products at +20 ms per request, beside the floor.
 
     python benchmarks/bench_catalog_s3.py [--products 40,1000] [--latency-ms 20] [--concurrency 32]
-                                          [--server rclone|moto] [--update 200] [--runs 3] [--scratch DIR]
+                                          [--server rclone|moto] [--update 200] [--buckets 40,200]
+                                          [--runs 3] [--scratch DIR]
 
 The stores are copies of one small bare store (the ``elevation`` product of
 the sample ``moczarr.testing`` writes: a /1 pyramid, four variables) under
@@ -31,6 +32,16 @@ folder below the scratch folder, so the figures are the reads), and prints
   while here all three share the machine's cores.
 
 The targets: within 3x of the floor at 40 products, within 2x at 1,000.
+
+``--buckets N,...`` builds N products given as roots, each the only store of
+a bucket of its own (``s3://one-{N}-{i:04}/p``): once with the region in the
+options (``client_kwargs.region_name``: no lookup) and once with the region
+left to the reader, which looks each bucket up with one ``HEAD``
+(:func:`moczarr.storage.bucket_region`; fresh buckets each run, as a process
+keeps the answers). The ``HEAD`` requests are counted in ``requests`` and the
+floor, and ``lookups`` prints their count: made together, from the threads
+that read the buckets, they cost the build about one round trip more than the
+region given, not N.
 
 ``--update N`` builds N products with ``--discover``, runs ``moczarr-catalog
 update`` with nothing changed (it writes nothing), then again after one store
@@ -80,17 +91,37 @@ def lay_out(template: Path, target: Path, n: int) -> None:
             os.link(p, dest)
 
 
-def upload(endpoint: str, local: Path) -> None:
-    """Every file below ``local`` into moto's bucket (rclone serves the folder itself)."""
+def upload(endpoint: str, local: Path, bucket: str = BUCKET, prefix: str = "") -> None:
+    """Every file below ``local`` into a new moto bucket, below ``prefix`` (rclone serves the folder itself)."""
     import boto3
 
     s3 = boto3.client(
         "s3", endpoint_url=endpoint, aws_access_key_id=KEY, aws_secret_access_key=SECRET, region_name=REGION
     )
-    s3.create_bucket(Bucket=BUCKET)
+    s3.create_bucket(Bucket=bucket)
     for p in sorted(local.rglob("*")):
         if p.is_file():
-            s3.put_object(Bucket=BUCKET, Key=p.relative_to(local).as_posix(), Body=p.read_bytes())
+            key = p.relative_to(local).as_posix()
+            s3.put_object(Bucket=bucket, Key=f"{prefix}/{key}" if prefix else key, Body=p.read_bytes())
+
+
+def lay_out_buckets(served: Path, server: str, upstream: str, n: int, tag: str) -> list[str]:
+    """``n`` buckets ``one-{tag}-{i:04}``, each holding the store ``p{i:04}`` at ``p``; returns their roots.
+
+    rclone serves each folder of ``served`` as a bucket (a link to the store here); moto gets uploads.
+    """
+    roots = []
+    for i in range(n):
+        bucket, store = f"one-{tag}-{i:04}", served / BUCKET / PREFIX / f"p{i:04}"
+        if server == "rclone":
+            (served / bucket).mkdir()
+            os.symlink(store, served / bucket / "p")
+        else:
+            upload(upstream, store, bucket, "p")
+        roots.append(f"s3://{bucket}/p")
+    if server == "rclone":
+        time.sleep(2)  # rclone's directory cache (--dir-cache-time 1s) of the new buckets' folder
+    return roots
 
 
 class Timed:
@@ -140,9 +171,9 @@ def default_scratch() -> str | None:
 
 def one_build(
     roots, options, endpoint, discover: bool, pids: list[int], scratch: Path
-) -> tuple[float, float, int, int, list]:
-    """``(seconds, read seconds, requests, most in flight, CPU seconds of pids)`` of one build into a temporary
-    folder below ``scratch``."""
+) -> tuple[float, float, int, int, list, int]:
+    """``(seconds, read seconds, requests, most in flight, CPU seconds of pids, bucket lookups)`` of one build into
+    a temporary folder below ``scratch``."""
     with tempfile.TemporaryDirectory(dir=scratch) as out:
         proxy_stats(endpoint)
         before = [cpu_seconds(pid) for pid in pids]
@@ -152,7 +183,8 @@ def one_build(
             seconds = time.perf_counter() - t0
         cpu = [cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
         seen = proxy_stats(endpoint)["max_in_flight"]
-    return seconds, timed.seconds, counter.gets + counter.lists, seen, cpu
+    heads = counter["HEAD", "bucket"]
+    return seconds, timed.seconds, counter.gets + counter.lists + heads, seen, cpu, heads
 
 
 HEADER = (
@@ -169,6 +201,9 @@ def main() -> None:
     parser.add_argument("--server", choices=("rclone", "moto"), default="rclone")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--update", type=int, default=200, help="products of the update case (0: skip it)")
+    parser.add_argument(
+        "--buckets", default="40,200", help="products of the one-bucket-per-store case, one bucket each (empty: skip)"
+    )
     parser.add_argument("--lifetime", type=float, default=7200.0, help="seconds before the servers stop themselves")
     parser.add_argument(
         "--scratch",
@@ -179,12 +214,13 @@ def main() -> None:
     warnings.simplefilter("ignore")
     latency, limit = args.latency_ms / 1e3, args.concurrency
     counts = [int(x) for x in args.products.split(",") if x]
+    bucket_counts = [int(x) for x in args.buckets.split(",") if x]
     scratch = Path(tempfile.mkdtemp(prefix="moczarr-bench-catalog-", dir=args.scratch))
     children: list[subprocess.Popen] = []
     try:
         template = write_sample_store(scratch / "sample") / "elevation"
         served = scratch / "served"
-        lay_out(template, served / BUCKET / PREFIX, max([*counts, args.update]))
+        lay_out(template, served / BUCKET / PREFIX, max([*counts, *bucket_counts, args.update]))
         server_port, proxy_port = free_port(), free_port()
         rclone_flags = ("--copy-links", "--dir-cache-time", "1s")  # the update case changes a store: a short cache
         children.append(start_server(args.server, served, server_port, args.lifetime, rclone_flags))
@@ -214,17 +250,21 @@ def main() -> None:
                 pids = [os.getpid(), *(child.pid for child in children)]
                 one_build(given[:2], options, endpoint, False, pids, scratch)  # warm the client and the server
                 runs = [one_build(given, options, endpoint, discover, pids, scratch) for _ in range(args.runs)]
-                seconds = statistics.median(r[0] for r in runs)
-                read = statistics.median(r[1] for r in runs)
-                requests, seen = runs[-1][2], max(r[3] for r in runs)
-                cpu = [statistics.median(r[4][i] for r in runs) for i in range(len(pids))]
-                floor = requests * latency / limit
-                print(
-                    f"{label:<34}{requests:>9}{requests / n:>9.1f}{floor * 1e3:>10.0f}{seconds * 1e3:>8.0f}"
-                    f"{seconds / floor:>6.1f}x{read * 1e3:>9.0f}{read / floor:>10.1f}x{seen:>10}  "
-                    + "/".join(f"{c:.1f}" for c in cpu),
-                    flush=True,
-                )
+                print_row(label, n, runs, latency, limit)
+        upstream = f"http://127.0.0.1:{server_port}"
+        for n in bucket_counts:
+            pids = [os.getpid(), *(child.pid for child in children)]
+            given = lay_out_buckets(served, args.server, upstream, n, f"{n}-given")
+            one_build(given[:2], options, endpoint, False, pids, scratch)  # warm the client and the server
+            runs = [one_build(given, options, endpoint, False, pids, scratch) for _ in range(args.runs)]
+            print_row(f"{n} buckets, region given", n, runs, latency, limit)
+            looked_up = {k: v for k, v in options.items() if k != "client_kwargs"}
+            looked_up["client_kwargs"] = {"endpoint_url": endpoint}
+            runs = []
+            for run in range(args.runs):  # fresh buckets each run: the process keeps the buckets' regions
+                fresh = lay_out_buckets(served, args.server, upstream, n, f"{n}-{run}")
+                runs.append(one_build(fresh, looked_up, endpoint, False, pids, scratch))
+            print_row(f"{n} buckets, region looked up", n, runs, latency, limit)
         if args.update:
             bench_update(args.update, served, options, scratch, latency, limit)
     finally:
@@ -236,6 +276,23 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 child.kill()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def print_row(label: str, n: int, runs: list, latency: float, limit: int) -> None:
+    """One line of the table: the medians of ``runs`` (:func:`one_build` results) beside their floor."""
+    seconds = statistics.median(r[0] for r in runs)
+    read = statistics.median(r[1] for r in runs)
+    requests, seen, heads = runs[-1][2], max(r[3] for r in runs), runs[-1][5]
+    cpu = [statistics.median(r[4][i] for r in runs) for i in range(len(runs[0][4]))]
+    floor = requests * latency / limit
+    lookups = f"  lookups {heads}" if heads else ""
+    print(
+        f"{label:<34}{requests:>9}{requests / n:>9.1f}{floor * 1e3:>10.0f}{seconds * 1e3:>8.0f}"
+        f"{seconds / floor:>6.1f}x{read * 1e3:>9.0f}{read / floor:>10.1f}x{seen:>10}  "
+        + "/".join(f"{c:.1f}" for c in cpu)
+        + lookups,
+        flush=True,
+    )
 
 
 def bench_update(n: int, served: Path, options: dict, scratch: Path, latency: float, limit: int) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,20 +50,28 @@ CHUNKS_PER_WORKER = 4
 
 
 class Scanners:
-    """One :class:`~moczarr.metadata.Scanner` per bucket (object stores) or per root (local paths)."""
+    """One :class:`~moczarr.metadata.Scanner` per bucket (object stores) or per root (local paths).
+
+    Safe from many threads. Making a scanner reads nothing from its bucket: a bucket's
+    region, when the options do not give it, is looked up by the scanner's
+    first read, in the thread that reads, so the buckets of roots read by
+    many threads are looked up at once.
+    """
 
     def __init__(self, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY):
         self.storage_options = storage_options
         self.concurrency = concurrency
         self._by_base: dict[str, Scanner] = {}
+        self._lock = threading.Lock()
 
     def at(self, location: str) -> tuple[Scanner, str]:
         """``(scanner, rel)`` for a root location."""
         base, rel = split_location(location)
-        if base not in self._by_base:
-            options = self.storage_options if is_remote(base) else None
-            self._by_base[base] = Scanner(base, options, self.concurrency)
-        return self._by_base[base], rel
+        with self._lock:  # one scanner (one client, one in-flight limit) per base, whichever thread asks first
+            if base not in self._by_base:
+                options = self.storage_options if is_remote(base) else None
+                self._by_base[base] = Scanner(base, options, self.concurrency)
+            return self._by_base[base], rel
 
 
 @dataclass

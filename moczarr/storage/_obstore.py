@@ -6,7 +6,8 @@ as an :class:`ObstoreSpec`, or raises :class:`~moczarr.errors.ObstoreUnsupported
 saying what obstore cannot express (the caller then reads through fsspec).
 :func:`open_obstore` builds the store, settling what an S3 spec leaves open the
 way the AWS clients do: the bucket's region from one ``HEAD`` on the bucket
-(:func:`bucket_region`, cached per bucket for the process) and ambient
+(:func:`bucket_region`, cached per bucket for the process; with ``deferred=True``
+looked up by the first read, in the thread that reads) and ambient
 credentials from botocore's own chain (:func:`aws_credentials`: environment,
 shared files and profiles, SSO, ``credential_process``, containers, instance
 metadata).
@@ -20,15 +21,16 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 from urllib.error import HTTPError
 from urllib.parse import quote
 from urllib.request import HTTPRedirectHandler, Request, build_opener
 
-from zarr.abc.store import ByteRequest
+from zarr.abc.store import ByteRequest, Store
 from zarr.storage import ObjectStore
 
 from ..errors import ChecksumMismatchError, ObstoreUnsupportedError
@@ -204,27 +206,49 @@ def _client_bounds(config: dict, policy: RetryPolicy, concurrency: int, endpoint
     return {"client_options": client_options, "retry_config": retry_config}
 
 
-def open_obstore(spec: ObstoreSpec) -> VerifiedObjectStore:
+def open_obstore(spec: ObstoreSpec, *, deferred: bool = False) -> VerifiedObjectStore:
     """zarr's read-only ``ObjectStore`` over the store ``spec`` describes.
 
     An ``S3Store`` without a region gets its bucket's (:func:`bucket_region`;
     without an answer ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, then
-    ``us-east-1`` on an S3-compatible endpoint), and ambient credentials are
-    resolved by :func:`aws_credentials`. Roots of one bucket opened with the
+    ``us-east-1`` on an S3-compatible endpoint or when the server answered
+    naming no region), and ambient credentials are resolved by
+    :func:`aws_credentials`. Roots of one bucket opened with the
     same options share one obstore store (:func:`shared_store`), so they share
     its connection pool; the root's prefix is the returned store's
     :attr:`VerifiedObjectStore.prefix`. Raises
-    :class:`~moczarr.errors.ObstoreUnsupportedError` when AWS's region of the
-    bucket cannot be found or the AWS chain finds no credentials: s3fs, which
-    follows AWS's redirects and reports missing credentials itself, serves those.
+    :class:`~moczarr.errors.ObstoreUnsupportedError` when AWS does not answer
+    the region lookup and none is set, or the AWS chain finds no credentials:
+    s3fs, which follows AWS's redirects and reports missing credentials itself,
+    serves those.
+
+    ``deferred=True`` makes no request here: the region is looked up by the
+    store's first read, in the thread that reads (so threads opening many
+    buckets look them up at once, not one after another in the opening
+    thread). A lookup AWS does not answer then fails that read as a transient
+    ``ConnectionError`` (retried under the read's policy, then a
+    :class:`~moczarr.errors.StorageError` naming the object), not by falling
+    back to s3fs.
     """
     kwargs = dict(spec.kwargs)
     prefix = (kwargs.pop("prefix", None) or "").strip("/")
     endpoint = kwargs.get("endpoint") or kwargs.get("base_url") or ""
     if spec.store == "S3Store" and spec.ambient:
         kwargs.update(aws_credentials(spec.profile))
-    inner = shared_store(replace(spec, kwargs=kwargs, ambient=False))
-    return VerifiedObjectStore(inner, read_only=True, verify_etag=endpoint.startswith("http://"), prefix=prefix)
+    settled = replace(spec, kwargs=kwargs, ambient=False)
+    verify = endpoint.startswith("http://")
+    if deferred and spec.store == "S3Store" and "region" not in kwargs:
+        where = f"s3://{spec.bucket}"
+        return VerifiedObjectStore.deferred(partial(_open_in_reader, settled), where, verify_etag=verify, prefix=prefix)
+    return VerifiedObjectStore(shared_store(settled), read_only=True, verify_etag=verify, prefix=prefix)
+
+
+def _open_in_reader(spec: ObstoreSpec):
+    """:func:`shared_store` for the read that needs it; a region AWS did not tell fails that read as transient."""
+    try:
+        return shared_store(spec)
+    except ObstoreUnsupportedError as exc:
+        raise ConnectionError(str(exc)) from exc
 
 
 #: bucket-level obstore stores kept for reuse, the least recently used dropped first
@@ -262,13 +286,23 @@ def shared_store(spec: ObstoreSpec):
 
 
 def _region_for(bucket: str, endpoint: str | None, timeout: float) -> str:
-    region = bucket_region(bucket, endpoint, timeout=timeout)
+    """The region an ``S3Store`` of ``bucket`` is signed for (see :func:`open_obstore`)."""
+    failure = None
+    try:
+        region = _looked_up(bucket, endpoint, timeout)
+    except (OSError, ValueError) as exc:  # unreachable, refused, timed out, a malformed URL
+        region, failure = None, exc
     region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     if region:
         return region
-    if endpoint:
-        return "us-east-1"  # an S3-compatible server that names no region: the AWS clients' default
-    raise ObstoreUnsupportedError(f"the region of bucket {bucket!r} could not be found (s3fs follows AWS's redirects)")
+    if endpoint or failure is None:
+        # an S3-compatible server that names no region, or AWS answering without one (a bucket that is not there:
+        # its reads then get the server's own answer): the AWS clients' default
+        return "us-east-1"
+    raise ObstoreUnsupportedError(
+        f"the region of bucket {bucket!r} could not be found: no answer to a HEAD on the bucket "
+        f"({type(failure).__name__}: {failure}) and no AWS_REGION set"
+    )
 
 
 class _NoRedirects(HTTPRedirectHandler):
@@ -278,6 +312,9 @@ class _NoRedirects(HTTPRedirectHandler):
 
 _OPENER = build_opener(_NoRedirects)
 _REGIONS: dict[tuple[str, str], str] = {}
+#: one lock per endpoint and bucket: a bucket is looked up by one thread at a time
+_LOOKUPS: dict[tuple[str, str], threading.Lock] = {}
+_LOOKUPS_LOCK = threading.Lock()
 AWS_S3 = "https://s3.amazonaws.com"
 
 
@@ -288,29 +325,44 @@ def bucket_region(bucket: str, endpoint: str | None = None, *, timeout: float = 
     whether or not it lets the caller in (200, 301 from another region, 403).
     ``endpoint`` is an S3-compatible server's (None: AWS). Answers are cached
     per endpoint and bucket for the life of the process; None (not cached)
-    when the request fails or the answer names no region.
+    when the request fails or the answer names no region. Safe from many
+    threads: buckets are looked up at once, each by one thread at a time (a
+    thread asking for a bucket another is looking up waits for its answer).
     """
-    base = (endpoint or "").rstrip("/")
-    cached = _REGIONS.get((base, bucket))
-    if cached is not None:
-        return cached
-    if base:
-        url = f"{base}/{quote(bucket)}"
-    elif "." in bucket:  # not a DNS label: path style on the global endpoint
-        url = f"{AWS_S3}/{quote(bucket)}"
-    else:
-        url = f"https://{bucket}.s3.amazonaws.com/"
-    record_request("HEAD", bucket)
     try:
-        with _OPENER.open(Request(url, method="HEAD"), timeout=timeout) as response:
-            region = response.headers.get("x-amz-bucket-region")
-    except HTTPError as exc:
-        region = exc.headers.get("x-amz-bucket-region")
+        return _looked_up(bucket, endpoint, timeout)
     except (OSError, ValueError):  # unreachable, refused, timed out, a malformed URL
         return None
-    if region:
-        _REGIONS[base, bucket] = region
-    return region or None
+
+
+def _looked_up(bucket: str, endpoint: str | None, timeout: float) -> str | None:
+    """:func:`bucket_region`, but a request that got no answer raises (``OSError``, ``ValueError``)."""
+    base = (endpoint or "").rstrip("/")
+    key = (base, bucket)
+    cached = _REGIONS.get(key)
+    if cached is not None:
+        return cached
+    with _LOOKUPS_LOCK:
+        lock = _LOOKUPS.setdefault(key, threading.Lock())
+    with lock:
+        cached = _REGIONS.get(key)
+        if cached is not None:  # another thread's answer, while this one waited
+            return cached
+        if base:
+            url = f"{base}/{quote(bucket)}"
+        elif "." in bucket:  # not a DNS label: path style on the global endpoint
+            url = f"{AWS_S3}/{quote(bucket)}"
+        else:
+            url = f"https://{bucket}.s3.amazonaws.com/"
+        record_request("HEAD", bucket)
+        try:
+            with _OPENER.open(Request(url, method="HEAD"), timeout=timeout) as response:
+                region = response.headers.get("x-amz-bucket-region")
+        except HTTPError as exc:  # an answer all the same
+            region = exc.headers.get("x-amz-bucket-region")
+        if region:
+            _REGIONS[key] = region
+        return region or None
 
 
 _CREDENTIALS: dict[tuple, dict] = {}
@@ -411,17 +463,64 @@ class VerifiedObjectStore(ObjectStore):
     """
 
     def __init__(self, store, *, read_only: bool = False, verify_etag: bool = False, prefix: str = "") -> None:
+        self._opener: Callable[[], Any] | None = None
+        self._where = ""
         super().__init__(store, read_only=read_only)
         self.verify_etag = verify_etag
         self.prefix = prefix.strip("/")
+
+    @classmethod
+    def deferred(
+        cls, opener: Callable[[], Any], where: str, *, verify_etag: bool = False, prefix: str = ""
+    ) -> VerifiedObjectStore:
+        """A read-only store whose obstore store is ``opener()``, called by the first use of :attr:`store`.
+
+        ``where`` (``s3://bucket``) names the bucket in addresses until then
+        (:attr:`bucket_url`). ``opener`` may be called by two threads at once:
+        it must answer both with the same store (:func:`shared_store` does).
+        """
+        self = cls.__new__(cls)
+        Store.__init__(self, read_only=True)  # ObjectStore.__init__ only checks and sets the store, deferred here
+        self._opener, self._where = opener, where
+        self.verify_etag = verify_etag
+        self.prefix = prefix.strip("/")
+        return self
+
+    @property
+    def store(self):
+        """The obstore store (opened now, in the calling thread, when this store was made :meth:`deferred`)."""
+        inner = self.__dict__.get("_inner")
+        if inner is None:
+            assert self._opener is not None  # set by deferred(); __init__ sets the store itself
+            inner = self.__dict__["_inner"] = self._opener()
+        return inner
+
+    @store.setter
+    def store(self, value) -> None:
+        self.__dict__["_inner"] = value
+
+    @property
+    def bucket_url(self) -> str | None:
+        """``s3://bucket`` of a :meth:`deferred` store not opened yet, else None (the store's config names it)."""
+        return self._where if "_inner" not in self.__dict__ else None
+
+    def __getstate__(self) -> dict:
+        return dict(self.__dict__)  # obstore stores pickle as they are, as do openers over specs
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
 
     def __eq__(self, value: object) -> bool:
         return super().__eq__(value) and getattr(value, "prefix", "") == self.prefix
 
     def __str__(self) -> str:
-        return f"object_store://{self.store}/{self.prefix}" if self.prefix else super().__str__()
+        inner = self.bucket_url or self.store
+        return f"object_store://{inner}/{self.prefix}" if self.prefix else f"object_store://{inner}"
 
     def with_read_only(self, read_only: bool = False) -> VerifiedObjectStore:
+        if self.bucket_url is not None and read_only:
+            assert self._opener is not None
+            return type(self).deferred(self._opener, self._where, verify_etag=self.verify_etag, prefix=self.prefix)
         return type(self)(self.store, read_only=read_only, verify_etag=self.verify_etag, prefix=self.prefix)
 
     def path(self, key: str) -> str:

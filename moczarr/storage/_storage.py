@@ -247,6 +247,8 @@ def describe_key(store: Store, key: str) -> str:
     if isinstance(store, FsspecStore):
         protocol = store.fs.protocol[0] if isinstance(store.fs.protocol, (tuple, list)) else store.fs.protocol
         base = f"{protocol}://{store.path.strip('/')}"
+    elif isinstance(store, VerifiedObjectStore) and store.bucket_url is not None:  # not opened: no request for a name
+        base = f"{store.bucket_url}/{store.prefix}".rstrip("/")
     elif isinstance(store, ObjectStore) and type(store.store).__name__ in _OBSTORE_SCHEME:
         inner = store.store
         bucket = inner.config.get("bucket") or inner.config.get("container_name") or ""
@@ -260,7 +262,11 @@ def describe_key(store: Store, key: str) -> str:
 
 
 def make_store(
-    url: str | os.PathLike, storage_options: dict | None = None, concurrency: int = DEFAULT_CONCURRENCY
+    url: str | os.PathLike,
+    storage_options: dict | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    *,
+    deferred: bool = False,
 ) -> Store:
     """A read-only zarr store for a local path, ``file://`` URL or object-store / fsspec URL.
 
@@ -273,6 +279,10 @@ def make_store(
     ``"fsspec"`` (alias ``"s3fs"``). Reads are bounded alike on both
     (:data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT`, one try per client call, the
     ``moczarr_retry`` budget of :mod:`moczarr.storage` around it).
+
+    ``deferred=True``: an S3 bucket's region, when the options do not give it,
+    is looked up by the store's first read, in the thread that reads, not here
+    (:func:`~moczarr.storage.open_obstore`).
     """
     url = os.fspath(url)
     if not is_remote(url):
@@ -282,7 +292,8 @@ def make_store(
     backend = (storage_options or {}).get(BACKEND_OPTION)  # validated by fsspec_options
     if backend == "obstore" or (backend is None and scheme in OBSTORE_SCHEMES):
         try:
-            return CountingStore(open_obstore(obstore_options(url, storage_options, policy, concurrency)), policy)
+            spec = obstore_options(url, storage_options, policy, concurrency)
+            return CountingStore(open_obstore(spec, deferred=deferred), policy)
         except ObstoreUnsupportedError as exc:
             if backend == "obstore":
                 raise ObstoreUnsupportedError(
@@ -468,11 +479,17 @@ class Storage:
         *,
         blocking: bool = False,
     ) -> Storage:
-        """One handle for ``url``; every read of the open call goes through it (``blocking``: see the class)."""
+        """One handle for ``url``; every read of the open call goes through it (``blocking``: see the class).
+
+        A blocking handle makes no request here: an S3 bucket's region, when
+        the options do not give it, is looked up by its first read, in the
+        thread that reads (so threads reading many buckets look them up at
+        once), once per bucket in a process.
+        """
         if isinstance(url, Storage):
             return url
         url, concurrency = check_open_arguments(url, storage_options, concurrency)
-        store = make_store(url, storage_options, concurrency)
+        store = make_store(url, storage_options, concurrency, deferred=blocking)
         return cls(store, "", location=url.rstrip("/"), concurrency=concurrency, blocking=blocking)
 
     def child(self, sub: str) -> Storage:
