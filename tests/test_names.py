@@ -294,3 +294,13 @@ def test_a_parquet_file_is_never_written_into_a_removed_folder(tmp_path):
     with pytest.raises(StorageError, match="gone"):
         geoparquet._write_parquet([{"id": "x"}], folder / "x.parquet")
     assert not (tmp_path / "gone").exists()
+
+
+def test_an_error_line_never_shows_a_password_of_a_url(tmp_path):
+    """The database's own message quotes the DSN it was given; the command's line shows ``***@`` instead."""
+    bare_copy(tmp_path / "store")
+    assert run("build", "store", "--out", "cat", cwd=tmp_path).returncode == 0
+    done = run("publish", "cat", "--pgstac", f"postgresql://user:{SECRET}@[::1/db", cwd=tmp_path)
+    assert done.returncode == 2 and "s3cr3t" not in done.stderr + done.stdout
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: ") and "***@[::1/db" in line
