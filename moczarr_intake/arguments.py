@@ -26,23 +26,39 @@ def is_url(text: str) -> bool:
     return re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", text) is not None
 
 
+def redacted(url: str) -> str:
+    """``url`` with everything between ``://`` and its last ``@`` shown as ``***`` (what a message may echo).
+
+    Up to the last ``@``, not the first ``/``: a secret may hold a ``/``, which ends a URL's address early.
+    """
+    return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://).*@", r"\1***@", url, flags=re.DOTALL)
+
+
 def check_url(value: str | None, flag: str) -> str | None:
     """``value`` without its trailing ``/`` when it is an absolute http(s), s3, gs or az URL with a host.
 
-    Raises :class:`ArgumentError` naming ``flag`` otherwise (``ftp:/x``, ``not-a-url``, ``https://``).
+    Raises :class:`ArgumentError` naming ``flag`` otherwise (``ftp:/x``, ``not-a-url``, ``https://``), and
+    for a URL holding a ``user:password@``: a credential would be written where the URL is, so it is
+    refused, and no message echoes it (:func:`redacted`).
     """
     from urllib.parse import urlsplit
 
     if value is None:
         return None
     parts = urlsplit(value)
+    shown = redacted(value)
     if parts.scheme.lower() not in URL_SCHEMES or not parts.netloc or not is_url(value):
         raise ArgumentError(
-            f"{flag} {value!r} is not an absolute URL: give scheme://host/path with a scheme of "
+            f"{flag} {shown!r} is not an absolute URL: give scheme://host/path with a scheme of "
             f"{', '.join(URL_SCHEMES)}"
         )
+    if "@" in value.split("://", 1)[1]:  # userinfo, or a secret holding a "/" that cut the address short
+        raise ArgumentError(
+            f"{flag} {shown!r} holds a user name or password: give the URL without it and pass credentials "
+            "through the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY) or a profile (AWS_PROFILE)"
+        )
     if parts.query or parts.fragment:
-        raise ArgumentError(f"{flag} {value!r}: a base URL takes no query or fragment")
+        raise ArgumentError(f"{flag} {shown!r}: a base URL takes no query or fragment")
     return value.rstrip("/")
 
 

@@ -3,9 +3,10 @@
 Both are written from one :class:`~moczarr_intake.entries.CatalogEntries`
 (names unique across every root, as the STAC ids are), with one
 :class:`~moczarr_intake.hrefs.HrefPolicy` for store addresses and the same
-storage options (their public part only: :mod:`moczarr_intake.access`), so an
-entry of either flavour reads exactly what ``moczarr.open_level`` /
-``open_store`` read on its own root. Writing a catalog reads no data.
+storage options (their public part only, none for a store at an ``http(s)://``
+href: :func:`moczarr_intake.access.href_storage_options`), so an entry of
+either flavour reads exactly what ``moczarr.open_level`` / ``open_store`` read
+on its own root. Writing a catalog reads no data.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from moczarr.metadata import ProductSummary, StoreSummary
 
 from . import block_yaml
-from .access import public_storage_options
+from .access import href_storage_options, is_http
 from .drivers import entry_arguments, level_args, level_parameters, tree_entry_args
 from .entries import CatalogEntries, ProductEntry, catalog_entries
 from .hrefs import HrefPolicy
@@ -62,28 +63,29 @@ def v1_catalog(
     ``summaries``: store summaries (or entries already named by :func:`catalog_entries`,
     which then also carry the pyramids); ``stac_hrefs`` maps product roots and
     pyramid paths to the written STAC documents. Of ``storage_options`` only
-    the public part is written (:func:`moczarr_intake.access.public_storage_options`),
-    in each entry's arguments and metadata.
+    the public part is written (:func:`moczarr_intake.access.href_storage_options`: none for a store at an
+    ``http(s)://`` href), in each entry's arguments and metadata.
     """
     entries = _entries(summaries, moraine)
     policy = policy or HrefPolicy(out_dir)
-    options = public_storage_options(storage_options)
     stac_hrefs = stac_hrefs or {}
     sources = {}
     for e in entries.products:
-        sources[e.name] = _v1_level_source(e, policy, options, stac_hrefs.get(e.product.root))
-        sources[f"{e.name}_tree"] = _v1_tree_source(e, policy, options)
+        sources[e.name] = _v1_level_source(e, policy, storage_options, stac_hrefs.get(e.product.root))
+        sources[f"{e.name}_tree"] = _v1_tree_source(e, policy, storage_options)
     for m in entries.moraine:
+        published = None if is_http(policy.yaml_location(m.info.path, V1_DIR)) else storage_options
         sources.update(
-            moraine_sources(m.info, out_dir, stac_hrefs, storage_options=storage_options, name=m.name, policy=policy)
+            moraine_sources(m.info, out_dir, stac_hrefs, storage_options=published, name=m.name, policy=policy)
         )
     return {"metadata": {"version": 1, "generator": "moczarr-catalog"}, "sources": sources}
 
 
-def _v1_level_source(e: ProductEntry, policy: HrefPolicy, options: dict | None, stac_href: str | None) -> dict:
+def _v1_level_source(e: ProductEntry, policy: HrefPolicy, storage_options, stac_href: str | None) -> dict:
     """The ``morton_level`` source of one product (driver ``morton_level``)."""
     product = e.product
     root = policy.yaml_location(product.root, V1_DIR)
+    options = href_storage_options(root, storage_options)
     metadata = product.metadata()
     metadata["store_root"] = root
     metadata["stac_collection"] = e.collection_id
@@ -103,10 +105,12 @@ def _v1_level_source(e: ProductEntry, policy: HrefPolicy, options: dict | None, 
     }
 
 
-def _v1_tree_source(e: ProductEntry, policy: HrefPolicy, options: dict | None) -> dict:
+def _v1_tree_source(e: ProductEntry, policy: HrefPolicy, storage_options) -> dict:
     """The ``morton_store`` source of one product: every stored order as a DataTree."""
     product = e.product
-    args = tree_entry_args(product, policy.yaml_location(e.store.root, V1_DIR), [product.name] if e.multi else None)
+    root = policy.yaml_location(e.store.root, V1_DIR)
+    options = href_storage_options(root, storage_options)
+    args = tree_entry_args(product, root, [product.name] if e.multi else None)
     if options:
         args["storage_options"] = options
     metadata: dict = {"product": product.name, "store_root": args["store_root"]}
@@ -154,21 +158,22 @@ def v2_catalog(
     """The ``version: 2`` YAML document (intake readers).
 
     Per product a data entry ``store_{name}`` (a :class:`MortonHive` with the
-    public part of the build's ``storage_options``: no credential), a level entry ``{name}_o{r}`` per level (and
+    public part of the build's ``storage_options``: no credential, none at an
+    ``http(s)://`` href), a level entry ``{name}_o{r}`` per level (and
     ``_{window}`` per window; ``_all`` for declared all-time folds) with an ``aoi``
     user parameter, and ``{name}_tree`` (the product's DataTree, per window on
     windowed products). Every entry has an alias, so ``list(cat)`` lists them.
     """
     entries = _entries(summaries, ())
     policy = policy or HrefPolicy(out_dir)
-    options = public_storage_options(storage_options)
     data, readers = {}, {}
     for e in entries.products:
         product = e.product
         key = f"store_{e.name}"
+        url = policy.yaml_location(product.root, V2_DIR)
         data[key] = {
             "datatype": "moczarr_intake.readers:MortonHive",
-            "kwargs": {"url": policy.yaml_location(product.root, V2_DIR), "storage_options": options},
+            "kwargs": {"url": url, "storage_options": href_storage_options(url, storage_options)},
             "metadata": {"product": product.name, "stac_collection": e.collection_id},
             "user_parameters": {},
         }
@@ -183,9 +188,10 @@ def v2_catalog(
                 suffix = f"_{window}" if window else ("_all" if all_time else "")
                 readers[f"{e.name}_o{lv.cell_order}{suffix}"] = _v2_level_entry(e, key, lv, window, all_time)
         tree_key = f"tree_{e.name}"
+        tree_url = policy.yaml_location(e.store.root, V2_DIR)
         data[tree_key] = {
             "datatype": "moczarr_intake.readers:MortonHiveTree",
-            "kwargs": {"url": policy.yaml_location(e.store.root, V2_DIR), "storage_options": options},
+            "kwargs": {"url": tree_url, "storage_options": href_storage_options(tree_url, storage_options)},
             "metadata": {"store": e.store.root.rstrip("/").rsplit("/", 1)[-1]},
             "user_parameters": {},
         }

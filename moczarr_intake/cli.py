@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import warnings
@@ -625,7 +626,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    """``exc``'s message on one line, any ``user:password@`` (of a DSN, an endpoint, with or without its
+    ``scheme://``, a password holding ``/`` too) shown as ``***@``."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)?[^\s:/@\"']+:[^\s@\"']*@", lambda m: f"{m[1] or ''}***@", text)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -11,6 +11,19 @@ One policy (:class:`HrefPolicy`) for STAC and both YAML flavours:
   the folder moves as a whole;
 - otherwise the absolute local path is written, and :attr:`HrefPolicy.machine_paths`
   records it, so the builder can say which flag fixes it.
+
+A store's folder names come from wherever the stores live (spaces, non-ASCII,
+``%``). What the policy composes is a URI reference (RFC 3986), so each path
+segment it adds is percent-encoded (:func:`quote_path`): a published
+``href_base`` URL and a relative STAC href. A folder literally named
+``%2e%2e`` is written ``%252e%252e`` and stays that folder, never ``..``.
+Three spellings are left as they are, because their readers take them
+verbatim: a root given as a URL (as its owner spelled it), an object-store
+key (``s3://bucket/a b`` names the key ``a b`` to every S3 client; ``a%20b``
+would be another key), and a path of this machine or the ``{{ CATALOG_DIR }}``
+path template of a YAML entry (Intake renders it as a local path). A reader
+resolving a relative href against a local document decodes it
+(:func:`local_path`); against a URL it keeps it encoded.
 """
 
 from __future__ import annotations
@@ -19,12 +32,28 @@ import os
 import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 from moczarr.errors import ArgumentError
 from moczarr.metadata import is_remote, normalize_location
 
 #: how a located address is to be written
 INSIDE, URL, MACHINE = "inside", "url", "machine"
+
+
+def quote_path(rel: str) -> str:
+    """A relative ``/``-separated path as a URI path: each segment percent-encoded (RFC 3986), ``..`` kept.
+
+    Only unreserved characters (``A-Za-z0-9-._~``) stay as they are, so an
+    ordinary name is unchanged and ``a b`` becomes ``a%20b``, ``%2e%2e``
+    becomes ``%252e%252e``.
+    """
+    return "/".join(quote(segment, safe="") for segment in rel.split("/"))
+
+
+def local_path(href: str) -> str:
+    """The path of this machine a relative href written by :func:`quote_path` names (percent-decoding undone)."""
+    return unquote(href)
 
 
 def common_parent(roots: list[str]) -> str | None:
@@ -69,8 +98,9 @@ class HrefPolicy:
         return cls(out_dir, href_base, stores_root)
 
     def locate(self, location: str) -> tuple[str, str]:
-        """``(kind, address)``: ``kind`` is ``"url"`` (address is a URL), ``"inside"`` (an absolute
-        path inside ``out_dir``) or ``"machine"`` (an absolute path of this machine).
+        """``(kind, address)``: ``kind`` is ``"url"`` (address is a URL; under ``href_base`` its added path
+        percent-encoded), ``"inside"`` (an absolute path inside ``out_dir``) or ``"machine"`` (an absolute
+        path of this machine).
 
         Raises :class:`~moczarr.errors.ArgumentError` for a local store outside
         ``stores_root`` when ``href_base`` is given."""
@@ -89,7 +119,7 @@ class HrefPolicy:
                     f"{path} is not under the stores root {base}: it has no address below {self.href_base}"
                 )
             rel = Path(path).relative_to(base).as_posix()
-            return URL, self.href_base if rel == "." else posixpath.join(self.href_base, rel)
+            return URL, self.href_base if rel == "." else posixpath.join(self.href_base, quote_path(rel))
         if self.out_dir is not None and Path(path).resolve().is_relative_to(self.out_dir):
             return INSIDE, str(Path(path).resolve())
         if path not in self.machine_paths:
@@ -105,8 +135,9 @@ class HrefPolicy:
         return template + ("" if rel == "." else "/" + rel.replace(os.sep, "/"))
 
     def stac_href(self, location: str, document_dir: str | os.PathLike | None) -> str:
-        """The href a STAC document in ``document_dir`` writes (relative for stores inside ``out_dir``)."""
+        """The href a STAC document in ``document_dir`` writes (relative and percent-encoded for stores inside
+        ``out_dir``)."""
         kind, address = self.locate(location)
         if kind != INSIDE or document_dir is None:
             return address
-        return os.path.relpath(address, Path(document_dir).resolve()).replace(os.sep, "/")
+        return quote_path(os.path.relpath(address, Path(document_dir).resolve()).replace(os.sep, "/"))

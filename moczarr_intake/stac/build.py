@@ -53,7 +53,7 @@ from moczarr.metadata import (
     window_interval,
 )
 
-from ..access import public_storage_options
+from ..access import is_http, public_storage_options
 from ..entries import catalog_entries
 from ..hrefs import HrefPolicy
 from ..naming import root_labels, slug
@@ -1063,7 +1063,10 @@ def apply_href_policy(
 
     ``local_dir(obj)``: the folder each document is written to (default: its self href's folder).
     A store inside the catalog folder becomes relative to each document; with
-    ``href_base`` others become published URLs; URLs stay as given.
+    ``href_base`` others become published URLs; URLs stay as given (see
+    :class:`~moczarr_intake.hrefs.HrefPolicy` for the percent-encoding). An
+    asset whose href is ``http(s)://`` loses its ``xarray:storage_options``
+    (:func:`moczarr_intake.access.href_storage_options`).
     """
 
     def own_dir(obj: pystac.STACObject) -> Path:
@@ -1093,6 +1096,8 @@ def apply_href_policy(
             if asset.href.startswith("./") or asset.href.startswith("../"):
                 continue
             asset.href = spell(asset.href, obj_dir)
+            if is_http(asset.href):  # an HTTP reader takes no S3 option: it needs only the address
+                asset.extra_fields.pop("xarray:storage_options", None)
             hint = asset.extra_fields.get("moczarr:open")
             if isinstance(hint, dict):
                 for key in ("store_root", "path"):

@@ -42,8 +42,10 @@ from pathlib import Path
 import pystac
 import rustac
 
-from moczarr.errors import ArgumentError, MoczarrWarning
+from moczarr.errors import ArgumentError, MoczarrWarning, StorageError
 from moczarr.metadata import is_remote, join_location, warn
+
+from ..hrefs import local_path
 
 #: links that tie an Item or Collection to the static catalog's files; a STAC API adds its own
 STRUCTURAL_RELS = {"self", "root", "parent", "collection", "child", "item"}
@@ -172,7 +174,8 @@ def location_free(item: pystac.Item | pystac.Collection | dict) -> dict:
             raise ArgumentError(
                 f"Item {doc.get('id')!r}: relative href {href!r} and no self href to resolve it against"
             )
-        return join_location(base, "..", href)
+        # a relative href is percent-encoded (hrefs.quote_path): kept so under a URL, decoded into a local path
+        return join_location(base, "..", href if is_remote(base) else local_path(href))
 
     doc["links"] = [
         {**link, "href": absolute(link["href"])}
@@ -261,6 +264,14 @@ def _located_rows(docs: list[dict], where: str) -> list[dict]:
 
 
 def _write_parquet(rows: list[dict], path: Path) -> Path:
+    """``rows`` as the stac-geoparquet file ``path``, into its folder only while that folder exists.
+
+    rustac creates missing folders; a writer still running after its build
+    failed and removed the folder would otherwise make it again, outside
+    the catalog. Raises :class:`~moczarr.errors.StorageError` then.
+    """
+    if not path.parent.is_dir():
+        raise StorageError(f"stac-geoparquet {path.name}: its folder {path.parent} is gone; nothing written")
     rustac.write_sync(os.fspath(path), rows, format="parquet")
     return path
 
@@ -375,7 +386,9 @@ def start_api_outputs(
     their cost is outside the GIL), so the caller can write the rest of a
     catalog meanwhile; the catalog must not change until
     :meth:`PendingApiOutputs.wait`. Warnings and argument errors come from this
-    call, in the caller's thread.
+    call, in the caller's thread; when it raises, no file is being written.
+    A file is written only into a folder that still exists (a failed build's
+    removed staging folder is never made again).
     """
     folder = Path(folder)
     check_api_names(catalog)
@@ -391,6 +404,7 @@ def start_api_outputs(
                 "(and the catalog with --catalog-url URL when it has thumbnails)"
             )
         )
-    items, writing = _start_api_items(catalog, folder / API_ITEMS, documents)
+    # the Collections first: a failure writing them must leave no Item file being written in the background
     collections = write_api_collections(catalog, folder / API_COLLECTIONS, documents)
+    items, writing = _start_api_items(catalog, folder / API_ITEMS, documents)
     return PendingApiOutputs(ApiOutputs(items=items, collections=collections), writing)

@@ -15,6 +15,8 @@ from moczarr.errors import ArgumentError, ArgumentTypeError, ContentError, NotFo
 from moczarr.metadata import is_remote, join_location
 from moczarr.moraine import open_moraine_level, open_moraine_points
 
+from ..hrefs import local_path
+
 #: the readers an open hint may name, by their public names; nothing else is called
 OPENERS: dict[str, Callable[..., object]] = {
     "moczarr.open_level": moczarr.open_level,
@@ -162,7 +164,8 @@ def open_stac(obj_or_href, *, asset: str | None = None, level: int | None = None
     for key in LOCATION_ARGS:
         root = kwargs.get(key)
         if isinstance(root, str) and not is_remote(root) and not os.path.isabs(root) and self_href:
-            kwargs[key] = join_location(self_href, "..", root)
+            # a relative href is percent-encoded: a URL keeps it so, a path of this machine is decoded
+            kwargs[key] = join_location(self_href, "..", root if is_remote(self_href) else local_path(root))
     for key, value in kw.items():
         if key in kwargs and kwargs[key] != value:
             raise ArgumentError(f"{obj.id!r} fixes {key}={kwargs[key]!r}; got {key}={value!r}")
