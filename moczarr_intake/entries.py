@@ -122,7 +122,8 @@ def catalog_entries(
 
     ``identity``: the :class:`RootIdentity` of roots an earlier build named,
     by location. A product of such a root read in the recorded layout keeps
-    its recorded Collection id and entry name (a multi-product root its
+    its recorded Collection id and entry name (a bare store's one product
+    keeps them whatever its manifest now calls it) (a multi-product root its
     sub-catalog id, a pyramid its Item id and entry name); every other one is
     named by the naming rule, then suffixed (``-2``, ``_2``) where that would
     take a name already kept. Without ``identity`` this is the full build's naming.
@@ -142,6 +143,8 @@ def catalog_entries(
             ids.add(ident.catalog)
         for p in store.products:
             names = ident.products.get(p.name)
+            if names is None and store.layout == "bare" and len(ident.products) == 1:
+                (names,) = ident.products.values()  # the folder's one product, though its manifest renamed it
             if names is not None and _pin(names, ids, taken, ("", "_tree")):
                 pinned[(i, p.name)] = names
     for j, info in enumerate(moraine):

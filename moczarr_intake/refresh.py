@@ -30,7 +30,7 @@ What an update promises (:func:`update`):
   folder the walk still sees and skips (e.g. a digit tree without a manifest:
   a store being rewritten) is kept with its recorded facts, and a note says
   so. A given root whose listing shows no store, or a prefix whose walk finds
-  none of the recorded stores, is an error naming it, unless
+  no store at all where the record has some, is an error naming it, unless
   ``remove_missing``. A root that cannot be listed (denied, timed out, a
   server error) is always an error: the storage layer's.
 

@@ -25,6 +25,7 @@ from moczarr_intake.cli import build, main
 from moczarr_intake.record import RECORD_NAME
 from moczarr_intake.refresh import update
 
+from .conftest import rewrite_manifest
 from .faultproxy import FaultProxy
 from .s3server import REGION
 
@@ -178,6 +179,19 @@ def test_a_product_name_in_a_second_root_does_not_rename_the_first(sample, tmp_p
     assert after["record"]["../stores/a"]["products"] == {"moczarr_sample": names("moczarr_sample", "moczarr_sample")}
 
 
+def test_a_bare_store_whose_manifest_renames_its_product_keeps_its_ids(sample, tmp_path):
+    prefix = tmp_path / "stores"
+    a = copy_store(sample / "elevation", prefix / "one" / "a")
+    copy_store(sample / "elevation", prefix / "two" / "b")
+    out = tmp_path / "cat"
+    build([str(prefix)], out, progress=False, discover=True)
+    before = published(out)
+    rewrite_manifest(a, dataset={"short_name": "ATL99", "version": "2"})  # the same folder, the same product
+    result = update(build, str(out))
+    assert published(out)["stac"] == before["stac"] == ["a-moczarr_sample", "b-moczarr_sample"]
+    assert published(out)["v1"] == before["v1"] and result["by_id"]["changed"] == ["a-moczarr_sample"]
+
+
 def test_a_record_from_before_identities_keeps_the_ids_a_full_build_gave(sample, tmp_path):
     prefix = tmp_path / "stores"
     copy_store(sample / "elevation", prefix / "a")
@@ -254,8 +268,6 @@ def test_the_report_by_id_is_what_the_documents_show(sample, tmp_path):
     before = set(published(out)["stac"])
     shutil.rmtree(prefix / "b")
     copy_store(sample / "elevation", prefix / "d")
-    from .conftest import rewrite_manifest
-
     rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
     by_id = update(build, str(out))["by_id"]
     after = set(published(out)["stac"])
