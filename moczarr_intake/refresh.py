@@ -205,7 +205,7 @@ def follow(
     record has some (unless ``remove_missing``).
     """
     if not record.discover:
-        return _follow_given(record, found, remove_missing)
+        return _follow_given(identities, found, remove_missing)
     recorded = {s.root: identities.get(normalize_location(s.root)) for s in record.stores}
     by_root = {f.root: f for f in found}
     followed = Followed([])
@@ -259,7 +259,7 @@ def follow(
     return followed
 
 
-def _follow_given(record: BuildRecord, found: list[Found], remove_missing: bool) -> Followed:
+def _follow_given(identities: Mapping[str, RootIdentity], found: list[Found], remove_missing: bool) -> Followed:
     """:func:`follow` for roots given as such: each probed where it is; one whose listing shows no store is missing."""
     absent = [f.root for f in found if not f.listings]
     if absent and not remove_missing:
@@ -268,11 +268,9 @@ def _follow_given(record: BuildRecord, found: list[Found], remove_missing: bool)
             + "; the previous documents stay; pass --remove-missing to drop "
             + ("it" if len(absent) == 1 else "them")
         )
-    recorded = {s.root: s for s in record.stores}
     followed = Followed([f for f in found if f.listings], dropped={normalize_location(r) for r in absent})
     for f in followed.found:
-        before = recorded.get(f.root)
-        ident = before.identity if before is not None else None
+        ident = identities.get(normalize_location(f.root))
         if ident is not None and _layout(f) != ident.layout:
             followed.conflicts[f.root] = f"read as {_spelled(ident.layout)}, now found as {_spelled(_layout(f))}"
     return followed
