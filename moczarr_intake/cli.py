@@ -148,7 +148,9 @@ def build(
     anything is written.
 
     ``previous``: the build record of the catalog at ``out`` that this build
-    replaces (``update`` passes it). When the roots, their products and the
+    replaces (``update`` passes it; else the record at ``out``, if any, is
+    read). Its products keep their ids and entry names (the record's
+    identities, :func:`~moczarr_intake.entries.catalog_entries`). When the roots, their products and the
     options are those it records, the products whose facts are unchanged keep
     their documents and only the others are written, with the documents that
     list every product (:mod:`moczarr_intake.reuse`); the catalog is then the
@@ -185,10 +187,11 @@ def build(
     from .entries import catalog_entries
     from .hrefs import HrefPolicy
 
+    named = previous if previous is not None else _record_at(out, out_location, storage_options)
     reading, caught = _read_stores(
         roots, out, storage_options, discover=discover, progress=progress, scheduler=scheduler, reading=reading
     )
-    entries = catalog_entries(reading.summaries, reading.moraine)
+    entries = catalog_entries(reading.summaries, reading.moraine, named.identities() if named else None)
     notes = build_notes(entries, reading, caught)
     if strict and notes:
         raise DegradedBuildError(f"--strict: {len(notes)} problem(s): " + "; ".join(notes))
@@ -224,6 +227,22 @@ def build(
     )
     notes += _output_notes(policy, storage_options, api.skipped) + api.notes
     return _written(out, reading, entries, notes, api)
+
+
+def _record_at(out: Path, out_location: str | None, storage_options) -> BuildRecord | None:
+    """The build record of the catalog this build replaces (None: there is none), read for the names it keeps.
+
+    Raises :class:`~moczarr.errors.ArgumentError` naming the record and the field when it is damaged.
+    """
+    from moczarr.metadata import Writer
+
+    from .record import RECORD_NAME, BuildRecord
+
+    if out_location is None:
+        path = out / RECORD_NAME
+        return BuildRecord.from_json(path.read_bytes(), str(path), str(out)) if path.is_file() else None
+    payload = Writer(out_location, storage_options).get(RECORD_NAME)
+    return None if payload is None else BuildRecord.from_json(payload, f"{out_location}/{RECORD_NAME}")
 
 
 def _read_stores(
@@ -305,6 +324,7 @@ def _write_catalogs(
         inputs.reading,
         {},
         base,
+        entries,
     )
     key = catalog_url or inputs.out_location or str(out)  # where it is published: what its pgstac Collections carry
     reuse = None
@@ -381,6 +401,7 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
                 api_outputs=False,
                 before_save=start_api,
                 keep=keep,
+                entries=entries,
                 **stac_kw,
             )
         ((documents, pending),) = started

@@ -1,11 +1,13 @@
 """The ``moczarr-catalog`` commands of a living catalog: ``update OUT`` and ``publish OUT --pgstac DSN``.
 
     moczarr-catalog build PREFIX... --discover --out OUT [--scheduler ADDRESS]
-    moczarr-catalog update OUT [--scheduler ADDRESS]
+    moczarr-catalog update OUT [--scheduler ADDRESS] [--remove-missing] [--allow-new-ids]
     moczarr-catalog publish OUT --pgstac DSN
 
 ``update`` refreshes the catalog at ``OUT`` from the build record beside it
-(:mod:`.refresh`); ``publish`` loads it into a pgstac database (:mod:`.publish`).
+(:mod:`.refresh`): the summary line (counts) on stdout, then one line per
+kind naming the ids added, removed, changed and unchanged; ``publish`` loads
+it into a pgstac database (:mod:`.publish`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,18 @@ def add_parsers(sub, build_parser):
     u = sub.add_parser("update", help="refresh a built catalog: re-read only the stores that changed")
     u.add_argument("out", help="the catalog folder or URL a build wrote (its build-record.json)")
     u.add_argument("--scheduler", default=None, metavar="ADDRESS", help=scheduler_help)
+    u.add_argument(
+        "--remove-missing",
+        action="store_true",
+        help="drop a given root whose listing shows no store (default: an error, the catalog left as it is); "
+        "a root that cannot be listed is always an error",
+    )
+    u.add_argument(
+        "--allow-new-ids",
+        action="store_true",
+        help="read a folder that can no longer be read as recorded (e.g. a multi-product root that gained a "
+        "manifest) as it is now, taking its new ids (default: an error naming the old and new ids)",
+    )
     p = sub.add_parser("publish", help="upsert a built catalog into a pgstac database (and delete what is gone)")
     p.add_argument("out", help="the catalog folder or URL a build wrote (its pgstac/*.ndjson)")
     p.add_argument("--pgstac", required=True, metavar="DSN", help="the database, e.g. postgresql://user@host/db")
@@ -37,7 +51,15 @@ def run(args, build, storage_options: dict | None, *, progress: bool) -> int:
         return run_publish(args, storage_options)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MoczarrWarning)
-        written = update(build, args.out, storage_options=storage_options, progress=progress, scheduler=args.scheduler)
+        written = update(
+            build,
+            args.out,
+            storage_options=storage_options,
+            progress=progress,
+            scheduler=args.scheduler,
+            remove_missing=args.remove_missing,
+            allow_new_ids=args.allow_new_ids,
+        )
     for note in written["notes"]:
         print(note, file=sys.stderr)
     for line in dict.fromkeys(f"warning: {w.category.__name__}: {w.message}" for w in caught):
@@ -51,7 +73,21 @@ def run(args, build, storage_options: dict | None, *, progress: bool) -> int:
         print(f"{line}; nothing to write: the catalog is as the stores are")
     else:
         print(line + (f"; {uploaded_line(written)}" if "uploaded" in written else ""))
+    for text in id_lines(written["by_id"]):
+        print(text)
     return 0
+
+
+def id_lines(by_id: dict) -> list[str]:
+    """The update's report by id, one line per kind that has any: ``added: a, b``, then removed, changed,
+    unchanged, and ``renamed: FOLDER: old -> new`` per folder read anew (``--allow-new-ids``)."""
+    kinds = ("added", "removed", "changed", "unchanged")
+    lines = [f"{kind}: {', '.join(by_id[kind])}" for kind in kinds if by_id[kind]]
+    return lines + [f"renamed: {r['folder']}: {_ids(r['old'])} -> {_ids(r['new'])}" for r in by_id["renamed"]]
+
+
+def _ids(ids: list[str]) -> str:
+    return ", ".join(ids) or "-"
 
 
 def uploaded_line(written: dict) -> str:

@@ -8,7 +8,11 @@
   it: the version tags, ETags on object stores, of ``morton_hive.json`` and
   ``coverage.moc`` as the root's listing shows them, per product of a
   multi-product root, and for a moraine pyramid its folder's and ``0.zarr``'s
-  listings) and its facts (the store summary, or the pyramid's description);
+  listings), its facts (the store summary, or the pyramid's description) and
+  its **identity** (:class:`~.entries.RootIdentity`: how its folder was read,
+  bare, multi-product or pyramid, and what each product was published as:
+  Collection id and entry name, a multi-product root's sub-catalog id, a
+  pyramid's Item id and entry name), which later builds and updates keep;
 - per written document its SHA-256, so a rebuild into object storage uploads
   only what changed and deletes what is gone;
 - the moczarr release that wrote it: an update by the same release that
@@ -21,6 +25,11 @@ of every run and the manifest when a sweep adds actuals, so a store that
 gained leaves, windows or levels shows a new state. A listing that tells no
 version (an ``https://`` directory index) leaves the state unknown: such a
 store is read again on every update.
+
+A record is checked as it is read: a damaged or hand-edited one is one
+:class:`~moczarr.errors.ArgumentError` naming the file and the field. A record
+written before identities were recorded gets those a full build computed from
+its facts (:meth:`BuildRecord.identities`).
 """
 
 from __future__ import annotations
@@ -38,6 +47,7 @@ from moczarr.metadata import MANIFEST_NAME, ROOT_MOC_NAME, StoreSummary, is_remo
 from moczarr.moraine import MorainePyramid
 
 from .discover import HIVE, MORAINE, Found
+from .entries import LAYOUTS, CatalogEntries, Names, RootIdentity, catalog_entries
 from .publish import COLLECTIONS_NDJSON, ITEMS_NDJSON, PGSTAC_DIR, write_ndjson
 from .reading import Read, Reading
 from .stac import ApiDocuments, public_storage_options
@@ -97,6 +107,8 @@ class StoreRecord:
     kind: str
     state: dict
     facts: dict
+    #: how the root was read and named (None: a record from before identities were recorded)
+    identity: RootIdentity | None = None
 
     def read(self, found: Found) -> Read:
         """The recorded facts as a :class:`~.reading.Read` of ``found`` (no request)."""
@@ -122,14 +134,25 @@ class BuildRecord:
 
     @classmethod
     def of(
-        cls, roots, discover: bool, options: dict, reading: Reading, documents: dict[str, str], base: str | None = None
+        cls,
+        roots,
+        discover: bool,
+        options: dict,
+        reading: Reading,
+        documents: dict[str, str],
+        base: str | None = None,
+        entries: CatalogEntries | None = None,
     ) -> BuildRecord:
+        """The record of a build that read ``reading`` and named its products ``entries`` (their identities)."""
+        named = entries.identities() if entries is not None else {}
         stores = []
         for r in reading.reads:
             if r.summary is not None:
-                stores.append(StoreRecord(r.found.root, HIVE, state_of(r.found), r.summary.to_dict()))
+                ident = named.get(normalize_location(r.summary.root))
+                stores.append(StoreRecord(r.found.root, HIVE, state_of(r.found), r.summary.to_dict(), ident))
             elif r.moraine is not None:
-                stores.append(StoreRecord(r.found.root, MORAINE, state_of(r.found), moraine_to_dict(r.moraine)))
+                ident = named.get(normalize_location(r.moraine.path))
+                stores.append(StoreRecord(r.found.root, MORAINE, state_of(r.found), moraine_to_dict(r.moraine), ident))
         if options.get("stores_root"):
             options = {**options, "stores_root": normalize_location(options["stores_root"])}
         roots = [normalize_location(x) for x in roots]
@@ -148,6 +171,7 @@ class BuildRecord:
             "options": {k: rel(v) if k == "stores_root" else v for k, v in self.options.items()},
             "stores": [
                 {"root": rel(s.root), "kind": s.kind, "state": s.state, "facts": _paths(s.facts, rel)}
+                | ({"identity": identity_to_dict(s.identity)} if s.identity is not None else {})
                 for s in self.stores
             ],
             "documents": self.documents,
@@ -158,7 +182,8 @@ class BuildRecord:
 
     @classmethod
     def from_json(cls, payload: bytes, where: str, base: str | None = None) -> BuildRecord:
-        """Parse a record; raises :class:`~moczarr.errors.ArgumentError` naming ``where`` when it is not one."""
+        """Parse and check a record; raises :class:`~moczarr.errors.ArgumentError` naming ``where`` and the field
+        when it is not one (not JSON, another spec, a field missing or of the wrong type)."""
         try:
             doc = json.loads(payload)
         except (ValueError, UnicodeDecodeError) as exc:
@@ -167,23 +192,142 @@ class BuildRecord:
             raise ArgumentError(
                 f"{where}: not a {SPEC} build record (spec {doc.get('spec') if isinstance(doc, dict) else None!r})"
             )
+        check = _Checker(where)
 
         def absolute(path):
             if base is None or not isinstance(path, str) or is_remote(path) or os.path.isabs(path):
                 return path
             return os.path.normpath(os.path.join(base, path))
 
-        stores = [
-            StoreRecord(absolute(s["root"]), s["kind"], s["state"], _paths(s["facts"], absolute)) for s in doc["stores"]
-        ]
-        options = {k: absolute(v) if k == "stores_root" else v for k, v in doc["options"].items()}
-        roots = [absolute(r) for r in doc["roots"]]
-        documents = dict(doc.get("documents") or {})
+        roots = [absolute(r) for r in check.strings(doc, "roots")]
+        discover = check.typed(doc, "discover", bool)
+        options = check.typed(doc, "options", dict)
+        check.typed(options, "stores_root", (str, type(None)), "options.stores_root", required=False)
+        options = {k: absolute(v) if k == "stores_root" else v for k, v in options.items()}
+        stores = [check.store(s, f"stores[{i}]", absolute) for i, s in enumerate(check.typed(doc, "stores", list))]
+        documents = check.typed(doc, "documents", dict, required=False) or {}
+        for key in documents:
+            check.typed(documents, key, str, f"documents[{key!r}]")
         written_by = doc.get("written_by") if isinstance(doc.get("written_by"), str) else None
-        return cls(roots, bool(doc["discover"]), options, stores, documents, base, written_by)
+        return cls(roots, discover, options, stores, dict(documents), base, written_by)
+
+    def identities(self) -> dict[str, RootIdentity]:
+        """Every recorded root's :class:`~.entries.RootIdentity`, by location.
+
+        A root recorded without one (a record from before identities were
+        recorded) gets what a full build of the recorded facts named it, so a
+        catalog keeps its ids when it is first updated by this release.
+        """
+        known = {normalize_location(s.root): s.identity for s in self.stores if s.identity is not None}
+        if len(known) == len(self.stores):
+            return known
+        hive = [StoreSummary.from_dict(s.facts) for s in self.stores if s.kind == HIVE]
+        moraine = [moraine_from_dict(s.facts) for s in self.stores if s.kind == MORAINE]
+        return catalog_entries(hive, moraine).identities() | known
 
     def by_root(self) -> dict[str, StoreRecord]:
         return {s.root: s for s in self.stores}
+
+
+def identity_to_dict(identity: RootIdentity) -> dict:
+    """A :class:`~.entries.RootIdentity` as the record spells it."""
+    doc: dict = {"layout": identity.layout}
+    if identity.products:
+        doc["products"] = {name: {"id": n.id, "entry": n.entry} for name, n in identity.products.items()}
+    if identity.catalog is not None:
+        doc["catalog"] = identity.catalog
+    if identity.item is not None:
+        doc["item"] = {"id": identity.item.id, "entry": identity.item.entry}
+    return doc
+
+
+def _type_name(value) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+class _Checker:
+    """The checks of :meth:`BuildRecord.from_json`: each failure one ArgumentError naming the file and the field."""
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def fail(self, name: str, wanted: str, value) -> ArgumentError:
+        got = "missing" if value is _MISSING else f"not {_type_name(value)}"
+        return ArgumentError(
+            f"{self.where}: field {name!r} must be {wanted}, {got}; rebuild the catalog (moczarr-catalog build) "
+            "or restore the record"
+        )
+
+    def typed(self, doc: dict, key: str, types, name: str | None = None, *, required: bool = True):
+        value = doc.get(key, _MISSING)
+        if value is _MISSING and not required:
+            return None
+        if value is _MISSING or not isinstance(value, types):
+            wanted = {bool: "true or false", dict: "an object", list: "a list", str: "a string"}.get(types)
+            raise self.fail(name or key, wanted or "a string or null", value)
+        return value
+
+    def strings(self, doc: dict, key: str, name: str | None = None) -> list[str]:
+        value = doc.get(key, _MISSING)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.fail(name or key, "a list of strings", value)
+        return value
+
+    def names(self, doc, name: str) -> Names:
+        if not isinstance(doc, dict):
+            raise self.fail(name, "an object with 'id' and 'entry'", doc)
+        return Names(self.typed(doc, "id", str, f"{name}.id"), self.typed(doc, "entry", str, f"{name}.entry"))
+
+    def store(self, doc, name: str, spell) -> StoreRecord:
+        if not isinstance(doc, dict):
+            raise self.fail(name, "an object", doc)
+        kind = doc.get("kind", _MISSING)
+        if kind not in (HIVE, MORAINE):
+            got = "missing" if kind is _MISSING else repr(kind)
+            raise ArgumentError(
+                f"{self.where}: field '{name}.kind' must be {HIVE!r} or {MORAINE!r}, not {got}; rebuild the catalog "
+                "(moczarr-catalog build) or restore the record"
+            )
+        root = self.typed(doc, "root", str, f"{name}.root")
+        state = self.typed(doc, "state", dict, f"{name}.state")
+        facts = self.typed(doc, "facts", dict, f"{name}.facts")
+        if kind == HIVE:
+            self.typed(facts, "root", str, f"{name}.facts.root")
+            products = self.typed(facts, "products", list, f"{name}.facts.products")
+            for j, p in enumerate(products):
+                where = f"{name}.facts.products[{j}]"
+                if not isinstance(p, dict):
+                    raise self.fail(where, "an object", p)
+                self.typed(p, "root", str, f"{where}.root")
+                self.typed(p, "name", str, f"{where}.name")
+        else:
+            self.typed(facts, "path", str, f"{name}.facts.path")
+        identity = None
+        if "identity" in doc:
+            identity = self.identity(doc["identity"], f"{name}.identity")
+        return StoreRecord(spell(root), kind, state, _paths(facts, spell), identity)
+
+    def identity(self, doc, name: str) -> RootIdentity:
+        if not isinstance(doc, dict):
+            raise self.fail(name, "an object", doc)
+        layout = doc.get("layout", _MISSING)
+        if layout not in LAYOUTS:
+            got = "missing" if layout is _MISSING else repr(layout)
+            raise ArgumentError(
+                f"{self.where}: field '{name}.layout' must be one of {', '.join(map(repr, LAYOUTS))}, not {got}; "
+                "rebuild the catalog (moczarr-catalog build) or restore the record"
+            )
+        products = self.typed(doc, "products", dict, f"{name}.products", required=False) or {}
+        item = doc.get("item")
+        return RootIdentity(
+            layout,
+            {p: self.names(n, f"{name}.products.{p}") for p, n in products.items()},
+            self.typed(doc, "catalog", (str, type(None)), f"{name}.catalog", required=False),
+            self.names(item, f"{name}.item") if item is not None else None,
+        )
+
+
+_MISSING = object()
 
 
 def _paths(facts: dict, spell) -> dict:

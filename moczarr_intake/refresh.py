@@ -10,10 +10,29 @@ documents a full build of the stores as they are now would write, of which
 it writes those of the products whose facts changed and those listing every
 product, the rest kept as they are (:mod:`.reuse` says when). When no
 root changed, appeared or went, that would be the catalog as it is, and
-nothing is written at all (:func:`_nothing_to_write` says when). Roots that
-appeared below a discovery prefix are added; roots that are gone (no longer
-found below a prefix, or a given root whose listing shows no store any more)
-are dropped, and their documents deleted.
+nothing is written at all (:func:`_nothing_to_write` says when).
+
+What an update promises (:func:`update`):
+
+- **Ids stay.** Every product keeps the Collection id and entry name the
+  record gives it (a moraine pyramid its Item id), and every recorded folder
+  is read as it was: a recorded bare store that the walk now finds inside a
+  multi-product root (a second store landed beside it) stays a bare root, as
+  do the new stores beside it; a recorded multi-product root that the walk
+  finds as one bare product store (the others went) stays a multi-product
+  root. New products get names that collide with none kept. Where a folder
+  can no longer be read as before (a multi-product root that gained its own
+  manifest, a bare store's folder that now holds product folders), the update
+  is an error naming the folder and its old and new ids, and writes nothing,
+  unless ``allow_new_ids``.
+- **Missing is not deleted.** Below a discovery prefix, a recorded store that
+  the walk (a listing that succeeded) no longer finds is removed; one whose
+  folder the walk still sees and skips (e.g. a digit tree without a manifest:
+  a store being rewritten) is kept with its recorded facts, and a note says
+  so. A given root whose listing shows no store, or a prefix whose walk finds
+  no store at all where the record has some, is an error naming it, unless
+  ``remove_missing``. A root that cannot be listed (denied, timed out, a
+  server error) is always an error: the storage layer's.
 
 An unchanged bare store costs one LIST; a multi-product root one more per
 product; a moraine pyramid two.
@@ -22,14 +41,25 @@ product; a moraine pyramid two.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import moczarr
-from moczarr.errors import NotFoundError
-from moczarr.metadata import DEFAULT_CONCURRENCY, ProductSummary, StoreSummary, Writer, is_remote, normalize_location
+from moczarr.errors import ContentError, NotFoundError
+from moczarr.metadata import (
+    DEFAULT_CONCURRENCY,
+    ProductSummary,
+    StoreSummary,
+    Writer,
+    is_product_name,
+    is_remote,
+    join_location,
+    normalize_location,
+)
 
-from .discover import HIVE, Found
+from .discover import HIVE, MORAINE, Discovery, Found, probe
+from .entries import CatalogEntries, RootIdentity, catalog_entries
 from .outstore import ROOT_DOCUMENTS
 from .reading import Read, Reading, Scanners, locate, read_all
 from .record import RECORD_NAME, BuildRecord, StoreRecord, changed, state_known, state_of
@@ -61,50 +91,273 @@ def update(
     progress: bool = False,
     scheduler: str | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
+    remove_missing: bool = False,
+    allow_new_ids: bool = False,
 ) -> dict:
     """Refresh the catalog at ``out`` (see the module docstring) with ``build`` (:func:`moczarr_intake.cli.build`).
 
     ``storage_options``: how to read the stores and write ``out`` (default: the
-    public options the record keeps, e.g. ``anon``/the endpoint). Returns the
-    build's result plus ``"refresh"``: the roots ``read`` again, ``added``,
-    ``removed`` and the count ``unchanged``. When nothing changed (and the
-    catalog was written by this release, with the same publishable storage
-    options), nothing is written: the result then holds ``"written": False``,
-    the catalog's entry documents (``intake``, ``intake_v2``, ``stac``), the
-    discovery lines as ``notes``, ``refresh``, and for an object-store output
-    ``uploaded`` (no document written).
+    public options the record keeps, e.g. ``anon``/the endpoint).
+    ``remove_missing``: drop a given root whose listing shows no store (and
+    the stores of a prefix whose walk finds none of them) instead of failing.
+    ``allow_new_ids``: read a folder that can no longer be read as recorded as
+    it is now, taking its new ids (named in ``by_id["renamed"]``).
+
+    Returns the build's result plus ``"refresh"``: the roots ``read`` again,
+    ``added``, ``removed`` and the count ``unchanged`` (by product location),
+    and ``"by_id"``: the Collection and moraine Item ids ``added``,
+    ``removed``, ``changed`` and ``unchanged``, as the written documents show
+    them, and ``renamed`` (``{"folder", "old", "new"}`` per folder read anew).
+    ``notes`` also name the recorded stores kept as recorded. When nothing
+    changed (and the catalog was written by this release, with the same
+    publishable storage options), nothing is written: the result then holds
+    ``"written": False``, the catalog's entry documents (``intake``,
+    ``intake_v2``, ``stac``), the discovery lines as ``notes``, ``refresh``,
+    ``by_id``, and for an object-store output ``uploaded`` (no document written).
+
+    Raises :class:`~moczarr.errors.NotFoundError` for a missing root (above),
+    :class:`~moczarr.errors.ContentError` for a folder whose ids would change,
+    the storage layer's errors for a listing that failed; nothing is written then.
     """
     out = normalize_location(out)
     record = load_record(out, storage_options)
+    identities = record.identities()
     options = storage_options if storage_options is not None else record.options.get("storage_options")
     scanners = Scanners(options, concurrency)
     found, discoveries = locate(
         record.roots, scanners, discover_below=record.discover, exclude=[out], progress=progress
     )
-    present = [f for f in found if f.listings]  # a given root whose listing shows no store is gone
+    followed = follow(record, identities, found, discoveries, scanners, remove_missing=remove_missing)
+    present = followed.found
     previous = record.by_root()
-    partial = {f.root: names for f in present if (names := changed_products(f, previous.get(f.root))) is not None}
-    stale = [f for f in present if f.root not in partial and changed(f, previous.get(f.root))]
+    live = [f for f in present if f.root not in followed.kept]
+    partial = {f.root: names for f in live if (names := changed_products(f, previous.get(f.root))) is not None}
+    stale = [f for f in live if f.root not in partial and changed(f, previous.get(f.root))]
     fresh = {r.found.root: r for r in read_all(stale, scanners, progress=progress, scheduler=scheduler)}
-    for f in present:
-        if partial.get(f.root):
+    for f in live:
+        if f.root in partial and (partial[f.root] or _products_differ(f, previous[f.root])):
             fresh[f.root] = _merge_products(f, previous[f.root], partial[f.root], scanners)
     reads = [fresh[f.root] if f.root in fresh else previous[f.root].read(f) for f in present]
+    reading = Reading(reads, discoveries)
+    entries = catalog_entries(reading.summaries, reading.moraine, identities)
+    renamed = _renamed(followed.conflicts, identities, entries)
+    if renamed and not allow_new_ids:
+        raise ContentError(
+            "; ".join(
+                f"{r['folder']}: can no longer be read as before ({r['why']}): its ids would change from "
+                f"{', '.join(r['old']) or '-'} to {', '.join(r['new']) or '-'}"
+                for r in renamed
+            )
+            + "; nothing written: pass --allow-new-ids to take the new ids"
+        )
     refresh = _accounting(present, previous, stale, partial, reads)
     if _nothing_to_write(out, record, present, refresh, options):
-        return _as_recorded(out, record, discoveries, refresh)
-    kwargs = {k: record.options.get(k) for k in BUILD_OPTIONS if k in record.options}
-    written = build(
-        record.roots,
-        out if is_remote(out) else Path(out),
-        storage_options=options,
-        reading=Reading(reads, discoveries),
-        discover=record.discover,
-        progress=progress,
-        previous=record,
-        **kwargs,
+        result = _as_recorded(out, record, discoveries, refresh)
+    else:
+        kwargs = {k: record.options.get(k) for k in BUILD_OPTIONS if k in record.options}
+        result = build(
+            [r for r in record.roots if normalize_location(r) not in followed.dropped],
+            out if is_remote(out) else Path(out),
+            storage_options=options,
+            reading=reading,
+            discover=record.discover,
+            progress=progress,
+            previous=record,
+            **kwargs,
+        )
+        entries = result.get("entries", entries)
+        result = {**result, "refresh": refresh}
+    by_id = report_by_id(identities, entries, refresh)
+    by_id["renamed"] = [{k: r[k] for k in ("folder", "old", "new")} for r in renamed]
+    return {**result, "notes": followed.notes + list(result["notes"]), "by_id": by_id}
+
+
+@dataclass
+class Followed:
+    """The roots an update reads (:func:`follow`): each recorded folder as it was read, what was kept or dropped."""
+
+    #: the roots in catalog order (a kept root as a :class:`~.discover.Found` without listings)
+    found: list[Found]
+    #: recorded roots the walk saw and skipped: kept with their recorded facts
+    kept: set[str] = field(default_factory=set)
+    #: given roots dropped (``remove_missing``), normalized
+    dropped: set[str] = field(default_factory=set)
+    #: ``{root: why}`` of recorded roots that can no longer be read as before
+    conflicts: dict[str, str] = field(default_factory=dict)
+    #: one line per root kept as recorded
+    notes: list[str] = field(default_factory=list)
+
+
+def follow(
+    record: BuildRecord,
+    identities: Mapping[str, RootIdentity],
+    found: list[Found],
+    discoveries: list[Discovery],
+    scanners: Scanners,
+    *,
+    remove_missing: bool = False,
+) -> Followed:
+    """The roots an update reads: ``found`` (what :func:`~.reading.locate` listed) with each recorded folder read
+    as the record says it was read (see the module docstring).
+
+    Raises :class:`~moczarr.errors.NotFoundError` naming a given root whose
+    listing shows no store, or a prefix whose walk finds no store where the
+    record has some (unless ``remove_missing``).
+    """
+    if not record.discover:
+        return _follow_given(identities, found, remove_missing)
+    recorded = {s.root: identities.get(normalize_location(s.root)) for s in record.stores}
+    by_root = {f.root: f for f in found}
+    followed = Followed([])
+    skipped = {location: why for d in discoveries for location, why in d.skipped}
+    for root, ident in recorded.items():
+        names = list(ident.products) if ident is not None and ident.layout == "multi" else []
+        why = skipped.get(root) or next(
+            (skipped[join_location(root, n)] for n in names if join_location(root, n) in skipped), None
+        )
+        if why is not None:
+            followed.kept.add(root)
+            followed.notes.append(f"kept as recorded: {root}: the walk skipped it ({why}); its documents stay")
+            for other in [r for r in by_root if r == root or r.startswith(_below(root))]:
+                del by_root[other]
+            kind = MORAINE if ident is not None and ident.layout == "pyramid" else HIVE
+            by_root[root] = Found(root, kind, {})
+    for root, ident in recorded.items():
+        if ident is None or root in by_root:
+            continue
+        parent, _, name = root.rpartition("/")
+        multi = by_root.get(parent)
+        if ident.layout == "bare" and multi is not None and _layout(multi) == "multi" and name in multi.listings:
+            del by_root[parent]  # a store landed beside a recorded bare one: each is a bare root
+            for n in (n for n in multi.listings if n):
+                by_root[join_location(parent, n)] = Found(join_location(parent, n), HIVE, {"": multi.listings[n]})
+        elif ident.layout == "multi":
+            inside = [
+                r
+                for r, f in by_root.items()
+                if r.startswith(_below(root)) and _layout(f) == "bare" and r not in recorded
+                if is_product_name(r[len(_below(root)) :])
+            ]
+            if inside:  # the products left of a recorded multi-product root: still read as one
+                scanner, rel = scanners.at(root)
+                again = probe(scanner, rel)
+                if again is not None and _layout(again) == "multi":
+                    for r in inside:
+                        del by_root[r]
+                    again.discovered = True
+                    by_root[root] = again
+    for root, ident in recorded.items():
+        if ident is None or root in followed.kept:
+            continue
+        f = by_root.get(root)
+        if f is not None and _layout(f) != ident.layout:
+            followed.conflicts[root] = f"read as {_spelled(ident.layout)}, now found as {_spelled(_layout(f))}"
+        elif f is None and any(r.startswith(_below(root)) for r in by_root):
+            followed.conflicts[root] = f"read as {_spelled(ident.layout)}, now holding other store roots"
+    _check_prefixes(record, discoveries, by_root, remove_missing)
+    followed.found = _in_catalog_order(list(by_root.values()), [d.prefix for d in discoveries])
+    return followed
+
+
+def _follow_given(identities: Mapping[str, RootIdentity], found: list[Found], remove_missing: bool) -> Followed:
+    """:func:`follow` for roots given as such: each probed where it is; one whose listing shows no store is missing."""
+    absent = [f.root for f in found if not f.listings]
+    if absent and not remove_missing:
+        raise NotFoundError(
+            "; ".join(f"{root}: not found (its listing shows no store)" for root in absent)
+            + "; the previous documents stay; pass --remove-missing to drop "
+            + ("it" if len(absent) == 1 else "them")
+        )
+    followed = Followed([f for f in found if f.listings], dropped={normalize_location(r) for r in absent})
+    for f in followed.found:
+        ident = identities.get(normalize_location(f.root))
+        if ident is not None and _layout(f) != ident.layout:
+            followed.conflicts[f.root] = f"read as {_spelled(ident.layout)}, now found as {_spelled(_layout(f))}"
+    return followed
+
+
+def _check_prefixes(record: BuildRecord, discoveries: list[Discovery], by_root: dict, remove_missing: bool) -> None:
+    """A prefix whose walk finds no root at all while the record has stores below it is not taken as emptied."""
+    for d in discoveries:
+        below = [s.root for s in record.stores if s.root == d.prefix or s.root.startswith(_below(d.prefix))]
+        if below and not remove_missing and not any(r == d.prefix or r.startswith(_below(d.prefix)) for r in by_root):
+            raise NotFoundError(
+                f"{d.prefix}: the walk found no store root where the record has {len(below)}; the previous "
+                "documents stay; pass --remove-missing to drop them"
+            )
+
+
+def _below(root: str) -> str:
+    return root.rstrip("/") + "/"
+
+
+def _layout(found: Found | None) -> str | None:
+    """How a root is read: ``bare``, ``multi``, ``pyramid``; None for no root or one without listings."""
+    if found is None or (found.kind == HIVE and "" not in found.listings):
+        return None
+    return found.layout
+
+
+def _spelled(layout: str | None) -> str:
+    return {"bare": "a bare store", "multi": "a multi-product root", "pyramid": "a moraine pyramid"}.get(
+        layout or "", "no store"
     )
-    return {**written, "refresh": refresh}
+
+
+def _in_catalog_order(found: list[Found], prefixes: list[str]) -> list[Found]:
+    """Roots as a walk lists them: by the first prefix holding them, then by location."""
+
+    def key(f: Found) -> tuple[int, str]:
+        held = [i for i, p in enumerate(prefixes) if f.root == p or f.root.startswith(_below(p))]
+        return (held[0] if held else len(prefixes), f.root)
+
+    return sorted(found, key=key)
+
+
+def _renamed(conflicts: Mapping[str, str], identities: Mapping[str, RootIdentity], entries: CatalogEntries):
+    """Per folder that can no longer be read as before: ``{"folder", "why", "old", "new"}`` (ids)."""
+    now = entries.identities()
+    out = []
+    for root, why in conflicts.items():
+        old = identities[normalize_location(root)].ids
+        where = normalize_location(root)
+        new = [i for r, ident in now.items() if r == where or r.startswith(_below(where)) for i in ident.ids]
+        out.append({"folder": root, "why": why, "old": old, "new": new})
+    return out
+
+
+def report_by_id(before: Mapping[str, RootIdentity], entries: CatalogEntries, refresh: dict) -> dict:
+    """The Collection and moraine Item ids an update ``added``, ``removed``, ``changed`` and left ``unchanged``.
+
+    ``before``: the record's identities; ``entries``: the catalog now;
+    ``refresh``: :func:`_accounting`'s (an id whose product was read again
+    is changed; so is an id that now names another product).
+    """
+    old, new = _ids(before), _ids(entries.identities())
+    read = set(refresh["read"])
+    changed = [i for i in new if i in old and (old[i] != new[i] or new[i] in read)]
+    return {
+        "added": [i for i in new if i not in old],
+        "removed": [i for i in old if i not in new],
+        "changed": changed,
+        "unchanged": [i for i in new if i in old and i not in set(changed)],
+    }
+
+
+def _ids(identities: Mapping[str, RootIdentity]) -> dict[str, str]:
+    """``{id: product location}`` (the root, or ``root/name`` of a multi-product root's product, as counted)."""
+    out: dict[str, str] = {}
+    for root, ident in identities.items():
+        for name, names in ident.products.items():
+            out[names.id] = f"{root}/{name}" if ident.layout == "multi" else root
+        if ident.item is not None:
+            out[ident.item.id] = root
+    return out
+
+
+def _products_differ(found: Found, previous: StoreRecord) -> bool:
+    """True when a multi-product root's products are not the recorded ones (one went)."""
+    return state_of(found)[""]["products"] != [p["name"] for p in previous.facts["products"]]
 
 
 def _nothing_to_write(out: str, record: BuildRecord, present: list[Found], refresh: dict, options) -> bool:

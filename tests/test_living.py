@@ -624,15 +624,25 @@ def test_update_to_object_storage_puts_only_the_changed_products_documents(sampl
     }
 
 
-def test_update_of_a_given_root_that_is_gone_drops_it(sample, tmp_path):
+def test_update_of_a_given_root_that_is_gone_drops_it_only_when_asked(sample, tmp_path, capsys):
     a = copy_store(sample / "elevation", tmp_path / "a")
     b = copy_store(sample / "elevation", tmp_path / "b")
     out = tmp_path / "cat"
     build([str(a), str(b)], out, progress=False)
+    before = _stats(out)
     shutil.rmtree(b)
-    result = update(build, str(out))
+    capsys.readouterr()
+    assert main(["update", str(out)]) == 2  # missing is not deleted: the catalog stays as it is
+    assert capsys.readouterr().err == (
+        f"error: {b}: not found (its listing shows no store); the previous documents stay; "
+        "pass --remove-missing to drop it\n"
+    )
+    assert _stats(out) == before
+    result = update(build, str(out), remove_missing=True)
     assert result["refresh"]["removed"] == [str(b)] and result["refresh"]["unchanged"] == 1
     assert [s.root for s in result["summaries"]] == [str(a)]
+    assert json.loads((out / RECORD_NAME).read_text())["roots"] == ["../a"]  # the next update asks no more
+    assert update(build, str(out))["written"] is False
 
 
 def test_update_without_a_build_record_is_an_error(tmp_path, capsys):

@@ -54,7 +54,7 @@ from moczarr.metadata import (
 )
 
 from ..access import is_http, public_storage_options
-from ..entries import catalog_entries
+from ..entries import CatalogEntries, catalog_entries
 from ..hrefs import HrefPolicy
 from ..naming import root_labels, slug
 from .geoparquet import PendingApiOutputs, check_api_names, start_api_outputs
@@ -661,6 +661,7 @@ def build_stac(
     api_outputs: bool = True,
     before_save: Callable[[pystac.Catalog], None] | None = None,
     keep: Collection[str] = (),
+    entries: CatalogEntries | None = None,
 ) -> pystac.Catalog:
     """A static STAC catalog over one or many morton-hive store roots (local or URLs) and moraine pyramids.
 
@@ -695,7 +696,10 @@ def build_stac(
     update that rewrites only the changed products, :mod:`moczarr_intake.reuse`):
     a kept Collection is a stand-in with its id and title, so the documents
     above it link to it as a full build does; neither it nor a kept moraine
-    Item is written, drawn or listed in the STAC API outputs. Returns the top
+    Item is written, drawn or listed in the STAC API outputs. ``entries``: the
+    products and pyramids already named (:func:`~moczarr_intake.entries.catalog_entries`
+    of ``summaries`` and ``moraine``, e.g. with the ids a previous build
+    recorded); by default they are named here. Returns the top
     Catalog. Without thumbnails no request is made beyond the summaries'.
     Raises :class:`moczarr.errors.ArgumentError` for no root, a root given
     twice, or thumbnails without ``out_dir``.
@@ -705,7 +709,7 @@ def build_stac(
     moraine = list(moraine or [])
     report, bar = _progress(progress)
     stores = _store_summaries(roots, summaries, moraine, storage_options, report)
-    entries = catalog_entries(stores, moraine)
+    entries = entries if entries is not None else catalog_entries(stores, moraine)
     if bar is not None:
         bar.total = len(entries.products)
         bar.refresh()
