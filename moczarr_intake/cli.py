@@ -249,7 +249,8 @@ def _read_stores(
     roots, out: Path, storage_options, *, discover: bool, progress: bool, scheduler, reading
 ) -> tuple[Reading, list]:
     """The facts of every root (:func:`~moczarr_intake.reading.read_roots`, unless ``reading`` has them) and the
-    reader warnings met meanwhile; raises :class:`~moczarr.errors.ContentError` when nothing is left to catalog."""
+    reader warnings met meanwhile; raises :class:`~moczarr.errors.ContentError` when nothing is left to catalog
+    (every root found damaged, or no moraine pyramid after all), naming the prefixes walked and why."""
     from .reading import read_roots
 
     with warnings.catch_warnings(record=True) as caught:
@@ -263,9 +264,10 @@ def _read_stores(
                 progress=progress,
                 scheduler=scheduler,
             )
-    if not reading.summaries and not reading.moraine and not discover:
+    if not reading.summaries and not reading.moraine:
         why = [f"{where}: {reason}" for where, reason in reading.damaged] or ["no product found"]
-        raise ContentError("nothing to catalog: " + "; ".join(why))
+        below = ", ".join(d.prefix for d in reading.discoveries)
+        raise ContentError("nothing to catalog" + (f" below {below}" if below else "") + ": " + "; ".join(why))
     return reading, caught
 
 

@@ -22,17 +22,40 @@ folder, plus one per product of a multi-product root, plus one of each
 pyramid's ``0.zarr``), never by the leaves. Each root's listings are kept:
 they hold the version tags (ETags) of its manifest and root MOC, what a later
 ``update`` compares (:mod:`.record`).
+
+Unreachable is never absent. Only a listing that succeeded says what is (or
+is not) at a location: an object store's answer, or the operating system's
+(``FileNotFoundError``, ``NotADirectoryError``: nothing there, or a file).
+A listing that fails (denied, timed out, 5xx after the retries, any other
+``OSError`` of a local folder) raises the storage layer's
+:class:`~moczarr.errors.StorageError` naming the location, and a bucket that
+does not exist a :class:`~moczarr.errors.StoreNotFoundError` naming the
+bucket: neither is ever read as "no store here". A prefix below which the
+walk finds no root is an error naming it and what is there
+(:func:`discover`): no such folder, a file, an empty folder, a prefix that
+holds nothing, or one that holds no store (what was skipped, and why).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
-from moczarr.metadata import MANIFEST_NAME, Entries, Scanner, is_base_cell, is_product_name, normalize_location
+from moczarr.errors import ContentError, NotFoundError, StoreNotFoundError
+from moczarr.metadata import (
+    MANIFEST_NAME,
+    Entries,
+    Scanner,
+    is_base_cell,
+    is_product_name,
+    is_remote,
+    normalize_location,
+    split_location,
+)
 
 HIVE, MORAINE = "morton-hive", "moraine"
 #: folders below the prefix the walk descends at most (a bound on the LISTs of a bucket holding other data)
@@ -112,14 +135,19 @@ def discover(
     """Every store root below ``scanner``'s ``rel`` (see the module docstring); ``exclude``: locations not walked.
 
     ``exclude`` keeps the walk out of the catalog's own output folder when it
-    lies below the prefix. Folders deeper than ``max_depth`` below the prefix
-    are not listed (each is reported as skipped). Raises the storage layer's
-    errors when a listing fails.
+    lies below the prefix (stores only there count as none). Folders deeper
+    than ``max_depth`` below the prefix are not listed (each is reported as
+    skipped). The :class:`Discovery` holds at least one root. Raises
+    :class:`~moczarr.errors.NotFoundError` when the prefix is no folder, an
+    empty one or (object stores) holds nothing, or its bucket does not exist;
+    :class:`~moczarr.errors.ContentError` when it holds no store (naming what
+    was skipped); the storage layer's errors when a listing fails.
     """
     excluded = {normalize_location(e) for e in exclude}
     walk = _Walk(scanner, excluded)
     with tqdm(desc="discover", unit="folder", disable=not progress, file=sys.stderr) as bar:
-        level = list(zip([rel], walk.list_entries([rel]), strict=True))
+        top = walk.list_entries([rel])[0]
+        level = [(rel, top)]
         depth = 0
         while level:
             bar.update(len(level))
@@ -132,7 +160,62 @@ def discover(
             bar.set_postfix_str(f"{len(walk.found)} found")
         walk.list_pyramid_bases()
     walk.found.sort(key=lambda f: f.root)
-    return Discovery(scanner.url(rel), walk.found, walk.skipped, walk.lists)
+    found = Discovery(scanner.url(rel), walk.found, walk.skipped, walk.lists)
+    if not found.found:
+        raise _nothing_below(scanner, rel, top, found, walk.passed)
+    return found
+
+
+def _nothing_below(scanner: Scanner, rel: str, top: Entries, found: Discovery, passed: list[str]) -> Exception:
+    """The error of a prefix below which no root was found: what is there, as its listing (``top``) shows it."""
+    where = found.prefix
+    if top.folders or top.objects:
+        return ContentError(f"{where}: holds no store ({_why_none(found, passed)}); nothing to catalog below it")
+    remote = is_remote(where)
+    walks = f"discovery walks the {'prefix' if remote else 'folder'} holding the stores"
+    if not remote:
+        if not os.path.lexists(where):
+            return NotFoundError(f"{where}: no such folder; {walks} (was it moved?)")
+        if not os.path.isdir(where):
+            return NotFoundError(f"{where}: a file, not a folder; {walks}")
+        return NotFoundError(f"{where}: an empty folder; no store to discover there")
+    parent, _, name = rel.strip("/").rpartition("/")
+    if name and name in _listed(scanner, [parent])[0].objects:
+        return NotFoundError(f"{where}: an object, not a folder; {walks}")
+    return NotFoundError(f"{where}: holds nothing (no object below this prefix); {walks} (was it moved?)")
+
+
+#: locations named per reason of :func:`_why_none` (the rest counted)
+EXAMPLES = 2
+
+
+def _why_none(found: Discovery, passed: list[str]) -> str:
+    """What a walk that found no root met: each skip reason with a count and examples, the folders not walked."""
+    by_reason: dict[str, list[str]] = {}
+    for location, why in found.skipped:
+        by_reason.setdefault(why, []).append(location)
+    parts = [
+        f"{len(locations)} {why}: " + ", ".join(locations[:EXAMPLES]) + (", ..." if len(locations) > EXAMPLES else "")
+        for why, locations in sorted(by_reason.items())
+    ]
+    text = f"skipped {'; '.join(parts)}" if parts else ""
+    if passed:
+        text += ("; " if text else "") + "not walked (the catalog's own output): " + ", ".join(passed)
+    return text or f"{found.lists} folder(s) listed, none a store root or a moraine pyramid"
+
+
+def _listed(scanner: Scanner, rels: list[str]) -> list[Entries]:
+    """``scanner.list_entries(rels)``; a bucket that does not exist is named as such, not as a missing root."""
+    try:
+        return scanner.list_entries(rels)
+    except StoreNotFoundError as exc:
+        if not is_remote(scanner.location):
+            raise
+        bucket = split_location(scanner.location)[0]
+        listing = f" (listing {scanner.url(rels[0])})" if len(rels) == 1 else ""
+        raise StoreNotFoundError(
+            f"{bucket}: no such bucket{listing}; check the bucket's name and the endpoint (--endpoint-url)"
+        ) from exc
 
 
 class _Walk:
@@ -145,10 +228,11 @@ class _Walk:
         self.lists = 0
         self.pyramids: list[tuple[Found, str]] = []
         self.pending: dict[str, Entries] = {}  # walked folders: multi-product roots once their children are listed
+        self.passed: list[str] = []  # excluded folders met, not walked
 
     def list_entries(self, rels: list[str]) -> list[Entries]:
         self.lists += len(rels)
-        return self.scanner.list_entries(rels)
+        return _listed(self.scanner, rels)
 
     def classify(self, level: list[tuple[str, Entries]]) -> list[str]:
         """Record the roots of a listed level; return the child folders to list next."""
@@ -164,11 +248,11 @@ class _Walk:
                 self.skipped.append((location, why))
             else:
                 self.pending[rel] = entries
-                folders += [
-                    _join(rel, name)
-                    for name in entries.folders
-                    if self.scanner.url(_join(rel, name)) not in self.excluded
-                ]
+                for name in entries.folders:
+                    if (url := self.scanner.url(_join(rel, name))) in self.excluded:
+                        self.passed.append(url)
+                    else:
+                        folders.append(_join(rel, name))
         return folders
 
     def fold_multi(self, folders: list[str]) -> list[tuple[str, Entries]]:
@@ -206,8 +290,9 @@ def probe(scanner: Scanner, rel: str = "") -> Found | None:
 
     One LIST of the root; a moraine pyramid adds one of its ``0.zarr``, a
     root without a manifest one per product-named child (a multi-product
-    root). None when the listings show no root: the reader, given it,
-    then names what is missing.
+    root). None only when listings that succeeded show no root (nothing
+    there, a file, a folder holding no store): the reader, given it, then
+    names what is missing. A listing that fails raises (module docstring).
     """
     walk = _Walk(scanner, set())
     entries = walk.list_entries([rel])[0]

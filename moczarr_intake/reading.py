@@ -14,6 +14,16 @@ task each, so a root's reads start as soon as its own LIST is back.
 What each root costs: one LIST of the root (its state, :mod:`.record`) plus
 the summary's own GETs (manifest, root MOC, one stamp, the source arrays'
 metadata); a multi-product root one LIST per product more.
+
+Unreachable is never absent (:mod:`.discover`): a given root is found
+holding no store (a :class:`~.discover.Found` with empty ``listings``, what
+an ``update`` may read as gone) only when its listing succeeded and showed
+none: nothing there (the operating system's ``FileNotFoundError`` of a local
+folder, an empty prefix), a file, or a folder without a store. A listing
+that fails (denied, timed out, 5xx after the retries, any other ``OSError``,
+a bucket that does not exist) raises a typed error naming the location; a
+discovery prefix below which no root is found raises one naming it and what
+is there.
 """
 
 from __future__ import annotations
@@ -123,7 +133,12 @@ def locate(
 
     Given roots are probed concurrently (threads under the one in-flight
     limit) when two or more are remote. A location found twice (given twice,
-    or below two given prefixes) is read once.
+    or below two given prefixes) is read once. A given root whose listing
+    succeeded and shows no store is a :class:`~.discover.Found` with empty
+    ``listings``; a prefix below which no root is found raises
+    (:func:`~.discover.discover`), and so does any listing that fails
+    (:class:`~moczarr.errors.StorageError`, or
+    :class:`~moczarr.errors.StoreNotFoundError` naming a missing bucket).
     """
     found: list[Found] = []
     discoveries: list[Discovery] = []
@@ -141,7 +156,11 @@ def locate(
 
 
 def _probe_all(roots: list[str], scanners: Scanners) -> list[Found]:
-    """:func:`~moczarr_intake.discover.probe` of every given root, in order; the first failure (in order) raises."""
+    """:func:`~moczarr_intake.discover.probe` of every given root, in order; the first failure (in order) raises.
+
+    A root the probe shows holding no store (its listing succeeded) is a
+    :class:`~.discover.Found` with empty ``listings``: positively absent.
+    """
 
     def one(root: str) -> Found:
         scanner, rel = scanners.at(root)

@@ -2,7 +2,8 @@
 
 Clients use the proxy's address as their S3 ``endpoint_url``; every request
 is forwarded to the real server unless a rule says otherwise. A rule matches
-a substring of the request path (and optionally the method) and injects one
+a substring of the request path (and optionally the method, and a substring
+of the query: ``query="prefix=a/b/"`` picks out one LIST) and injects one
 fault, a given number of times or forever:
 
 - ``status``: answer ``status`` with an S3 XML error body (``code``): 500
@@ -51,12 +52,13 @@ class Rule:
     status: int = 500
     code: str = "InternalError"
     seconds: float = 0.0
+    query: str | None = None
     hits: int = 0
 
-    def applies(self, method: str, path: str) -> bool:
+    def applies(self, method: str, path: str, query: str = "") -> bool:
         if self.method and self.method != method:
             return False
-        if self.match not in path:
+        if self.match not in path or (self.query is not None and self.query not in query):
             return False
         return self.times is None or self.hits < self.times
 
@@ -101,11 +103,11 @@ class FaultProxy:
         with self.lock:
             return sum(n for (m, p), n in self.seen.items() if m == method and match in p)
 
-    def _rule_for(self, method: str, path: str) -> Rule | None:
+    def _rule_for(self, method: str, path: str, query: str = "") -> Rule | None:
         with self.lock:
             self.seen[method, path] += 1
             for rule in self.rules:
-                if rule.applies(method, path):
+                if rule.applies(method, path, query):
                     rule.hits += 1
                     return rule
         return None
@@ -150,8 +152,9 @@ class FaultProxy:
     def _handle(self, h: BaseHTTPRequestHandler) -> None:
         length = int(h.headers.get("Content-Length") or 0)
         body = h.rfile.read(length) if length else b""
-        path = unquote(urlsplit(h.path).path)
-        rule = self._rule_for(h.command, path)
+        parts = urlsplit(h.path)
+        path = unquote(parts.path)
+        rule = self._rule_for(h.command, path, unquote(parts.query))
         kind = rule.kind if rule else None
         if kind == "stall":
             self.stopping.wait(min(rule.seconds or self.max_stall, self.max_stall))

@@ -198,6 +198,11 @@ def classify(exc: BaseException) -> str:
     return "fatal"
 
 
+def missing_bucket(exc: BaseException) -> bool:
+    """True when ``exc`` is the server saying the bucket (or container) itself does not exist."""
+    return _status(exc)[1] in ("NoSuchBucket", "ContainerNotFound")
+
+
 _TYPES = {
     "missing": (StoreNotFoundError, "found nothing"),
     "timeout": (StorageTimeoutError, "timed out"),
@@ -289,6 +294,7 @@ __all__ = [
     "READ_TIMEOUT",
     "RetryPolicy",
     "classify",
+    "missing_bucket",
     "policy_from_options",
     "read_with_retries",
     "read_with_retries_blocking",

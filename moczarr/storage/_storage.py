@@ -46,9 +46,11 @@ from ._retry import (
     CONNECT_TIMEOUT,
     READ_TIMEOUT,
     RetryPolicy,
+    missing_bucket,
     policy_from_options,
     read_with_retries,
     read_with_retries_blocking,
+    storage_error,
 )
 from .keys import product_name, relative_key
 
@@ -175,7 +177,9 @@ class Entries:
 async def list_entries(store: Store, prefix: str) -> Entries:
     """:class:`Entries` of ``prefix`` in a zarr store (local, obstore or fsspec), one delimiter-LIST.
 
-    A missing prefix lists as empty, as object stores have no empty prefixes.
+    A missing prefix lists as empty, as object stores have no empty prefixes;
+    a missing bucket raises (``FileNotFoundError``: :func:`read_with_retries`
+    makes it a :class:`~moczarr.errors.StoreNotFoundError`), as obstore's 404 does.
     """
     prefix = prefix.strip("/")
     if isinstance(store, LocalStore):
@@ -190,7 +194,9 @@ async def list_entries(store: Store, prefix: str) -> Entries:
         path = f"{root}/{prefix}" if root and prefix else (root or prefix)
         try:
             listed = await store.fs._ls(path, detail=True)
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
+            if missing_bucket(exc):  # s3fs says so for a bucket that is not there: no listing answered
+                raise
             return Entries()
         names: set[str] = set()
         versions: dict[str, str | None] = {}
@@ -220,17 +226,29 @@ def _obstore_entries(listed: Mapping[str, Any], path: str) -> Entries:
 
 
 def _local_entries(path: str) -> Entries:
+    """:class:`Entries` of a local folder; nothing at ``path`` (or a file there) lists as empty.
+
+    Only the operating system saying nothing is there (``FileNotFoundError``,
+    ``NotADirectoryError``: a listing that succeeded) reads as empty; any other
+    failure (denied, a symlink loop, an I/O error) raises a
+    :class:`~moczarr.errors.StorageError` naming the folder, never an empty listing.
+    """
     folders, objects = [], {}
     try:
         with os.scandir(path) as it:
             for entry in it:
-                if entry.is_dir():
-                    folders.append(entry.name)
-                elif entry.is_file():
-                    st = entry.stat()
-                    objects[entry.name] = f"{st.st_size}:{st.st_mtime_ns}"
+                try:
+                    if entry.is_dir():
+                        folders.append(entry.name)
+                    elif entry.is_file():
+                        st = entry.stat()
+                        objects[entry.name] = f"{st.st_size}:{st.st_mtime_ns}"
+                except FileNotFoundError:  # removed since the folder was read: that one entry is gone, not the folder
+                    continue
     except (FileNotFoundError, NotADirectoryError):
         return Entries()
+    except OSError as exc:
+        raise storage_error(exc, f"{path.rstrip(os.sep)}{os.sep} (LIST)", 1, 0.0) from exc
     return Entries(tuple(sorted(folders)), dict(sorted(objects.items())))
 
 
