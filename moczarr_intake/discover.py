@@ -94,6 +94,8 @@ class Discovery:
     found: list[Found]
     skipped: list[tuple[str, str]]
     lists: int
+    #: why no root was found (what is there), when the walk found none and was allowed to (``allow_empty``)
+    nothing: str | None = None
 
     def summary(self) -> str:
         """One line: the roots found by kind and layout, the LISTs, and what was skipped (by reason)."""
@@ -131,13 +133,17 @@ def discover(
     exclude: Iterable[str] = (),
     max_depth: int = MAX_DEPTH,
     progress: bool = False,
+    allow_empty: bool = False,
 ) -> Discovery:
     """Every store root below ``scanner``'s ``rel`` (see the module docstring); ``exclude``: locations not walked.
 
     ``exclude`` keeps the walk out of the catalog's own output folder when it
     lies below the prefix (stores only there count as none). Folders deeper
     than ``max_depth`` below the prefix are not listed (each is reported as
-    skipped). The :class:`Discovery` holds at least one root. Raises
+    skipped). The :class:`Discovery` holds at least one root, unless
+    ``allow_empty`` (an update, which decides what an emptied prefix means):
+    then a walk that succeeded and found none returns an empty one whose
+    :attr:`Discovery.nothing` says what is there. Raises
     :class:`~moczarr.errors.NotFoundError` when the prefix is no folder, an
     empty one or (object stores) holds nothing, or its bucket does not exist;
     :class:`~moczarr.errors.ContentError` when it holds no store (naming what
@@ -162,7 +168,10 @@ def discover(
     walk.found.sort(key=lambda f: f.root)
     found = Discovery(scanner.url(rel), walk.found, walk.skipped, walk.lists)
     if not found.found:
-        raise _nothing_below(scanner, rel, top, found, walk.passed)
+        error = _nothing_below(scanner, rel, top, found, walk.passed)
+        if not allow_empty:
+            raise error
+        found.nothing = str(error)
     return found
 
 

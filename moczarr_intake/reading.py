@@ -128,6 +128,7 @@ def locate(
     discover_below: bool = False,
     exclude: Sequence[str] = (),
     progress: bool = False,
+    allow_empty: bool = False,
 ) -> tuple[list[Found], list[Discovery]]:
     """The roots to read: each given root as its listing shows it, or (``discover_below``) every root below it.
 
@@ -136,7 +137,8 @@ def locate(
     or below two given prefixes) is read once. A given root whose listing
     succeeded and shows no store is a :class:`~.discover.Found` with empty
     ``listings``; a prefix below which no root is found raises
-    (:func:`~.discover.discover`), and so does any listing that fails
+    (:func:`~.discover.discover`; with ``allow_empty`` its :class:`~.discover.Discovery`
+    is empty instead, saying why), and so does any listing that fails
     (:class:`~moczarr.errors.StorageError`, or
     :class:`~moczarr.errors.StoreNotFoundError` naming a missing bucket).
     """
@@ -145,7 +147,7 @@ def locate(
     if discover_below:
         for root in roots:
             scanner, rel = scanners.at(str(root))
-            discoveries.append(discover(scanner, rel, exclude=exclude, progress=progress))
+            discoveries.append(discover(scanner, rel, exclude=exclude, progress=progress, allow_empty=allow_empty))
             found += discoveries[-1].found
     else:
         found = _probe_all([str(r) for r in roots], scanners)

@@ -125,7 +125,7 @@ def update(
     options = storage_options if storage_options is not None else record.options.get("storage_options")
     scanners = Scanners(options, concurrency)
     found, discoveries = locate(
-        record.roots, scanners, discover_below=record.discover, exclude=[out], progress=progress
+        record.roots, scanners, discover_below=record.discover, exclude=[out], progress=progress, allow_empty=True
     )
     followed = follow(record, identities, found, discoveries, scanners, remove_missing=remove_missing)
     present = followed.found
@@ -281,9 +281,10 @@ def _check_prefixes(record: BuildRecord, discoveries: list[Discovery], by_root: 
     for d in discoveries:
         below = [s.root for s in record.stores if s.root == d.prefix or s.root.startswith(_below(d.prefix))]
         if below and not remove_missing and not any(r == d.prefix or r.startswith(_below(d.prefix)) for r in by_root):
+            what = d.nothing or f"{d.prefix}: the walk found no store root"
             raise NotFoundError(
-                f"{d.prefix}: the walk found no store root where the record has {len(below)}; the previous "
-                "documents stay; pass --remove-missing to drop them"
+                f"{what}; the record has {len(below)} store(s) below it: the previous documents stay; pass "
+                "--remove-missing to drop them"
             )
 
 

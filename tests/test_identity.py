@@ -19,7 +19,7 @@ import intake
 import pystac
 import pytest
 
-from moczarr.errors import StorageError
+from moczarr.errors import NotFoundError, StorageError
 from moczarr.testing import write_sample_store
 from moczarr_intake.cli import build, main
 from moczarr_intake.record import RECORD_NAME
@@ -237,6 +237,19 @@ def test_a_prefix_that_holds_no_store_any_more_is_an_error_unless_asked(sample, 
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: {prefix}: ") and "--remove-missing" in err[0]
     assert snapshot(out) == files
+
+
+def test_remove_missing_drops_the_stores_of_a_prefix_whose_listing_shows_it_emptied(sample, tmp_path, capsys):
+    emptied, kept = tmp_path / "stores", tmp_path / "more"
+    copy_store(sample / "elevation", emptied / "a")
+    copy_store(sample / "elevation", kept / "b")
+    out = tmp_path / "cat"
+    build([str(emptied), str(kept)], out, progress=False, discover=True)
+    shutil.rmtree(emptied / "a")  # the prefix is there and empty: its listing succeeded
+    with pytest.raises(NotFoundError, match="an empty folder.*--remove-missing"):
+        update(build, str(out))
+    result = update(build, str(out), remove_missing=True)
+    assert result["by_id"]["removed"] == ["a-moczarr_sample"] and published(out)["stac"] == ["b-moczarr_sample"]
 
 
 def test_a_root_that_cannot_be_listed_is_an_error_even_with_remove_missing(sample, tmp_path, s3_server):
