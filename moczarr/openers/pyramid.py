@@ -50,7 +50,8 @@ from ..format.stamps import read_cache_roots, stamp_of
 from ..ids import ALL_TOKEN
 from ..places import aoi_cover, as_place
 from ..storage import DEFAULT_CONCURRENCY, Storage, keys
-from .hive import candidate_leaves, list_windows, open_source, root_shards
+from .hive import list_windows, open_source
+from .leaves import candidate_leaves, root_shards
 from .times import TimeRange, check_time_store, over_windows, window_or_time
 
 
