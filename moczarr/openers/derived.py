@@ -11,7 +11,7 @@ raises :class:`~moczarr.errors.LevelOmittedError`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,31 +151,27 @@ def overview_candidates(shards: np.ndarray, node_order: int, stem: str) -> list[
 def overview_objects(
     storage: Storage, manifest: Manifest, level: Level, shards: np.ndarray, stem: str, *, lenient: bool = False
 ) -> list[DerivedObject]:
-    cands = overview_candidates(shards, level.node_order, stem)
-    docs = read_cache_roots(storage, [p for _, p in cands])
-    out = []
+    """The stamped objects of overview ``level`` at the covered ancestors of ``shards``, in the roster's order.
+
+    A node without a role is a source-role object (no provenance block); one
+    with another role or an unusable ``zagg_overview`` block is dropped with a
+    warning. Raises :class:`~moczarr.errors.PyramidError` for an overview
+    declaring another cell order, which ``lenient`` drops instead when it is a
+    ``zagg-overview/2`` object (under a ``/1`` declaration, FORMAT.md §7.8).
+    """
     window = None if stem == ALL_TOKEN and not manifest.windowed else stem
-    for (node, path), doc in zip(cands, docs, strict=True):
-        stamp = stamp_of(doc)
-        if doc is None or stamp is None:
-            continue
-        attrs = doc.get("attributes") or {}
+
+    def role_of(node: str, attrs: dict, where: str) -> tuple[str, dict | None] | None:
         role = attrs.get("role")
-        where = storage.describe(path)
         if role is None:
-            out.append(
-                DerivedObject(
-                    node, path, {"node": node, "window": window, "role": "source"}, None, recorded_hashes(stamp)
-                )
-            )
-            continue
+            return "source", None
         if role != "overview":
             _drop(f"{where}: role {role!r} is not a role an overview node can hold; object dropped")
-            continue
+            return None
         block = attrs.get("zagg_overview")
         if not isinstance(block, dict) or block.get("spec") not in OVERVIEW_SPECS or "cell_order" not in block:
             _drop(f"{where}: missing, unknown or incomplete zagg_overview block; overview dropped")
-            continue
+            return None
         if block["cell_order"] != level.cell_order:
             if lenient and block.get("spec") == "zagg-overview/2":
                 _drop(
@@ -183,67 +179,82 @@ def overview_objects(
                     f"declaration derives level o{level.cell_order}; "
                     "dropped (open /2 levels by their declared cell order)"
                 )
-                continue
+                return None
             raise PyramidError(
                 f"{where}: overview declares cell_order {block['cell_order']!r} but sits at level o{level.cell_order}"
             )
-        try:
-            names = provenance_arrays(block.get("fields"), f"{where}: zagg_overview.fields")
-        except KeyContainmentError as exc:
-            _drop(f"{exc}; overview dropped")
-            continue
-        out.append(
-            DerivedObject(
-                node,
-                path,
-                {"node": node, "window": window, "role": "overview", "zagg_overview": block},
-                names,
-                recorded_hashes(stamp),
-            )
-        )
-    return out
+        return "overview", block
+
+    return _admitted(storage, overview_candidates(shards, level.node_order, stem), window, role_of)
 
 
 def _column_objects(
     storage: Storage, manifest: Manifest, level: Level, shard_decimals: list[str], stem: str, window: str | None
 ) -> list[DerivedObject]:
+    """The stamped column objects of the shards at ``shard_decimals`` that hold ``level``, in the roster's order.
+
+    One that is not an interpretable column is dropped with a warning; raises
+    :class:`~moczarr.errors.PyramidError` for one whose ``zagg_column`` block
+    names another address.
+    """
     pg = manifest.path_grouping
-    paths = [f"{ids.hive_node(d, pg)}/{stem}.pyramid.zarr" for d in shard_decimals]
-    out = []
-    for node, path, doc in zip(shard_decimals, paths, read_cache_roots(storage, paths), strict=True):
-        stamp = stamp_of(doc)
-        if doc is None or stamp is None:
-            continue
-        attrs = doc.get("attributes") or {}
+
+    def role_of(node: str, attrs: dict, where: str) -> tuple[str, dict | None] | None:
         block = attrs.get("zagg_column")
-        where = storage.describe(path)
         if attrs.get("role") != "column" or not isinstance(block, dict) or block.get("spec") not in COLUMN_SPECS:
             _drop(
                 f"{where}: not an interpretable column (role {attrs.get('role')!r}, zagg_column spec "
                 f"{block.get('spec') if isinstance(block, dict) else None!r}); dropped"
             )
-            continue
+            return None
         if block.get("node") != node or block.get("order") != manifest.shard_order or block.get("window") != stem:
             raise PyramidError(
                 f"{where}: zagg_column names node {block.get('node')!r}, order {block.get('order')!r}, window "
                 f"{block.get('window')!r}, which disagree with its address ({node}, {manifest.shard_order}, {stem})"
             )
         if str(level.cell_order) not in (block.get("groups") or {}):
-            continue  # the column lacks this resolution: the level under-covers that leaf
-        try:
-            names = provenance_arrays(block.get("fields"), f"{where}: zagg_column.fields")
-        except KeyContainmentError as exc:
-            _drop(f"{exc}; column dropped")
+            return None  # the column lacks this resolution: the level under-covers that leaf
+        return "column", block
+
+    candidates = [(d, f"{ids.hive_node(d, pg)}/{stem}.pyramid.zarr") for d in shard_decimals]
+    return _admitted(storage, candidates, window, role_of)
+
+
+def _admitted(
+    storage: Storage,
+    candidates: list[tuple[str, str]],
+    window: str | None,
+    role_of: Callable[[str, dict, str], tuple[str, dict | None] | None],
+) -> list[DerivedObject]:
+    """The roster of a derived level: the stamped objects among ``candidates`` (``(node, path)``, in order) admitted.
+
+    The candidates' root documents are read in one batch; an unstamped one is
+    passed over. ``role_of(node, attributes, where)`` gives an object's role
+    and its provenance block (None: a source-role object, which has none), or
+    None to pass the object over; it raises for an object contradicting its
+    address. An object whose provenance ``fields`` name no zarr node is
+    dropped with an :class:`~moczarr.errors.ObjectDroppedWarning`.
+    """
+    out = []
+    for (node, path), doc in zip(candidates, read_cache_roots(storage, [p for _, p in candidates]), strict=True):
+        stamp = stamp_of(doc)
+        if doc is None or stamp is None:
             continue
-        out.append(
-            DerivedObject(
-                node,
-                path,
-                {"node": node, "window": window, "role": "column", "zagg_column": block},
-                names,
-                recorded_hashes(stamp),
-            )
-        )
+        where = storage.describe(path)
+        found = role_of(node, doc.get("attributes") or {}, where)
+        if found is None:
+            continue
+        role, block = found
+        entry: dict[str, object] = {"node": node, "window": window, "role": role}
+        names = None
+        if block is not None:
+            try:
+                names = provenance_arrays(block.get("fields"), f"{where}: zagg_{role}.fields")
+            except KeyContainmentError as exc:
+                _drop(f"{exc}; {role} dropped")
+                continue
+            entry[f"zagg_{role}"] = block
+        out.append(DerivedObject(node, path, entry, names, recorded_hashes(stamp)))
     return out
 
 
