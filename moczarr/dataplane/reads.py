@@ -7,279 +7,38 @@ array: ``source[key]`` works out which objects the key touches, fetches all
 their chunks in one batched read of :class:`~moczarr.storage.Storage`
 (plain file reads for local roots, ``concurrency`` requests in flight
 otherwise) and decodes them with a :class:`ChunkDecoder` built once per
-array schema. The dask graph (built in :mod:`moczarr.dataplane.assemble`) has one task
-per batch of objects and variable; dask fuses a later slice into the task's
-key, so a ``sel``/``isel`` reads only the objects it touches.
-
-Arrays whose codecs are exactly ``bytes`` or ``bytes`` + ``zstd`` are decoded
-with numpy (and ``zstandard``) directly; any other chain goes through zarr's
-own synchronous codec chain, parsed once.
+array schema (:mod:`moczarr.dataplane.decode`). The dask graph (built in
+:mod:`moczarr.dataplane.assemble`) has one task per batch of objects and
+variable; dask fuses a later slice into the task's key, so a ``sel``/``isel``
+reads only the objects it touches.
 
 Where an object's stamp records ``content_hashes`` (FORMAT.md §8.6) and the
 open verifies chunks (the default), each object's values are hashed as its
 payloads arrive and compared with the stamp's digest before they are used
-(:meth:`CellsSource.check_content`): a replaced, altered or deleted chunk
+(:meth:`CellsSource.check_content`, :mod:`moczarr.dataplane.checks`): a replaced, altered or deleted chunk
 raises :class:`~moczarr.errors.ContentHashError` naming its key instead of
 reading as other values or as fill.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import itertools
-from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import (
-    ArgumentError,
-    ArrayContractError,
-    ChunkError,
-    ContentHashError,
-    DebrisWarning,
-    MoczarrError,
-    StampError,
-    warn,
-)
-from ..format.content import bytes_digest, content_digest
-from ..format.stamps import check_missing_version, version_prefix_of
+from ..errors import ContentHashError
+from ..format.content import content_digest
 from ..storage import Storage
+from .checks import ReadChecks, mismatch_message
+from .decode import ChunkDecoder
+from .segments import DEFAULT_BATCH_BYTES, SegmentDigests, Segments, batch_row_chunks, row_bytes
 
-if TYPE_CHECKING:
-    from .._zarr import ArraySpec, ChunkTransform
-
-DEFAULT_BATCH_BYTES = 4 * 2**20
 #: chunks whose payloads one read holds at once (a task reads its batch in sub-batches of this many)
 SUB_BATCH_KEYS = 1024
-_OBJECT_ROW_BYTES = 64  # nominal decoded size of one variable-length element, for batch sizing only
 
 
-class ChunkDecoder:
-    """One array schema's chunk grid, key encoding and codec chain, parsed once.
-
-    ``shortcuts=False`` decodes every chain through zarr's codecs (the reference
-    the numpy path is checked against). Raises :class:`ArrayContractError` naming ``where`` for metadata zarr
-    cannot parse or a chunk grid that is not regular.
-    """
-
-    def __init__(self, metadata: dict, where: str, *, shortcuts: bool = True):
-        from .._zarr import ArrayV3Metadata, RegularChunkGridMetadata
-
-        try:
-            meta = ArrayV3Metadata.from_dict(dict(metadata))
-        except (ValueError, TypeError, KeyError) as exc:
-            raise ArrayContractError(f"{where}: unreadable array metadata ({exc})") from None
-        if not isinstance(meta.chunk_grid, RegularChunkGridMetadata):
-            raise ArrayContractError(f"{where}: only regular chunk grids are supported")
-        self.where = where
-        self.meta = meta
-        self.shape = tuple(int(s) for s in meta.shape)
-        self.chunk_shape = tuple(int(c) for c in meta.chunk_grid.chunk_shape)
-        self.dtype = np.dtype(meta.dtype.to_native_dtype())
-        self.fill_value = meta.fill_value
-        self._chunk_keys: dict[tuple[int, ...], str] = {}
-        self._raw_dtype, self._zstd = self._fast_path(metadata.get("codecs") or []) if shortcuts else (None, False)
-        self._transform: ChunkTransform | _AsyncChain | None = None
-        self._spec: ArraySpec | None = None
-        if self._raw_dtype is None:
-            self._zarr_chain()
-
-    def _fast_path(self, codecs: list) -> tuple[np.dtype | None, bool]:
-        """The stored dtype when the chain is exactly ``bytes`` (+ ``zstd``) on a fixed-size type."""
-        names = [c.get("name") if isinstance(c, dict) else c for c in codecs]
-        if self.dtype.kind in "OUSTV" or names not in (["bytes"], ["bytes", "zstd"]):
-            return None, False
-        config = codecs[0].get("configuration") or {} if isinstance(codecs[0], dict) else {}
-        endian = config.get("endian", "little")
-        raw = self.dtype.newbyteorder("<" if endian == "little" else ">") if self.dtype.itemsize > 1 else self.dtype
-        return raw, names[-1] == "zstd"
-
-    def _zarr_chain(self) -> None:
-        from .._zarr import ArrayConfig, ArraySpec, ChunkTransform, default_buffer_prototype
-
-        try:
-            self._transform = ChunkTransform(codecs=tuple(self.meta.codecs))
-        except TypeError:  # a codec without a synchronous decode: zarr's async chain, run on zarr's loop
-            self._transform = _AsyncChain(tuple(self.meta.codecs))
-        self._spec = ArraySpec(
-            shape=self.chunk_shape,
-            dtype=self.meta.dtype,
-            fill_value=self.fill_value,
-            config=ArrayConfig.from_dict({}),
-            prototype=default_buffer_prototype(),
-        )
-
-    @property
-    def numpy_path(self) -> bool:
-        """Chunks decode with numpy (and ``zstandard``), not through zarr's codec chain."""
-        return self._raw_dtype is not None
-
-    @functools.cached_property
-    def single_chunk(self) -> bool:
-        """One chunk holds the whole array (zagg's leaves)."""
-        return all(c >= s for c, s in zip(self.chunk_shape, self.shape, strict=True))
-
-    @functools.cached_property
-    def content_nbytes(self) -> int | None:
-        """The size of a chunk whose bytes are the whole array's C-order little-endian values, else None.
-
-        A plain ``bytes(endian=little)`` chunk covering exactly the array: its
-        payload is hashed as it is, without a decode.
-        """
-        raw = self._raw_dtype
-        if raw is None or self._zstd or self.chunk_shape != self.shape or raw.byteorder == ">":
-            return None
-        return int(np.prod(self.shape)) * raw.itemsize
-
-    def chunk_key(self, coords: tuple[int, ...]) -> str:
-        key = self._chunk_keys.get(coords)
-        if key is None:
-            key = self._chunk_keys[coords] = self.meta.encode_chunk_key(coords)
-        return key
-
-    def fill(self, shape: tuple[int, ...]) -> np.ndarray:
-        if self.dtype.kind == "O":
-            out = np.empty(shape, dtype=object)
-            out[...] = self.fill_value
-            return out
-        return np.full(shape, self.fill_value, dtype=self.dtype)
-
-    def decode(self, payload: bytes | None, where: str = "") -> np.ndarray:
-        """One chunk's values (``chunk_shape``); the fill value for a missing chunk.
-
-        Raises :class:`~moczarr.errors.ChunkError` when the bytes do not decode to the chunk.
-        """
-        if payload is None:
-            return self.fill(self.chunk_shape)
-        if self._raw_dtype is not None:
-            nbytes = int(np.prod(self.chunk_shape)) * self._raw_dtype.itemsize
-            if self._zstd:
-                payload = _zstd_decompress(payload, nbytes, where or self.where)
-            if len(payload) != nbytes:
-                raise ChunkError(
-                    f"{where or self.where}: chunk holds {len(payload)} bytes, its shape needs {nbytes} (corrupt chunk)"
-                )
-            values = np.frombuffer(payload, dtype=self._raw_dtype).reshape(self.chunk_shape)
-            return values if values.dtype == self.dtype else values.astype(self.dtype)
-        from .._zarr import default_buffer_prototype
-
-        assert self._transform is not None and self._spec is not None  # no numpy path: _zarr_chain set them
-        try:
-            out = self._transform.decode_chunk(default_buffer_prototype().buffer.from_bytes(payload), self._spec)
-        except MoczarrError:
-            raise
-        except Exception as exc:  # zarr and numcodecs codecs, buffer reshapes: a damaged chunk
-            raise ChunkError(f"{where or self.where}: chunk does not decode ({type(exc).__name__}: {exc})") from exc
-        return np.asarray(out.as_numpy_array()).reshape(self.chunk_shape)
-
-
-class _AsyncChain:
-    def __init__(self, codecs):
-        from .._zarr import AsyncChunkTransform
-
-        self._chain = AsyncChunkTransform(codecs=codecs)
-
-    def decode_chunk(self, payload, spec):
-        from .._zarr import sync
-
-        return sync(self._chain.decode_chunk(payload, spec))
-
-
-def _zstd_decompress(payload: bytes, nbytes: int, where: str) -> bytes:
-    import zstandard
-
-    try:
-        return zstandard.ZstdDecompressor().decompress(payload, max_output_size=nbytes)
-    except zstandard.ZstdError as exc:
-        raise ChunkError(f"{where}: zstd chunk does not decompress ({exc})") from None
-
-
-def batch_row_chunks(n_rows: Sequence[int], row_bytes: int, batch_bytes: int = DEFAULT_BATCH_BYTES) -> tuple[int, ...]:
-    """Rows per batch: consecutive objects grouped until a batch holds ``batch_bytes`` of decoded data.
-
-    Batches end at object boundaries; an object larger than ``batch_bytes`` is
-    a batch of its own. Objects with no rows are skipped.
-    """
-    if batch_bytes <= 0:
-        raise ArgumentError(f"batch_bytes must be positive, got {batch_bytes!r}")
-    per_batch = max(1, batch_bytes // max(1, row_bytes))
-    out, current = [], 0
-    for n in n_rows:
-        if not n:
-            continue
-        if current and current + n > per_batch:
-            out.append(current)
-            current = 0
-        current += n
-    if current:
-        out.append(current)
-    return tuple(out)
-
-
-def row_bytes(dtype: np.dtype, shape: tuple[int, ...], cells_axis: int) -> int:
-    """Decoded bytes of one row (one cell across the other axes) of an array."""
-    per = _OBJECT_ROW_BYTES if dtype.kind == "O" else dtype.itemsize
-    return per * int(np.prod([s for i, s in enumerate(shape) if i != cells_axis], dtype=np.int64))
-
-
-class Segments:
-    """The objects a variable concatenates, in order: ``groups[i]`` is segment i's object (its data group,
-    store-relative), ``sels[i]`` the object's local cell positions it holds, in order (None = all
-    ``n_cells[i]``), ``offsets`` the first row of each segment (and the total, last).
-
-    An open builds one and every variable shares it: they read the same objects.
-    """
-
-    __slots__ = ("groups", "n_cells", "offsets", "sels", "whole")
-
-    def __init__(self, groups: Sequence[str], sels: Sequence[np.ndarray | None], n_cells: Sequence[int]):
-        self.groups = list(groups)
-        self.sels = list(sels)
-        self.n_cells = [int(n) for n in n_cells]
-        #: every segment holds its whole object (no sub-selection): a range of segments is a range of objects
-        self.whole = all(s is None for s in self.sels)
-        counts = (
-            np.asarray(self.n_cells, dtype=np.int64)
-            if self.whole
-            else np.array(
-                [n if s is None else s.size for n, s in zip(self.n_cells, self.sels, strict=True)], dtype=np.int64
-            )
-        )
-        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-
-    def __len__(self) -> int:
-        return len(self.groups)
-
-
-class SegmentDigests(Sequence):
-    """One array's recorded digest per segment, looked up in each object's recorded hashes when it is read.
-
-    ``hashes[i]`` is segment i's object's ``content_hashes`` map (None:
-    nothing recorded) and ``key`` the array's path in it (``"8/count"``). An
-    open shares one ``hashes`` list among all its variables, so it never builds
-    a list per variable; item i is a hex string, None, or a malformed value
-    (which the check ignores, as :func:`~moczarr.format.content.recorded_digest` does).
-    """
-
-    __slots__ = ("hashes", "key")
-
-    def __init__(self, hashes: Sequence, key: str):
-        self.hashes, self.key = hashes, key
-
-    def __len__(self) -> int:
-        return len(self.hashes)
-
-    def __getitem__(self, i):
-        key = self.key
-        if isinstance(i, slice):
-            return [None if h is None else h.get(key) for h in self.hashes[i]]
-        h = self.hashes[i]
-        return None if h is None else h.get(key)
-
-
-class CellsSource:
+class CellsSource(ReadChecks):
     """One variable over many objects, concatenated on the cells axis, as a lazily indexed array.
 
     The concatenation is made of :class:`Segments`. An open's source has one
@@ -593,80 +352,6 @@ class CellsSource:
                     else np.take(leaf, pos, axis=self.axis)
                 )
 
-    def _check_whole(
-        self, first: int, groups: list[str], payloads: list, debris: Collection[str]
-    ) -> dict[str, np.ndarray]:
-        """:meth:`check_content` of the whole single-chunk objects of segments ``first:first + len(groups)``.
-
-        A plain ``bytes`` chunk of the array's size is hashed in one tight loop
-        (the :func:`~moczarr.format.content.bytes_digest` rule, inlined: at
-        zagg's 64-byte chunks a call per chunk is a sizeable part of the check);
-        every other object, and any whose hash differs, goes through
-        :meth:`check_content`, which decodes, hashes and raises.
-        """
-        digests = self.digests
-        assert digests is not None  # called only on a source that verifies
-        nbytes = self.decoder.content_nbytes
-        sha256 = hashlib.sha256
-        rest = []
-        for i, (payload, digest) in enumerate(zip(payloads, digests[first : first + len(groups)], strict=True)):
-            if type(digest) is not str:
-                continue
-            if nbytes is None or payload is None or len(payload) != nbytes or sha256(payload).hexdigest() != digest:
-                rest.append(i)
-        if not rest:
-            return {}
-        objects = [(groups[i], first + i, self._origin) for i in rest]
-        return self.check_content(objects, [payloads[i] for i in rest], debris)
-
-    def check_content(
-        self, objects: list, payloads: list, debris: Collection[str] = frozenset()
-    ) -> dict[str, np.ndarray]:
-        """Check each object of a sub-batch whose stamp records this array's digest; return what it had to decode.
-
-        ``objects`` are ``(object, a segment of it, chunk coordinates)`` and
-        ``payloads`` their chunks in order, as read. A plain little-endian ``bytes`` chunk
-        is hashed as it is; any other object is decoded and hashed
-        (:func:`~moczarr.format.content.content_digest`), and its values are
-        returned by object so the caller does not decode them again. Raises
-        :class:`~moczarr.errors.ContentHashError` naming the chunk when the
-        values are not the recorded ones, a missing chunk (read as fill) included.
-        Objects in ``debris`` (a gone version, already warned about by
-        :meth:`_require_groups`) are not checked: their rows are fill by the format's rule.
-        """
-        digests = self.digests
-        assert digests is not None  # callers check content only of a verified source
-        dec = self.decoder
-        nbytes = dec.content_nbytes
-        decoded: dict[str, np.ndarray] = {}
-        k = 0
-        for group, seg, coords_list in objects:
-            chunks = payloads[k : k + len(coords_list)]
-            k += len(coords_list)
-            expected = digests[seg]
-            if not isinstance(expected, str) or group in debris:
-                continue
-            if nbytes is not None and chunks[0] is not None and len(chunks[0]) == nbytes:
-                got = bytes_digest(chunks[0])
-            else:
-                decoded[group] = values = self._decode_object(group, coords_list, chunks)
-                try:
-                    got = content_digest(values)
-                except TypeError as exc:
-                    raise ChunkError(f"{self.storage.describe(f'{group}/{self.name}')}: {exc}") from None
-            if got != expected:
-                raise ContentHashError(self._mismatch(group, coords_list, chunks, got, expected))
-        return decoded
-
-    def _mismatch(self, group: str, coords_list: list, chunks: list, got: str, expected: str) -> str:
-        """The message of a failed content check, naming the chunk (or the array, for a multi-chunk object)."""
-        missing = sum(1 for p in chunks if p is None)
-        if len(coords_list) == 1:
-            where = self.storage.describe(f"{group}/{self.name}/{self.decoder.chunk_key(coords_list[0])}")
-        else:
-            where = self.storage.describe(f"{group}/{self.name}")
-        return mismatch_message(where, got, expected, missing=missing, n_chunks=len(coords_list))
-
     def _fill_joined(self, out: np.ndarray, plans: list, payloads: list) -> bool:
         """:meth:`_copy_joined` of a sub-batch whose pieces are whole objects landing on consecutive rows.
 
@@ -729,58 +414,6 @@ class CellsSource:
             region = tuple(slice(c * cs, min((c + 1) * cs, s)) for c, cs, s in zip(coords, cshape, lshape, strict=True))
             leaf[region] = chunk[tuple(slice(0, r.stop - r.start) for r in region)]
         return leaf
-
-    def _require_groups(self, groups: Sequence[str]) -> set[str]:
-        """Objects none of whose chunks exist: their data group must (else fill would be a silent wrong answer).
-
-        zarr leaves an all-fill chunk unwritten, so missing chunks alone prove
-        nothing; a missing data *group* under a committed stamp does. One GET per
-        group, memoized per open, and only for objects whose chunks are all
-        absent. A versioned leaf's missing group is told apart by its version's
-        stamp (one more GET, once per version; FORMAT.md §5.5): a version that is
-        gone is debris, warned about with :class:`~moczarr.errors.DebrisWarning`,
-        and its rows read as fill; a stamped one is a malformed leaf. Raises
-        :class:`StampError` for that and for a legacy object's missing group (a
-        removed or nulled ``current``). Returns the objects of gone versions
-        (their rows are fill, and no recorded content hash applies to them).
-        """
-        memo, debris = self.storage.memo, set()
-        for group in groups:
-            if ("group_exists", group) not in memo:
-                memo["group_exists", group] = self.storage.get_bytes(f"{group}/zarr.json") is not None
-            if memo["group_exists", group]:
-                continue
-            version = version_prefix_of(group)
-            if version is None:
-                raise StampError(
-                    f"{self.storage.describe(group)}: the data group of a committed object is missing (its stamp "
-                    "says committed; a removed or nulled 'current' pointer?); refusing to read its rows as fill"
-                )
-            if ("version_gone", version) not in memo:
-                check_missing_version(self.storage, version, group.rpartition("/")[2])
-                memo["version_gone", version] = True
-                leaf, _, name = version.rpartition("/")
-                warn(
-                    f"{self.storage.describe(leaf)}: stamp points at version {name!r}, which is missing or unstamped "
-                    "(committed data removed out of band); its rows read as fill",
-                    DebrisWarning,
-                )
-            debris.add(group)
-        return debris
-
-
-def mismatch_message(where: str, got: str, expected: str, *, missing: int = 0, n_chunks: int = 1) -> str:
-    """What a :class:`~moczarr.errors.ContentHashError` says: the chunk (or array) ``where``, and what differs.
-
-    ``missing`` of the object's ``n_chunks`` chunks were not there (read as fill).
-    """
-    if n_chunks == 1 and missing:
-        what = "the chunk is missing, so it would read as fill, and fill is not what the stamp's content_hashes record"
-    else:
-        what = f"its values hash to {got[:12]}…, the stamp's content_hashes record {expected[:12]}…"
-        if missing:
-            what += f" ({missing} of its {n_chunks} chunks are missing and read as fill)"
-    return f"{where}: {what} (a replaced, altered or deleted chunk); open without verify_chunks=True to read it anyway"
 
 
 def read_whole(storage: Storage, name: str, metadata: dict, group: str, digest: str | None = None) -> np.ndarray:

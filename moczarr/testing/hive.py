@@ -23,13 +23,15 @@ The output is byte-for-byte reproducible for a given seed and library set:
 timestamps are fixed, JSON is written with a fixed key order, and nothing
 depends on the clock, the host or a network. mortie does all morton
 arithmetic; this module only lays the objects out as the format describes.
+The input points are :mod:`moczarr.testing.points`; the small records every
+writer shares (paths, boxes, root ranges, content hashes, ``dggs``
+attributes, bitmap sidecars) are :mod:`moczarr.testing.records`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import TypedDict
@@ -37,8 +39,19 @@ from typing import TypedDict
 import mortie
 import numpy as np
 import zarr
-import zstandard
-from mortie.morton_index import MortonIndexArray
+
+from .points import BEAMS, GRANULES, REGION, synthetic_points
+from .records import (
+    bitmap_sidecar,
+    children,
+    content_hashes,
+    coverage_box,
+    decimals,
+    dggs_attrs,
+    leaf_path,
+    node_path,
+    root_ranges,
+)
 
 __all__ = [
     "CELL_ORDER",
@@ -75,37 +88,12 @@ SWEEP_AT = "2025-01-01T00:00:03+00:00"
 DATASET = {"short_name": "MOCZARR_SAMPLE", "version": "1"}
 
 
-class _Region(TypedDict):
-    lat: float
-    lon: float
-    name: str
-
-
 class _FieldSpec(TypedDict, total=False):
     function: str
     source: str
     dtype: str
     fill_value: int | str
 
-
-REGION: _Region = {"lat": 38.9, "lon": -76.5, "name": "Chesapeake Bay (synthetic)"}
-
-#: (reference longitude at REGION lat, UTC start of the pass, window). Three 2019 and three 2020 passes.
-GRANULES = (
-    ("ATL06_20190211063108_06750206_SYN_01.h5", -77.35, "2019-02-11T06:31:08"),
-    ("ATL06_20190514021547_07150306_SYN_01.h5", -76.65, "2019-05-14T02:15:47"),
-    ("ATL06_20190917184402_12300406_SYN_01.h5", -75.95, "2019-09-17T18:44:02"),
-    ("ATL06_20200309101233_11260606_SYN_01.h5", -77.05, "2020-03-09T10:12:33"),
-    ("ATL06_20200612225910_12010706_SYN_01.h5", -76.35, "2020-06-12T22:59:10"),
-    ("ATL06_20201104133004_06750906_SYN_01.h5", -75.70, "2020-11-04T13:30:04"),
-)
-BEAMS = ("gt1l", "gt1r", "gt2l", "gt2r", "gt3l", "gt3r")
-#: across-track offsets (km) of the six beams: three pairs 3.3 km apart, 90 m within a pair
-BEAM_OFFSETS_KM = (-3.3, -3.21, 0.0, 0.09, 3.3, 3.39)
-HALF_TRACK_KM = 120.0
-ALONG_STEP_KM = 5.0
-GROUND_SPEED_KM_S = 7.0
-KEEP_FRACTION = 0.75  # the rest is "cloud" dropout
 
 #: Aggregation fields: the semantic core (dtypes, fills, functions) hashed into ``semantic_hash``.
 FIELDS: dict[str, _FieldSpec] = {
@@ -123,148 +111,6 @@ PYRAMID_FIELDS: dict[str, dict[str, str | int]] = {
     "h_max": {"class": "exact", "method": "max", "nan_policy": "skip", "dtype": "float32", "fill_value": "NaN"},
     "h_mean": {"class": "none"},
 }
-
-DGGS_CONVENTIONS = [
-    {
-        "schema_url": "https://raw.githubusercontent.com/zarr-conventions/dggs/refs/tags/v1/schema.json",
-        "spec_url": "https://github.com/zarr-conventions/dggs/blob/v1/README.md",
-        "uuid": "7b255807-140c-42ca-97f6-7a1cfecdbc38",
-        "name": "dggs",
-        "description": "Discrete Global Grid Systems convention for zarr",
-    },
-    {
-        "schema_url": "https://github.com/espg/mortie/blob/main/docs/specification.md#dggs-attrs",
-        "spec_url": "https://github.com/espg/mortie/blob/main/docs/specification.md",
-        "uuid": "3e22156d-ea9e-4e01-95fe-e3809a4b41e7",
-        "name": "morton-dggs",
-        "description": "Packed-u64 morton (HEALPix) DGGS convention",
-    },
-]
-
-
-# -- synthetic input ---------------------------------------------------------------------------------
-def synthetic_points(seed: int = 0) -> dict[str, np.ndarray]:
-    """The sample's input points: ICESat-2-like along-track elevations, one RNG stream per seed.
-
-    Each granule is one near-meridional pass of six beams across the region;
-    points sit every ~5 km along track with jitter and a random 25 % dropout.
-    Returns ``lat``, ``lon`` (float64, degrees), ``h`` (float32 metres),
-    ``time`` (``datetime64[s]`` UTC, whole seconds), ``granule`` (index into
-    :data:`GRANULES`), ``beam`` (index into :data:`BEAMS`) and ``window``
-    (the year label of each point).
-    """
-    rng = np.random.default_rng(seed)
-    lat0, lon0 = REGION["lat"], REGION["lon"]
-    km_per_deg_lon = 111.32 * np.cos(np.radians(lat0))
-    cols: dict[str, list] = {k: [] for k in ("lat", "lon", "h", "time", "granule", "beam")}
-    steps = np.arange(-HALF_TRACK_KM, HALF_TRACK_KM, ALONG_STEP_KM)
-    for g, (_name, ref_lon, start) in enumerate(GRANULES):
-        t0 = np.datetime64(start, "s")
-        for b, offset in enumerate(BEAM_OFFSETS_KM):
-            along = steps + rng.uniform(-1.5, 1.5, steps.size)
-            keep = rng.random(steps.size) < KEEP_FRACTION
-            along = along[keep]
-            lat = lat0 + along / 111.0
-            lon = ref_lon + 0.12 * (lat - lat0) + offset / km_per_deg_lon
-            terrain = 14.0 + 30.0 * (lat - lat0) + 9.0 * np.cos(3.0 * (lon - lon0))
-            h = terrain + rng.normal(0.0, 0.6, along.size)
-            secs = np.floor(np.clip(along + HALF_TRACK_KM, 0.0, None) / GROUND_SPEED_KM_S).astype(np.int64)
-            cols["lat"].append(lat)
-            cols["lon"].append(lon)
-            cols["h"].append(h.astype(np.float32))
-            cols["time"].append(t0 + secs.astype("timedelta64[s]"))
-            cols["granule"].append(np.full(along.size, g, dtype=np.int16))
-            cols["beam"].append(np.full(along.size, b, dtype=np.int16))
-    out = {k: np.concatenate(v) for k, v in cols.items()}
-    out["window"] = np.asarray([str(t)[:4] for t in out["time"].astype("datetime64[Y]")])
-    return out
-
-
-# -- morton helpers (mortie does the arithmetic) -----------------------------------------------------
-def _decimals(words) -> list[str]:
-    words = np.asarray(words, dtype=np.uint64).ravel()
-    return [] if words.size == 0 else [str(d) for d in MortonIndexArray.from_words(words).decimal_repr()]
-
-
-def _node_path(word) -> str:
-    """One-digit-per-component node path of a cell (the directory its hive path puts it in)."""
-    path = MortonIndexArray.from_words(np.asarray([word], dtype=np.uint64)).hive_path()[0]
-    return os.path.dirname(str(path))
-
-
-def leaf_path(word, window: str | None) -> str:
-    """The hive path of the leaf of shard ``word`` (and ``window``) under ``path_grouping`` 1."""
-    decimal = _decimals([word])[0]
-    name = f"{decimal}.zarr" if window is None else f"{decimal}_{window}.zarr"
-    return f"{_node_path(word)}/{name}"
-
-
-def _children(word, order: int) -> np.ndarray:
-    """All descendants of ``word`` at ``order``, ascending packed word (= digit-tail rank)."""
-    return np.asarray(mortie.generate_morton_children(np.uint64(word), order), dtype=np.uint64).ravel()
-
-
-def _order_of(word) -> int:
-    return int(np.asarray(mortie.orders_of(np.asarray([word], dtype=np.uint64))).ravel()[0])
-
-
-def coverage_box(occupied) -> list[str | None]:
-    """The stamp's tier-0 box of a leaf's occupied cells (FORMAT.md §6): exactly four slots.
-
-    ``compress_moc`` of the occupancy; one member is the box. Otherwise split
-    at the deepest common ancestor and tighten each intersecting child of it to
-    the common ancestor of the occupancy inside that child (2-4 members),
-    sorted by packed word, padded with ``None``.
-    """
-    occupied = np.unique(np.asarray(occupied, dtype=np.uint64))
-    if occupied.size == 0:
-        raise ValueError("an empty leaf has no box from its occupancy (the writer writes no such leaf)")
-    compact = np.asarray(mortie.compress_moc(occupied), dtype=np.uint64).ravel()
-    if compact.size == 1:
-        members = compact
-    else:
-        ancestor = np.uint64(mortie.common_ancestor(occupied))
-        child_of = np.asarray(mortie.clip2order(_order_of(ancestor) + 1, occupied), dtype=np.uint64)
-        members = np.sort(
-            np.asarray(
-                [np.uint64(mortie.common_ancestor(occupied[child_of == c])) for c in np.unique(child_of)],
-                dtype=np.uint64,
-            )
-        )
-    if not 1 <= members.size <= 4:
-        raise AssertionError(f"box of {members.size} members")
-    return _decimals(members) + [None] * (4 - members.size)
-
-
-def root_ranges(shards) -> list[list[str]]:
-    """Maximal inclusive runs of consecutive shard ids within one base cell, ascending (FORMAT.md §2.3)."""
-    words = np.unique(np.asarray(shards, dtype=np.uint64))
-    if words.size == 0:
-        return []
-    order = _order_of(words[0])
-    if np.any(np.asarray(mortie.orders_of(words)) != order):
-        raise ValueError("root ranges need shards of one order")
-    base = np.asarray(mortie.clip2order(0, words), dtype=np.uint64)
-    # siblings at one order: the digit-tail rank steps by one between neighbours in word space
-    step = np.uint64(1) << np.uint64(60 - 2 * order)
-    breaks = np.flatnonzero((np.diff(words) != step) | (base[1:] != base[:-1])) + 1
-    runs = []
-    for run in np.split(words, breaks):
-        lo, hi = _decimals([run[0], run[-1]])
-        runs.append([lo, hi])
-    return runs
-
-
-def content_hashes(group: str, arrays: dict[str, np.ndarray]) -> dict:
-    """The O11 record (FORMAT.md §8.6) of fixed-width arrays: sha256 of their decoded LE bytes."""
-    per = {}
-    for name in sorted(arrays):
-        a = np.asarray(arrays[name])
-        per[f"{group}/{name}"] = hashlib.sha256(
-            np.ascontiguousarray(a.astype(a.dtype.newbyteorder("<"))).tobytes()
-        ).hexdigest()
-    combined = hashlib.sha256("\n".join(sorted(per.values())).encode("ascii")).hexdigest()
-    return {"arrays": per, "combined": combined}
 
 
 # -- aggregation ----------------------------------------------------------------------------------------
@@ -316,22 +162,6 @@ def _dump(path: Path, obj, *, sort_keys: bool = False, newline: bool = False) ->
     path.write_text(text + ("\n" if newline else ""), encoding="utf-8")
 
 
-def dggs_attrs(order: int) -> dict:
-    """The ``dggs`` convention attributes of a data group at cell order ``order``."""
-    return {
-        "zarr_conventions": json.loads(json.dumps(DGGS_CONVENTIONS)),
-        "dggs": {
-            "name": "morton",
-            "refinement_level": order,
-            "spatial_dimension": "cells",
-            "ellipsoid": {"name": "WGS84", "semimajor_axis": 6378137.0, "inverse_flattening": 298.257223563},
-            "compression": "none",
-            "latitude": "authalic-wgs84",
-            "coordinate": "morton",
-        },
-    }
-
-
 def _write_group_arrays(root: zarr.Group, order: int, arrays: dict[str, np.ndarray]) -> None:
     """The data group ``str(order)``: dggs attrs, then one single-chunk unsharded array per entry."""
     group = root.create_group(str(order), attributes=dggs_attrs(order))
@@ -350,14 +180,6 @@ def _write_group_arrays(root: zarr.Group, order: int, arrays: dict[str, np.ndarr
         arr[:] = data
 
 
-def bitmap_sidecar(ranks: np.ndarray, depth: int) -> tuple[bytes, int]:
-    """The zstd sidecar payload of a bitmap with bits ``ranks`` set (MSB-first), and its raw size."""
-    bits = np.zeros(4**depth, dtype=bool)
-    bits[ranks] = True
-    raw = np.packbits(bits).tobytes()
-    return zstandard.ZstdCompressor(level=3).compress(raw), len(raw)
-
-
 def _write_leaf(
     path: Path,
     shard: np.uint64,
@@ -369,7 +191,7 @@ def _write_leaf(
     time_range: list[str] | None,
 ) -> dict:
     """One source leaf, in the §4.4 write order; returns its stamp."""
-    kids = _children(shard, CELL_ORDER)
+    kids = children(shard, CELL_ORDER)
     slots = np.searchsorted(kids, cells)
     if not np.array_equal(kids[slots], cells):
         raise AssertionError("cells outside their shard")
@@ -473,7 +295,7 @@ def _write_product_leaves(root: Path, leafset: _Leafset, window: str | None) -> 
         n_gran = int(np.unique(leafset.granule[sel]).size)
         path = leaf_path(shard, window)
         stamp = _write_leaf(root / path, shard, cells, values, granules=n_gran, window=window, time_range=time_range)
-        decimal = _decimals([shard])[0]
+        decimal = decimals([shard])[0]
         entry = {
             "shard": decimal,
             "window": window,
@@ -519,8 +341,8 @@ def _write_overviews(root: Path, leafset: _Leafset, granules_per_shard: dict[int
             leaves_below = leafset.shards[shard_nodes == node]
             granules = int(sum(granules_per_shard[int(s)] for s in leaves_below))
             _write_overview_node(root, node, k, r, cells, values, n_leaves=len(leaves_below), granules=granules)
-            level_nodes[_decimals([node])[0]] = {
-                "path": f"{_node_path(node)}/all.zarr",
+            level_nodes[decimals([node])[0]] = {
+                "path": f"{node_path(node)}/all.zarr",
                 "n_leaves": len(leaves_below),
                 "count": int((point_nodes == node).sum()),
             }
@@ -537,18 +359,18 @@ def _write_overview_node(
 ) -> None:
     """One overview object: the node's subtree folded from order ``CELL_ORDER`` to ``r``, provenance, then stamp."""
     # the node's whole subtree at the source cell order, leaves placed, missing leaves at fill
-    fine = _children(node, CELL_ORDER)
+    fine = children(node, CELL_ORDER)
     inside = np.asarray(mortie.clip2order(k, cells), dtype=np.uint64) == node
     slab = _dense(
         np.searchsorted(fine, cells[inside]), fine.size, {n: v[inside] for n, v in values.items()}, EXACT_FIELDS
     )
     folded = fold(slab, 4 ** (CELL_ORDER - r))
-    arrays = {"morton": _children(node, r), **folded}
-    obj = zarr.open_group(str(root / _node_path(node) / "all.zarr"), mode="w", zarr_format=3)
+    arrays = {"morton": children(node, r), **folded}
+    obj = zarr.open_group(str(root / node_path(node) / "all.zarr"), mode="w", zarr_format=3)
     _write_group_arrays(obj, r, arrays)
     provenance = {
         "spec": "zagg-overview/1",
-        "node": _decimals([node])[0],
+        "node": decimals([node])[0],
         "order": k,
         "cell_order": r,
         "source_shard_order": SHARD_ORDER,
@@ -639,7 +461,7 @@ def _write_elevation(product: Path, pts: dict[str, np.ndarray]) -> dict:
         "fields": list(FIELD_NAMES),
         "windows": [],
         "leaves": leaves,
-        "shards": _decimals(everything.shards),
+        "shards": decimals(everything.shards),
         "totals": _totals(everything),
         "overview_orders": list(OVERVIEW_ORDERS),
         "levels": overviews,
@@ -682,7 +504,7 @@ def _write_elevation_yearly(product: Path, pts: dict[str, np.ndarray]) -> dict:
         "schedule": "yearly",
         "windows": windows,
         "time_range": union_range,
-        "shards": _decimals(shards),
+        "shards": decimals(shards),
     }
 
 
