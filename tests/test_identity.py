@@ -246,7 +246,7 @@ def test_remove_missing_drops_the_stores_of_a_prefix_whose_listing_shows_it_empt
     out = tmp_path / "cat"
     build([str(emptied), str(kept)], out, progress=False, discover=True)
     shutil.rmtree(emptied / "a")  # the prefix is there and empty: its listing succeeded
-    with pytest.raises(NotFoundError, match="an empty folder.*--remove-missing"):
+    with pytest.raises(NotFoundError, match=r"an empty folder.*--remove-missing"):
         update(build, str(out))
     result = update(build, str(out), remove_missing=True)
     assert result["by_id"]["removed"] == ["a-moczarr_sample"] and published(out)["stac"] == ["b-moczarr_sample"]
