@@ -430,9 +430,14 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
         if lock is not None:  # the next run learns from it that this one died writing, should it
             lock.note(writing=True)
         last = [*ROOT_DOCUMENTS, RECORD_NAME]
-        if reuse is not None and not hashes:  # a local catalog: the written products' documents replace theirs
+        if hashes:  # the staging folder of an object-storage output, empty: :mod:`.outstore` places it
+            out.mkdir(parents=True, exist_ok=True)
+            for name in [*OUTPUTS, *beside]:
+                if (tmp / name).exists():
+                    os.replace(tmp / name, out / name)
+        elif reuse is not None:  # a local catalog: the written products' documents replace theirs
             reuse.move_in(tmp, out, last)
-        else:  # the whole catalog, or the staging folder of an object-storage output
+        else:
             move_in(tmp, out, last=last, scope=[*OUTPUTS, *beside])
         if lock is not None:
             lock.written()
