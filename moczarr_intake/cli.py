@@ -313,8 +313,25 @@ def _write_catalogs(
     move them in: the whole catalog, or only what changed when an update can keep the rest (:mod:`.reuse`).
 
     Returns the :class:`~moczarr_intake.stac.ApiOutputs` (paths in the temporary folder, or in ``out`` for an
-    update that kept some), with the lines naming the Items they leave out in ``notes``.
+    update that kept some), with the lines naming the Items they leave out in ``notes``. A local catalog is
+    written holding its lock (:mod:`.lock`; one staged for object storage is locked at its URL); when the run
+    before died writing it, nothing of it is kept.
     """
+    import contextlib
+
+    from .lock import catalog_lock
+
+    local = inputs.out_location is None
+    if local:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    with catalog_lock(out, storage_options, "build") if local else contextlib.nullcontext() as lock:
+        if lock is not None and lock.unsettled:
+            inputs = inputs._replace(previous=None)
+        return _write_chosen(entries, out, policy, inputs, storage_options, catalog_url, stac_kw)
+
+
+def _write_chosen(entries, out, policy, inputs: BuildRecordInputs, storage_options, catalog_url, stac_kw):
+    """:func:`_write_catalogs` under the lock: the partial write :func:`~.reuse.plan` allows, else the whole."""
     from .record import BuildRecord, recorded_options
     from .reuse import plan
 
@@ -368,6 +385,7 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
     import tempfile
 
     from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
+    from .lock import held
     from .outstore import ROOT_DOCUMENTS
     from .publish import pgstac_documents
     from .record import RECORD_NAME, write_beside
@@ -432,10 +450,21 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
         )
         api = pending.wait()
         api.notes = [f"note: {w.message}" for w in left_out if issubclass(w.category, MoczarrWarning)]
-        if reuse is not None and not hashes:  # a local catalog: the written products' documents replace theirs
-            reuse.move_in(tmp, out, [*ROOT_DOCUMENTS, RECORD_NAME])
-        else:  # the whole catalog, or the staging folder of an object-storage output
-            move_in(tmp, out, [*OUTPUTS, *beside])
+        lock = held(out)
+        if lock is not None:  # the next run learns from it that this one died writing, should it
+            lock.note(writing=True)
+        last = [*ROOT_DOCUMENTS, RECORD_NAME]
+        if hashes:  # the staging folder of an object-storage output, empty: :mod:`.outstore` places it
+            out.mkdir(parents=True, exist_ok=True)
+            for name in [*OUTPUTS, *beside]:
+                if (tmp / name).exists():
+                    os.replace(tmp / name, out / name)
+        elif reuse is not None:  # a local catalog: the written products' documents replace theirs
+            reuse.move_in(tmp, out, last)
+        else:
+            move_in(tmp, out, last=last, scope=[*OUTPUTS, *beside])
+        if lock is not None:
+            lock.written()
         if reuse is not None:
             api.items, api.collections = _api_files(out, record.documents if hashes else None)
     finally:
@@ -705,6 +734,12 @@ def parser() -> argparse.ArgumentParser:
     for p in (b, s, u, pub):
         p.add_argument("--anon", action="store_true", help="anonymous object-store access")
         p.add_argument("--endpoint-url", default=None, help="S3-compatible endpoint")
+    for p in (b, u, pub):
+        p.add_argument(
+            "--break-lock",
+            action="store_true",
+            help="take over the lock of an object-store catalog whose holder (named when a run refuses) is gone",
+        )
     return top
 
 
@@ -723,12 +758,34 @@ def run(argv: list[str] | None = None) -> int:
 
 
 def run_living(args) -> int:
-    """``moczarr-catalog update`` and ``publish`` (:mod:`.living_cli`)."""
-    return living_cli.run(args, build, _storage_options(args), progress=sys.stderr.isatty())
+    """``moczarr-catalog update`` and ``publish`` (:mod:`.living_cli`), each holding the catalog's lock."""
+    with _command_lock(args):
+        return living_cli.run(args, build, _storage_options(args), progress=sys.stderr.isatty())
+
+
+def _command_lock(args):
+    """The lock of the catalog at ``args.out`` for the command ``args.cmd`` (:mod:`.lock`), broken first when asked.
+
+    ``publish`` refuses a catalog a killed run left unsettled.
+    """
+    from .lock import catalog_lock
+
+    if args.break_lock:
+        _break_lock(args)
+    return catalog_lock(args.out, _storage_options(args), args.cmd, settled=args.cmd == "publish")
+
+
+def _break_lock(args) -> None:
+    from .lock import break_lock
+
+    if holder := break_lock(args.out, _storage_options(args)):
+        print(f"note: broke the lock of {holder}", file=sys.stderr)
 
 
 def run_build(args) -> int:
     """``moczarr-catalog build``: notes on stderr, what was written on stdout."""
+    if args.break_lock:  # the build takes the lock itself, once its arguments are known to be good
+        _break_lock(args)
     written = build(
         args.roots,
         args.out,

@@ -3,15 +3,28 @@
 The build is staged in a temporary local folder exactly as a local build is
 (the catalog's published location is the URL, so its hrefs are), then written
 through the storage layer's :class:`~moczarr.metadata.Writer` (its timeouts,
-retries and in-flight limit) in an order a reader can rely on:
+retries and in-flight limit) in the order of :mod:`.staging`, which a reader
+can rely on (every document reachable from a root is whole and its hrefs
+resolve, at every moment, however the run ends):
 
-1. every document except the roots, in waves from the deepest path up
-   (Items, then Collections, then store Catalogs; the stac-geoparquet, API
-   and pgstac exports with them), each wave concurrently;
+1. every document except the roots, in waves (:func:`~.staging.order`):
+   the files that link nothing, then the STAC documents from the deepest
+   path up, each wave concurrently;
 2. the roots: ``stac/catalog.json``, then ``catalog.yaml`` and ``catalog_v2.yaml``;
 3. the build record, which says what the catalog now is;
 4. the documents of the previous build that this one no longer has (products
    that are gone), deleted once nothing written links to them.
+
+Keys never change between generations (ids and hrefs are a promise), so a
+set of PUTs is never atomic; what a run stopped between them leaves is
+mended by the next one, which never forgets a key: before its first write a
+run notes in the catalog's lock (:mod:`.lock`) the keys it will write and
+delete (its ``journal``). A run that takes over the lock of one that died
+writes each of those keys again if its catalog has it and deletes it if not,
+whatever the record says; the journal stays in the lock until a run has.
+That costs one PUT of the lock per run that writes (two PUTs and a DELETE
+of the lock per run in all), where listing the owned prefixes on every run
+would cost a LIST per 1,000 documents.
 
 A document whose bytes equal the previous build's (the record keeps each
 document's SHA-256) is not uploaded again, so an update that changed one
@@ -27,7 +40,9 @@ from pathlib import Path
 
 from moczarr.metadata import Writer, normalize_location
 
+from .lock import CatalogLock, catalog_lock, staging_prefix
 from .record import RECORD_NAME, BuildRecord, document_hashes
+from .staging import order, pause
 
 #: the documents written after every other one, in this order
 ROOT_DOCUMENTS = ("stac/catalog.json", "catalog.yaml", "catalog_v2.yaml")
@@ -41,12 +56,16 @@ def previous_record(writer: Writer) -> BuildRecord | None:
     return None if payload is None else BuildRecord.from_json(payload, f"{writer.location}/{RECORD_NAME}")
 
 
-def write_tree(staged: Path, writer: Writer, previous: BuildRecord | None) -> dict[str, int]:
+def write_tree(
+    staged: Path, writer: Writer, previous: BuildRecord | None, lock: CatalogLock | None = None
+) -> dict[str, int]:
     """Write the staged build folder to ``writer``'s location in the order of the module docstring.
 
     Returns the counts ``written``, ``unchanged`` and ``deleted``. Without a
     previous record the stale documents are found by listing what the
-    output holds under the names a build owns.
+    output holds under the names a build owns. ``lock``: the catalog's lock,
+    whose journal names the keys a killed run left unknown (written again or
+    deleted here) and receives this run's before its first write.
     """
     record = (staged / RECORD_NAME).read_bytes()
     hashes = BuildRecord.from_json(record, os.fspath(staged / RECORD_NAME)).documents or document_hashes(staged)
@@ -55,17 +74,30 @@ def write_tree(staged: Path, writer: Writer, previous: BuildRecord | None) -> di
         before = dict(previous.documents)
     else:
         before = {key: "" for key in writer.list_all() if key.startswith(OWNED) or key in ROOT_DOCUMENTS}
-    todo = [key for key, digest in hashes.items() if before.get(key) != digest]
-    leaves = [key for key in todo if key not in ROOT_DOCUMENTS]
-    for depth in sorted({key.count("/") for key in leaves}, reverse=True):
-        writer.put_many([(key, (staged / key).read_bytes()) for key in leaves if key.count("/") == depth])
-    for key in ROOT_DOCUMENTS:
-        if key in todo:
-            writer.put_many([(key, (staged / key).read_bytes())])
-    if previous is None or previous.to_json() != record:
+    journal = (lock.journal if lock is not None else None) or {}
+    unknown = {*journal.get("put", ()), *journal.get("delete", ())}
+    todo = [key for key, digest in hashes.items() if before.get(key) != digest or key in unknown]
+    stale = sorted(key for key in {*before, *unknown} if key not in hashes and key.startswith(OWNED))
+    put_record = previous is None or previous.to_json() != record or bool(unknown)
+    if lock is not None and (todo or stale or put_record):
+        lock.note(writing=True, journal={"put": sorted(todo), "delete": stale})
+    pause("staged")
+    waves = order(todo, ROOT_DOCUMENTS)
+    for i, wave in enumerate(waves, 1):
+        writer.put_many([(key, (staged / key).read_bytes()) for key in wave])
+        if i == max(1, len(waves) // 2):
+            pause("moving")
+        if wave == [ROOT_DOCUMENTS[0]]:
+            pause("roots")
+    if put_record:
         writer.put_many([(RECORD_NAME, record)])
-    stale = sorted(key for key in before if key not in hashes and key.startswith(OWNED))
-    writer.delete_many(stale)
+    if stale:
+        half = len(stale) // 2
+        writer.delete_many(stale[:half])
+        pause("deleting")
+        writer.delete_many(stale[half:])
+    if lock is not None:
+        lock.written()
     return {"written": len(todo), "unchanged": len(hashes) - len(todo), "deleted": len(stale)}
 
 
@@ -78,18 +110,21 @@ def build_to_url(build: Callable[..., dict], roots, out: str, *, storage_options
     """
     out = normalize_location(out)
     writer = Writer(out, storage_options)
-    previous = kw.get("previous") or previous_record(writer)
-    with tempfile.TemporaryDirectory(prefix="moczarr-catalog-") as tmp:
-        staged = Path(tmp) / "out"
-        written = build(
-            roots,
-            staged,
-            storage_options=storage_options,
-            catalog_url=catalog_url or out,
-            out_location=out,
-            **kw,
-        )
-        counts = write_tree(staged, writer, previous)
+    with catalog_lock(out, storage_options, "build") as lock:
+        if lock.journal or lock.unsettled:  # keys a killed run left unknown: every document is staged and compared
+            kw = {**kw, "previous": None}
+        previous = kw.get("previous") or previous_record(writer)
+        with tempfile.TemporaryDirectory(prefix=staging_prefix(lock.token)) as tmp:
+            staged = Path(tmp) / "out"
+            written = build(
+                roots,
+                staged,
+                storage_options=storage_options,
+                catalog_url=catalog_url or out,
+                out_location=out,
+                **kw,
+            )
+            counts = write_tree(staged, writer, previous, lock)
     return {**_as_urls(written, staged, out), "uploaded": counts}
 
 

@@ -42,7 +42,7 @@ from .entries import CatalogEntries
 from .publish import CATALOG_FIELD, COLLECTIONS_NDJSON, ITEMS_NDJSON, ndjson_line
 from .record import BuildRecord
 from .stac import API_COLLECTIONS, API_ITEMS
-from .staging import replace
+from .staging import move_in
 
 #: the folder of the static catalog below the output
 STAC = "stac"
@@ -104,29 +104,23 @@ class Reuse:
         }
 
     def move_in(self, staged: Path, out: Path, names: Iterable[str]) -> None:
-        """Put a staged partial build into the local catalog ``out``, leaves first and the roots last.
+        """Put a staged partial build into the local catalog ``out`` (:func:`~.staging.move_in`: leaves first, the
+        entry documents and the record, ``names``, last).
 
-        Each written product's folder replaces the previous one whole; then
-        every other staged file (its STAC API files, the store Catalogs, the
-        ndjson, then ``names``: the entry documents and the record, in that
-        order) replaces its namesake; last, the written products' previous STAC
-        API files that this build has no longer (a Collection split otherwise) go.
+        The written products' folders and STAC API files are this write's:
+        a file below them that the build has no longer (an Item gone, a
+        Collection's stac-geoparquet file split otherwise) is removed once
+        everything is in place; every other file of ``out`` is kept.
         """
-        for cid in self.written:
-            dst = out / self.folders[cid]
-            replace(staged / self.folders[cid], dst, dst.with_name(f".{dst.name}.old"))
-        last = list(names)
-        staged_keys = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
-        rest = sorted(staged_keys.difference(last), key=lambda key: -key.count("/"))
-        for key in [*rest, *last]:
-            (out / key).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staged / key, out / key)
+        folders = tuple(f"{self.folders[cid]}/" for cid in self.written)
         owned = set(self.written)
-        for folder in (API_ITEMS, API_COLLECTIONS):
-            for path in (out / STAC / folder).iterdir() if (out / STAC / folder).is_dir() else ():
-                key = f"{STAC}/{folder}/{path.name}"
-                if key not in staged_keys and _api_owner(key, self.folders) in owned:
-                    path.unlink()
+        move_in(
+            staged,
+            out,
+            last=list(names),
+            scope=[*(self.folders[cid] for cid in self.written), f"{STAC}/{API_ITEMS}", f"{STAC}/{API_COLLECTIONS}"],
+            claims=lambda key: key.startswith(folders) or _api_owner(key, self.folders) in owned,
+        )
 
 
 def _api_owner(key: str, ids: Container[str]) -> str | None:

@@ -30,6 +30,7 @@ from moczarr.testing.moraine import write_raster_pyramid
 from moczarr_intake import reading
 from moczarr_intake.cli import build, main
 from moczarr_intake.discover import discover
+from moczarr_intake.lock import LOCK_KEY
 from moczarr_intake.reading import read_roots
 from moczarr_intake.record import RECORD_NAME, BuildRecord
 from moczarr_intake.refresh import update
@@ -294,7 +295,7 @@ class _ServerLog(logging.Handler):
 
     def emit(self, record):
         found = self._pattern.search(ANSI.sub("", record.getMessage()))  # a 404's line is coloured
-        if found:
+        if found and not found.group(2).endswith(f"/{LOCK_KEY}"):  # the catalog's documents, not its lock
             self.lines.append((found.group(1), found.group(2)))
 
 
@@ -442,7 +443,7 @@ def test_update_rewrites_an_unchanged_catalog_it_cannot_vouch_for(sample, tmp_pa
 
 def test_update_to_object_storage_that_finds_nothing_changed_sends_no_write(sample, s3):
     s3.upload_tree(sample / "elevation", "living", "still/p0")
-    options = s3.storage_options(anon=True)
+    options = s3.storage_options(anon=False)  # writes are signed (the server refuses anonymous overwrites)
     out = "s3://living/still-cat"
     build(["s3://living/still/p0"], out, storage_options=options, progress=False)
     with count_requests() as counter:
@@ -600,7 +601,8 @@ def test_update_to_object_storage_puts_only_the_changed_products_documents(sampl
     finally:
         logging.getLogger("werkzeug").removeHandler(log)
     assert result["refresh"]["read"] == ["s3://living/part/b"]
-    assert counter.summary()["GET other"] == 3  # the build record and the two pgstac ndjson files
+    # the build record, the two pgstac ndjson files, and the lock read back before it is deleted (still this run's?)
+    assert counter.summary()["GET other"] == 4
     assert puts and all(
         key.startswith(("stac/part/b/", "stac/api-items/b.", "stac/api-collections/b.json", "pgstac/"))
         or key in ("stac/part/catalog.json", "stac/catalog.json", "catalog.yaml", "catalog_v2.yaml", RECORD_NAME)

@@ -2,60 +2,72 @@
 
 from __future__ import annotations
 
-from moczarr_intake.staging import move_in, replace
+from moczarr_intake.staging import move_in, order, staging_folders, sweep
 
 
-def test_replace_swaps_a_folder_whole_and_removes_the_previous(tmp_path):
-    new, dst = tmp_path / "new", tmp_path / "out" / "product"
-    (new / "items").mkdir(parents=True)
-    (new / "items" / "a.json").write_text("new")
-    (dst / "gone").mkdir(parents=True)
-    (dst / "gone" / "b.json").write_text("old")
-    aside = tmp_path / "out" / ".product.old"
-
-    replace(new, dst, aside)
-
-    assert sorted(p.relative_to(dst).as_posix() for p in dst.rglob("*")) == ["items", "items/a.json"]
-    assert (dst / "items" / "a.json").read_text() == "new"
-    assert not new.exists() and not aside.exists()
-
-
-def test_replace_clears_what_a_stopped_run_left_aside(tmp_path):
-    new, dst, aside = tmp_path / "new.json", tmp_path / "doc.json", tmp_path / "doc.json.old"
-    new.write_text("new")
-    dst.write_text("old")
-    (aside / "left").mkdir(parents=True)  # a folder where the file is set aside: os.replace would fail on it
-
-    replace(new, dst, aside)
-
-    assert dst.read_text() == "new"
-    assert not aside.exists()
+def test_order_places_what_links_nothing_first_then_documents_deepest_first_then_the_roots():
+    keys = [
+        "catalog.yaml",
+        "stac/catalog.json",
+        "stac/p/collection.json",
+        "stac/p/p-o8/p-o8.json",
+        "stac/p/p-o8/thumb.png",
+        "stac/api-items/p.parquet",
+        "stac/api-collections/p.json",
+        "pgstac/items.ndjson",
+        "build-record.json",
+    ]
+    waves = order(keys, ["stac/catalog.json", "catalog.yaml", "catalog_v2.yaml", "build-record.json"])
+    assert waves == [
+        ["pgstac/items.ndjson", "stac/api-items/p.parquet", "stac/p/p-o8/thumb.png"],
+        ["stac/p/p-o8/p-o8.json"],
+        ["stac/api-collections/p.json", "stac/p/collection.json"],
+        ["stac/catalog.json"],
+        ["catalog.yaml"],
+        ["build-record.json"],
+    ]
 
 
-def test_replace_creates_a_missing_destination_and_its_parents(tmp_path):
-    new = tmp_path / "new"
-    new.mkdir()
-    (new / "x").write_text("1")
-    dst = tmp_path / "a" / "b" / "c"
-
-    replace(new, dst, tmp_path / "aside")
-
-    assert (dst / "x").read_text() == "1"
-
-
-def test_move_in_replaces_each_name_in_order_and_leaves_the_rest(tmp_path):
+def test_move_in_places_every_file_and_removes_only_stale_files_it_owns(tmp_path):
     staged, out = tmp_path / "staged", tmp_path / "out"
-    (staged / "stac").mkdir(parents=True)
+    (staged / "stac" / "new").mkdir(parents=True)
     (staged / "stac" / "catalog.json").write_text("new root")
+    (staged / "stac" / "new" / "collection.json").write_text("new")
     (staged / "catalog.yaml").write_text("new yaml")
-    (out / "stac").mkdir(parents=True)
-    (out / "stac" / "stale.json").write_text("old")
+    (out / "stac" / "gone" / "items").mkdir(parents=True)
+    (out / "stac" / "gone" / "items" / "a.json").write_text("old")
+    (out / "stac" / "catalog.json").write_text("old root")
     (out / "catalog.yaml").write_text("old yaml")
     (out / "notes.txt").write_text("not ours")
 
-    move_in(staged, out, ["stac", "catalog.yaml"])
+    move_in(staged, out, last=["stac/catalog.json", "catalog.yaml"], scope=["stac", "catalog.yaml"])
 
-    assert sorted(p.name for p in (out / "stac").iterdir()) == ["catalog.json"]
+    kept = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    assert kept == ["catalog.yaml", "notes.txt", "stac", "stac/catalog.json", "stac/new", "stac/new/collection.json"]
     assert (out / "catalog.yaml").read_text() == "new yaml"
-    assert (out / "notes.txt").read_text() == "not ours"
-    assert list(staged.iterdir()) == []
+    assert not [p for p in staged.rglob("*") if p.is_file()]
+
+
+def test_move_in_removes_only_what_claims_owns(tmp_path):
+    staged, out = tmp_path / "staged", tmp_path / "out"
+    (staged / "stac" / "b").mkdir(parents=True)
+    (staged / "stac" / "b" / "collection.json").write_text("new b")
+    for name in ("a", "b"):
+        (out / "stac" / name).mkdir(parents=True)
+        (out / "stac" / name / "old-item.json").write_text("old")
+
+    move_in(staged, out, last=[], scope=["stac"], claims=lambda key: key.startswith("stac/b/"))
+
+    assert (out / "stac" / "a" / "old-item.json").exists()  # not this write's: kept
+    assert sorted(p.name for p in (out / "stac" / "b").iterdir()) == ["collection.json"]
+
+
+def test_sweep_removes_the_staging_folders_of_its_catalog_only(tmp_path):
+    out = tmp_path / "cat"
+    for name in (".cat.abcd_123.tmp", ".cat.x1y2z3w4.tmp", ".cat.2024.abcdefgh.tmp", ".cats.abcdefgh.tmp"):
+        (tmp_path / name).mkdir()
+    assert sorted(p.name for p in staging_folders(out)) == [".cat.abcd_123.tmp", ".cat.x1y2z3w4.tmp"]
+
+    sweep(out)
+
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".cat.2024.abcdefgh.tmp", ".cats.abcdefgh.tmp"]
