@@ -679,9 +679,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _one_line(exc: BaseException) -> str:
     """``exc``'s message on one line, any ``user:password@`` (of a DSN, an endpoint, with or without its
-    ``scheme://``, a password holding ``/`` too) shown as ``***@``."""
+    ``scheme://``, a password holding ``/`` too) shown as ``***@``; one already shown as ``user:***@`` (publish
+    names the database's user) stays."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)?[^\s:/@\"']+:[^\s@\"']*@", lambda m: f"{m[1] or ''}***@", text)
+
+    def hidden(m: re.Match) -> str:
+        return m[0] if m[0].endswith(":***@") else f"{m[1] or ''}***@"
+
+    return re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)?[^\s:/@\"']+:[^\s@\"']*@", hidden, text)
 
 
 def parser() -> argparse.ArgumentParser:
