@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import mortie
 import numpy as np
@@ -73,6 +72,7 @@ from ..openers.pyramid import open_level_or_omit
 from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
 from ._findings import VerifyReport
 from ._objects import chunk_presence, decode_arrays, read_objects
+from ._product import ProductState, StampedLeaf, object_of, sidecar_keys, word_of
 
 #: leaves whose objects one deep batch holds in memory at once
 DEEP_BATCH = 64
@@ -204,46 +204,8 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
     return [(f"{n}/", storage.child(n), manifests[n]) for n in sorted(manifests)]
 
 
-def _object_of(message: str, storage: Storage) -> str:
-    """The store-relative key a reader message starts with (``{location}/{key}: ...``), else ``""``."""
-    head = message.split(": ", 1)[0]
-    base = storage.location.rstrip("/") + "/"
-    return head[len(base) :] if head.startswith(base) else ""
-
-
-@dataclass
-class _Leaf:
-    ref: LeafRef
-    stamp: dict
-    prefix: str  # where its arrays are
-    live: bool = True  # False when the version it points at is missing or unstamped
-
-
-class _ProductCheck:
+class _ProductCheck(ProductState):
     """The checks of one product (a complete morton-hive store)."""
-
-    def __init__(self, report, storage, prefix, manifest, window, deep, progress):
-        self.report, self.storage, self.prefix, self.m = report, storage, prefix, manifest
-        # window= scopes windowed products and leaves unwindowed ones whole, as open_store does
-        self.window = window if manifest.windowed else None
-        self.deep, self.progress = deep, progress
-        self.windows: set[str] = set()  # the windows the walk found leaves of (every window, before scoping)
-        self.group = str(manifest.cell_order)
-        self.stamped: list[LeafRef] = []  # every leaf with a root stamp, damaged or not
-        self.unstamped: list[LeafRef] = []  # leaf prefixes without a root stamp: debris, or a lost stamp
-        self.all_refs: list[LeafRef] = []  # every readable leaf prefix of the walk, in every window
-        self.overview_paths: dict[str, tuple[int, int]] = {}  # admitted overview -> (node order, cell order)
-        self.overview_counts: dict[str, np.ndarray | None] = {}  # an overview's decoded count array, once read
-
-    def add(self, kind: str, severity: str, rel: str, message: str) -> None:
-        self.report.add(kind, severity, self.prefix + rel, message)
-
-    def tick(self, checked: int, found: int) -> None:
-        if self.progress:
-            self.progress(checked, found)
-
-    def count(self, key: str, n: int = 1) -> None:
-        self.report.counts[key] += n
 
     def run(self) -> None:
         if self.m.windowed and self.window is not None:
@@ -303,7 +265,7 @@ class _ProductCheck:
             refs = walk_leaves(self.storage, self.m.shard_order, self.m.path_grouping)
         for w in caught:
             msg = str(w.message)
-            self.add("leaf-misplaced", "warning", _object_of(msg, self.storage), msg)
+            self.add("leaf-misplaced", "warning", object_of(msg, self.storage), msg)
         keep = []
         for ref in refs:
             if self.m.windowed != (ref.window is not None):
@@ -327,7 +289,7 @@ class _ProductCheck:
         return keep
 
     # -- stamps and debris ---------------------------------------------------------------------------
-    def _stamps(self, refs: list[LeafRef]) -> list[_Leaf]:
+    def _stamps(self, refs: list[LeafRef]) -> list[StampedLeaf]:
         docs = self.storage.get_many([f"{r.path}/zarr.json" for r in refs])
         leaves = []
         for ref, payload in zip(refs, docs, strict=True):
@@ -353,11 +315,11 @@ class _ProductCheck:
             except VersionPointerError as exc:
                 self.add("bad-pointer", "error", ref.path, str(exc))
                 continue
-            leaves.append(_Leaf(ref, stamp, prefix))
+            leaves.append(StampedLeaf(ref, stamp, prefix))
         self.tick(len(refs), 0)
         return leaves
 
-    def _versions(self, leaves: list[_Leaf]) -> None:
+    def _versions(self, leaves: list[StampedLeaf]) -> None:
         """Versioned leaves: the named version present and stamped, superseded versions, legacy leftovers."""
         versioned = [lf for lf in leaves if lf.prefix != lf.ref.path]
         self.count("versioned", len(versioned))
@@ -451,7 +413,7 @@ class _ProductCheck:
         if self.window is not None:
             return  # a shard may hold leaves in other windows only
         pg = self.m.path_grouping
-        lost = {_word_of(r) for r in self.unstamped}  # reported as stamp-lost instead
+        lost = {word_of(r) for r in self.unstamped}  # reported as stamp-lost instead
         for w in sorted(named - held - lost):
             d = ids.to_decimal(w)
             where = ids.leaf_path(d, None, pg) if not self.m.windowed else ids.hive_node(d, pg)
@@ -462,7 +424,7 @@ class _ProductCheck:
                 "the root coverage.moc names this shard but it holds no stamped leaf: every open pays a stamp miss",
             )
 
-    def _boxes(self, leaves: list[_Leaf]) -> None:
+    def _boxes(self, leaves: list[StampedLeaf]) -> None:
         """Box members inside the shard; a ``full`` leaf's box covering the whole shard (no read needed)."""
         for lf in leaves:
             cov = stamp_coverage(lf.stamp)
@@ -485,7 +447,7 @@ class _ProductCheck:
                 ).ravel()
                 self._box_covers(lf, box, cells, "the full subtree")
 
-    def _box_covers(self, lf: _Leaf, box: np.ndarray, cells: np.ndarray, what: str) -> None:
+    def _box_covers(self, lf: StampedLeaf, box: np.ndarray, cells: np.ndarray, what: str) -> None:
         missed = ~aoi_mask(cells, box)
         if missed.any():
             self.add(
@@ -496,7 +458,7 @@ class _ProductCheck:
                 f"(e.g. {ids.to_decimal(cells[missed][0])}): AOI opens there drop real data",
             )
 
-    def _schema(self, leaves: list[_Leaf]) -> None:
+    def _schema(self, leaves: list[StampedLeaf]) -> None:
         """The schema an open takes from its first leaf, through the reader's array contract."""
         live = [lf for lf in leaves if lf.live]
         if not live:
@@ -511,6 +473,7 @@ class _ProductCheck:
     def _pyramid(self, levels, moc_usable: bool, refs: list[LeafRef]) -> list[str]:
         """Every declared derived level through the reader's level opener; returns the admitted objects' paths."""
         decl = pyramid_declaration(self.m)
+        windows: Sequence[str | None]
         if self.m.windowed:
             windows = [self.window] if self.window else sorted({r.window for r in refs if r.window})
         else:
@@ -549,7 +512,7 @@ class _ProductCheck:
                         self.add(
                             f"{level.artifact}-refused",
                             "error",
-                            _object_of(str(exc), self.storage) or MANIFEST_NAME,
+                            object_of(str(exc), self.storage) or MANIFEST_NAME,
                             f"{exc} (readers refuse the whole level)",
                         )
                         found += 1  # objects exist, they are wrong
@@ -558,7 +521,7 @@ class _ProductCheck:
                         self.add(
                             f"{level.artifact}-unreadable",
                             "error",
-                            _object_of(str(exc), self.storage) or MANIFEST_NAME,
+                            object_of(str(exc), self.storage) or MANIFEST_NAME,
                             f"{exc} (opening the level raises)",
                         )
                         found += 1
@@ -567,7 +530,7 @@ class _ProductCheck:
                 for c in caught:
                     if issubclass(c.category, ObjectDroppedWarning):
                         msg = str(c.message)
-                        self.add(f"{level.artifact}-dropped", "warning", _object_of(msg, self.storage), msg)
+                        self.add(f"{level.artifact}-dropped", "warning", object_of(msg, self.storage), msg)
                         found += 1
                 if ds is None:
                     continue
@@ -610,15 +573,15 @@ class _ProductCheck:
         if not refs:
             return
         named = {int(w) for w in shards} if moc_usable else set()
-        held = self._stamped_shards({_word_of(r) for r in refs})
+        held = self._stamped_shards({word_of(r) for r in refs})
         listings = self.storage.list_many([r.path for r in refs])
         versions = [sorted(n for n in names if n.startswith("run-")) for names in listings]
         vkeys = [f"{r.path}/{v}/zarr.json" for r, vs in zip(refs, versions, strict=True) for v in vs]
         vdocs = iter(self.storage.get_many(vkeys))
-        records = self.storage.get_many([self._sidecar_keys(r)[0] for r in refs])
+        records = self.storage.get_many([sidecar_keys(r)[0] for r in refs])
         for ref, names, record in zip(refs, versions, records, strict=True):
             stamped = {v: st for v in names if (st := self._quiet_stamp(next(vdocs), f"{ref.path}/{v}")) is not None}
-            word = _word_of(ref)
+            word = word_of(ref)
             why = []
             if word in named and word not in held:
                 why.append(f"the root coverage.moc names shard {ref.decimal} and no stamped leaf holds it")
@@ -627,7 +590,7 @@ class _ProductCheck:
                 why.append(counted)
             own = self._own_record(ref, word, record)
             if own is not None:
-                why.append(f"its D20 stats record {self._sidecar_keys(ref)[0]} (written only after a stamp) is there")
+                why.append(f"its D20 stats record {sidecar_keys(ref)[0]} (written only after a stamp) is there")
             if not why:
                 self.count("debris")
                 self.add(
@@ -676,12 +639,12 @@ class _ProductCheck:
 
     def _stamped_shards(self, words: set[int]) -> set[int]:
         """The shards among the walked ones holding a stamped leaf in any window (reads other windows' stamps)."""
-        held = {_word_of(r) for r in self.stamped}
+        held = {word_of(r) for r in self.stamped}
         if self.window is None:
             return held
-        others = [r for r in self.all_refs if r.window != self.window and _word_of(r) in words]
+        others = [r for r in self.all_refs if r.window != self.window and word_of(r) in words]
         docs = self.storage.get_many([f"{r.path}/zarr.json" for r in others])
-        held |= {_word_of(r) for r, d in zip(others, docs, strict=True) if self._quiet_stamp(d, r.path) is not None}
+        held |= {word_of(r) for r, d in zip(others, docs, strict=True) if self._quiet_stamp(d, r.path) is not None}
         return held
 
     def _quiet_stamp(self, payload: bytes | None, path: str) -> dict | None:
@@ -694,7 +657,7 @@ class _ProductCheck:
     def _own_record(self, ref: LeafRef, word: int, payload: bytes | None) -> dict | None:
         """The prefix's D20 stats record, when it is one of this shard and window (else None)."""
         try:
-            record = parse_json(payload, self.storage.describe(self._sidecar_keys(ref)[0]))
+            record = parse_json(payload, self.storage.describe(sidecar_keys(ref)[0]))
         except StampError:
             return None
         if isinstance(record, dict) and record.get("shard_key") == word and record.get("window") == ref.window:
@@ -732,10 +695,10 @@ class _ProductCheck:
         return self.overview_counts[path]
 
     # -- deep ----------------------------------------------------------------------------------------
-    def _deep(self, leaves: list[_Leaf], derived: list[str]) -> None:
+    def _deep(self, leaves: list[StampedLeaf], derived: list[str]) -> None:
         """Every object of every live leaf and admitted derived object, read once, hashed and cross-checked."""
         unrecorded = 0
-        items: list[tuple[str, _Leaf | None]] = [(lf.prefix, lf) for lf in leaves] + [(p, None) for p in derived]
+        items: list[tuple[str, StampedLeaf | None]] = [(lf.prefix, lf) for lf in leaves] + [(p, None) for p in derived]
         self.tick(0, len(items))
         for start in range(0, len(items), DEEP_BATCH):
             batch = items[start : start + DEEP_BATCH]
@@ -840,15 +803,9 @@ class _ProductCheck:
         return values, digests
 
     # -- D20 sidecars (FORMAT.md §4.5, §8.1, §8.2) ---------------------------------------------------
-    def _sidecar_keys(self, ref: LeafRef) -> tuple[str, str]:
-        """The D20 stats record and the granule-id list of a leaf: siblings of its stable root."""
-        node = ref.path.rpartition("/")[0]
-        suffix = "" if ref.window is None else f"_{ref.window}"
-        return f"{node}/stats{suffix}.json", f"{node}/granules{suffix}.json"
-
-    def _read_sidecars(self, leaves: Sequence[_Leaf | None]) -> list[tuple[bytes | None, bytes | None]]:
+    def _read_sidecars(self, leaves: Sequence[StampedLeaf | None]) -> list[tuple[bytes | None, bytes | None]]:
         """Both sidecars of every leaf of a deep batch (``(None, None)`` for derived objects), in one batched read."""
-        keys = [k for lf in leaves if lf is not None for k in self._sidecar_keys(lf.ref)]
+        keys = [k for lf in leaves if lf is not None for k in sidecar_keys(lf.ref)]
         payloads = iter(self.storage.get_many(keys))
         return [(None, None) if lf is None else (next(payloads), next(payloads)) for lf in leaves]
 
@@ -869,7 +826,11 @@ class _ProductCheck:
         return doc
 
     def _check_sidecars(
-        self, lf: _Leaf, payloads: tuple[bytes | None, bytes | None], digests: dict[str, str], stamped: dict | None
+        self,
+        lf: StampedLeaf,
+        payloads: tuple[bytes | None, bytes | None],
+        digests: dict[str, str],
+        stamped: dict | None,
     ) -> bool:
         """Check a leaf's D20 record and granule-id list against the leaf; True when the record verified its content.
 
@@ -878,7 +839,7 @@ class _ProductCheck:
         a warning. Where the stamp records no content hashes (older writers),
         the D20 record's are the only ones, and a match verifies the content.
         """
-        stats_key, granules_key = self._sidecar_keys(lf.ref)
+        stats_key, granules_key = sidecar_keys(lf.ref)
         record = self._sidecar_document(stats_key, payloads[0])
         listing = self._sidecar_document(granules_key, payloads[1])
         verified = False
@@ -927,7 +888,7 @@ class _ProductCheck:
             self._check_granules(lf, granules_key, listing, record)
         return verified
 
-    def _check_granules(self, lf: _Leaf, key: str, listing: dict, record: dict | None) -> None:
+    def _check_granules(self, lf: StampedLeaf, key: str, listing: dict, record: dict | None) -> None:
         """A granule-id list is trusted only when it hashes to its ``granules_sha256`` and that is the D20 record's."""
         names, claimed = listing.get("granule_ids"), listing.get("granules_sha256")
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -962,7 +923,7 @@ class _ProductCheck:
                 f"the stamp says granule_count {count}, its trusted granule-id list holds {len(names)}",
             )
 
-    def _occupancy(self, lf: _Leaf, objs: dict[str, bytes], arrays: dict[str, np.ndarray]) -> None:
+    def _occupancy(self, lf: StampedLeaf, objs: dict[str, bytes], arrays: dict[str, np.ndarray]) -> None:
         """Box ⊇ bitmap, bitmap == ``count > 0``, ``cells_with_data`` == populated cells (deep only)."""
         cov = stamp_coverage(lf.stamp)
         box = box_words(lf.stamp)
@@ -1019,11 +980,6 @@ class _ProductCheck:
                 lf.ref.path,
                 f"the stamp says cells_with_data {cwd}, count > 0 in {occupied.size} cells",
             )
-
-
-def _word_of(ref: LeafRef) -> int:
-    """A walked leaf's packed word (the walk records it; computed for a ref made elsewhere)."""
-    return int(ids.to_words(ref.decimal)[0]) if ref.word is None else int(ref.word)
 
 
 __all__ = ["combined_digest", "content_digest", "verify_store"]
