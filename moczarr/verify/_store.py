@@ -25,7 +25,6 @@ See ``docs/verify.md`` for every finding kind.
 
 from __future__ import annotations
 
-import hashlib
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -46,12 +45,11 @@ from ..errors import (
     VersionPointerError,
     WindowError,
 )
-from ..format.content import combined_digest, content_digest, recorded_digests
+from ..format.content import combined_digest, content_digest
 from ..format.coverage import (
     ROOT_MOC_NAME,
     aoi_mask,
     box_words,
-    decode_bitmap,
     parse_root_moc,
     stamp_coverage,
 )
@@ -70,12 +68,10 @@ from ..ids import ALL_TOKEN
 from ..openers.hive import list_windows
 from ..openers.pyramid import open_level_or_omit
 from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
+from ._deep import DeepPass
 from ._findings import VerifyReport
-from ._objects import chunk_presence, decode_arrays, read_objects
-from ._product import ProductState, StampedLeaf, object_of, sidecar_keys, word_of
-
-#: leaves whose objects one deep batch holds in memory at once
-DEEP_BATCH = 64
+from ._objects import decode_arrays, read_objects
+from ._product import StampedLeaf, object_of, sidecar_keys, word_of
 
 
 def verify_store(
@@ -204,7 +200,7 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
     return [(f"{n}/", storage.child(n), manifests[n]) for n in sorted(manifests)]
 
 
-class _ProductCheck(ProductState):
+class _ProductCheck(DeepPass):
     """The checks of one product (a complete morton-hive store)."""
 
     def run(self) -> None:
@@ -693,293 +689,6 @@ class _ProductCheck(ProductState):
             got = decode_arrays([{f"count/{k}": v for k, v in objs.items()}])[0].get("count")
             self.overview_counts[path] = None if got is None or isinstance(got, Exception) else np.asarray(got)
         return self.overview_counts[path]
-
-    # -- deep ----------------------------------------------------------------------------------------
-    def _deep(self, leaves: list[StampedLeaf], derived: list[str]) -> None:
-        """Every object of every live leaf and admitted derived object, read once, hashed and cross-checked."""
-        unrecorded = 0
-        items: list[tuple[str, StampedLeaf | None]] = [(lf.prefix, lf) for lf in leaves] + [(p, None) for p in derived]
-        self.tick(0, len(items))
-        for start in range(0, len(items), DEEP_BATCH):
-            batch = items[start : start + DEEP_BATCH]
-            # a leaf's root document (stamp or version stamp) was read by the shallow pass: not again
-            objects = read_objects(self.storage, [data for data, _ in batch], [lf is not None for _, lf in batch])
-            decoded = decode_arrays(objects)
-            sidecars = self._read_sidecars([lf for _, lf in batch])
-            for (data, lf), objs, arrays, records in zip(batch, objects, decoded, sidecars, strict=True):
-                stamp: dict | None
-                if lf is not None:
-                    stamp = lf.stamp
-                    if f"{self.group}/zarr.json" not in objs:
-                        self.add(
-                            "data-group-missing",
-                            "error",
-                            f"{data}/{self.group}",
-                            "a stamped leaf without its data group: reads of it raise (malformed leaf)",
-                        )
-                        continue
-                else:  # a derived object's stamp is its root zarr.json, just read with the rest
-                    try:
-                        stamp = stamp_of(parse_json(objs.get("zarr.json"), self.storage.describe(f"{data}/zarr.json")))
-                    except StampError as exc:
-                        self.add("stamp-unparsable", "error", f"{data}/zarr.json", str(exc))
-                        continue
-                recorded = recorded_digests(stamp)
-                values, digests = self._hash_object(data, objs, arrays, stamp, recorded)
-                verified_by_record = False
-                if lf is not None:
-                    self._occupancy(lf, objs, values)
-                    verified_by_record = self._check_sidecars(lf, records, digests, recorded)
-                if recorded is None and not verified_by_record:
-                    unrecorded += 1
-            self.tick(len(batch), 0)
-        if unrecorded:
-            self.add(
-                "content-unrecorded",
-                "info",
-                "",
-                f"{unrecorded} objects record no content_hashes: their bytes cannot be verified (not tampered)",
-            )
-
-    def _hash_object(
-        self, data: str, objs: dict[str, bytes], decoded: dict, stamp: dict | None, recorded: dict | None
-    ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-        """Recompute the O11 digests of the decoded arrays of ``data``; report against ``recorded``.
-
-        Returns the decoded values and their digests, by array path.
-        """
-        names = sorted(decoded)
-        values: dict[str, np.ndarray] = {}
-        digests: dict[str, str] = {}
-        for name in names:
-            result = decoded[name]
-            if isinstance(result, Exception):
-                self.add(
-                    "chunk-unreadable",
-                    "error",
-                    f"{data}/{name}",
-                    f"array does not decode: {type(result).__name__}: {result}",
-                )
-                continue
-            values[name] = result
-            digests[name] = content_digest(result)
-        self.count("arrays_hashed", len(digests))
-        if recorded is None:
-            return values, digests
-        assert stamp is not None  # recorded hashes are read from the stamp
-        combined = stamp["content_hashes"].get("combined")
-        if isinstance(combined, str) and combined != combined_digest(list(recorded.values())):
-            self.add(
-                "content-combined-mismatch",
-                "error",
-                f"{data}/zarr.json",
-                "the recorded combined hash is not the hash of the recorded per-array digests "
-                "(a serialization disagreement: the record cannot be trusted)",
-            )
-        for name in sorted(set(recorded) - set(names)):
-            self.add(
-                "content-array-missing",
-                "error",
-                f"{data}/{name}",
-                "the stamp records a content hash for this array but it is not on disk",
-            )
-        for name in sorted(set(digests) - set(recorded)):
-            self.add(
-                "content-array-unrecorded",
-                "warning",
-                f"{data}/{name}",
-                "an array the stamp's content_hashes do not list",
-            )
-        for name in sorted(set(digests) & set(recorded)):
-            if digests[name] != recorded[name]:
-                chunks = chunk_presence(name, objs)
-                self.add(
-                    "content-mismatch",
-                    "error",
-                    f"{data}/{name}",
-                    f"decoded content hashes to {digests[name][:12]}…, the stamp records {recorded[name][:12]}… "
-                    f"({chunks}): a replaced, truncated or missing chunk reads as fill under zarr",
-                )
-        return values, digests
-
-    # -- D20 sidecars (FORMAT.md §4.5, §8.1, §8.2) ---------------------------------------------------
-    def _read_sidecars(self, leaves: Sequence[StampedLeaf | None]) -> list[tuple[bytes | None, bytes | None]]:
-        """Both sidecars of every leaf of a deep batch (``(None, None)`` for derived objects), in one batched read."""
-        keys = [k for lf in leaves if lf is not None for k in sidecar_keys(lf.ref)]
-        payloads = iter(self.storage.get_many(keys))
-        return [(None, None) if lf is None else (next(payloads), next(payloads)) for lf in leaves]
-
-    def _sidecar_document(self, key: str, payload: bytes | None) -> dict | None:
-        """A sidecar's JSON object, or None when absent (fail-open) or unreadable (a warning)."""
-        if payload is None:
-            return None
-        try:
-            doc = parse_json(payload, self.storage.describe(key))
-        except MoczarrError as exc:
-            self.add("sidecar-unreadable", "warning", key, f"{exc}; it is left out (a sidecar is fail-open)")
-            return None
-        if not isinstance(doc, dict):
-            self.add(
-                "sidecar-unreadable", "warning", key, f"a sidecar is a JSON object, this is a {type(doc).__name__}"
-            )
-            return None
-        return doc
-
-    def _check_sidecars(
-        self,
-        lf: StampedLeaf,
-        payloads: tuple[bytes | None, bytes | None],
-        digests: dict[str, str],
-        stamped: dict | None,
-    ) -> bool:
-        """Check a leaf's D20 record and granule-id list against the leaf; True when the record verified its content.
-
-        Sidecars are written after the stamp and are fail-open (FORMAT.md §4.4):
-        an absent one is unverifiable, never tampered, so every finding here is
-        a warning. Where the stamp records no content hashes (older writers),
-        the D20 record's are the only ones, and a match verifies the content.
-        """
-        stats_key, granules_key = sidecar_keys(lf.ref)
-        record = self._sidecar_document(stats_key, payloads[0])
-        listing = self._sidecar_document(granules_key, payloads[1])
-        verified = False
-        if record is not None and record.get("schema_version") != 1:
-            self.add(
-                "sidecar-unsupported",
-                "warning",
-                stats_key,
-                f"a D20 record of schema_version {record.get('schema_version')!r}; this verifier reads version 1",
-            )
-            record = None
-        if record is not None:
-            word = int(ids.to_words(lf.ref.decimal)[0])
-            if record.get("shard_key") != word or record.get("window") != lf.ref.window:
-                self.add(
-                    "sidecar-foreign",
-                    "warning",
-                    stats_key,
-                    f"the D20 record is of shard_key {record.get('shard_key')!r}, window {record.get('window')!r}, "
-                    f"not of this leaf ({word}, {lf.ref.window!r}); it is left out",
-                )
-                record = None
-        hashes = recorded_digests(record)
-        if hashes is not None and stamped is not None and hashes != stamped:
-            self.add(
-                "sidecar-stale",
-                "warning",
-                stats_key,
-                "the D20 record's content hashes differ from the stamp's: a record of another run "
-                "(the stamp is authoritative)",
-            )
-        elif hashes is not None and stamped is None:
-            bad = sorted(name for name, hexdigest in hashes.items() if digests.get(name) != hexdigest)
-            if bad:
-                self.add(
-                    "sidecar-content-mismatch",
-                    "warning",
-                    stats_key,
-                    f"{len(bad)} arrays (e.g. {bad[0]}) do not hash as the D20 record says and the stamp records "
-                    "no hashes to decide: altered content, or a record left by an earlier run",
-                )
-            else:
-                verified = True
-                self.count("arrays_verified_by_record", len(hashes))
-        if listing is not None:
-            self._check_granules(lf, granules_key, listing, record)
-        return verified
-
-    def _check_granules(self, lf: StampedLeaf, key: str, listing: dict, record: dict | None) -> None:
-        """A granule-id list is trusted only when it hashes to its ``granules_sha256`` and that is the D20 record's."""
-        names, claimed = listing.get("granule_ids"), listing.get("granules_sha256")
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            self.add(
-                "sidecar-unreadable", "warning", key, "'granule_ids' is not a list of strings; the list is left out"
-            )
-            return
-        own = hashlib.sha256("\n".join(sorted(names)).encode("utf-8")).hexdigest()
-        if claimed != own:
-            self.add(
-                "granules-hash-mismatch",
-                "warning",
-                key,
-                f"the {len(names)} ids do not hash to the list's own granules_sha256: the list is untrusted",
-            )
-            return
-        if record is not None and record.get("granules_sha256") not in (None, claimed):
-            self.add(
-                "granules-unmatched",
-                "warning",
-                key,
-                "granules_sha256 differs from the D20 record's: "
-                "the list is of another run and untrusted (FORMAT.md §8.2)",
-            )
-            return
-        count = lf.stamp.get("granule_count")
-        if isinstance(count, int) and not isinstance(count, bool) and count != len(names):
-            self.add(
-                "granule-count-mismatch",
-                "warning",
-                lf.ref.path,
-                f"the stamp says granule_count {count}, its trusted granule-id list holds {len(names)}",
-            )
-
-    def _occupancy(self, lf: StampedLeaf, objs: dict[str, bytes], arrays: dict[str, np.ndarray]) -> None:
-        """Box ⊇ bitmap, bitmap == ``count > 0``, ``cells_with_data`` == populated cells (deep only)."""
-        cov = stamp_coverage(lf.stamp)
-        box = box_words(lf.stamp)
-        shard = ids.to_words(lf.ref.decimal)
-        depth = self.m.cell_order - self.m.shard_order
-        lo, _ = ids.subtree_rank_bounds(shard, self.m.shard_order, self.m.cell_order)
-        bitmap = None
-        if cov is not None and cov.get("encoding") == "bitmap" and depth > 0:
-            sidecar = cov.get("sidecar") or "coverage.moc"
-            payload = objs.get(sidecar)
-            if payload is None:
-                self.add(
-                    "bitmap-missing",
-                    "warning",
-                    f"{lf.prefix}/{sidecar}",
-                    "the stamp declares a bitmap sidecar that is not on disk: exact occupancy degrades to the box",
-                )
-            else:
-                try:
-                    bitmap = decode_bitmap(payload, depth, self.storage.describe(f"{lf.prefix}/{sidecar}"))
-                except CoverageError as exc:
-                    self.add("bitmap-corrupt", "error", f"{lf.prefix}/{sidecar}", str(exc))
-        elif cov is not None and cov.get("encoding") == "full":
-            bitmap = np.arange(4**depth)
-        if bitmap is not None and box is not None and bitmap.size:
-            cells = ids.words_from_ranks(lo[0] + bitmap.astype(np.uint64), self.m.cell_order)
-            missed = ~aoi_mask(cells, box)
-            if missed.any():
-                self.add(
-                    "box-misses-bitmap",
-                    "error",
-                    lf.ref.path,
-                    f"the tier-0 box does not contain {int(missed.sum())} occupied cells of the bitmap "
-                    f"(e.g. {ids.to_decimal(cells[missed][0])}): AOI opens there drop real data",
-                )
-        count = arrays.get(f"{self.group}/count")
-        if count is None or count.ndim < 1 or count.shape[0] != 4**depth:
-            return
-        occupied = np.flatnonzero(np.asarray(count).reshape(count.shape[0], -1).sum(axis=1) > 0)
-        if bitmap is not None and not np.array_equal(np.sort(bitmap), occupied):
-            only_bits = np.setdiff1d(bitmap, occupied).size
-            only_count = np.setdiff1d(occupied, bitmap).size
-            self.add(
-                "bitmap-count-mismatch",
-                "error",
-                lf.ref.path,
-                f"bitmap and count > 0 disagree: {only_bits} cells set only in the bitmap, {only_count} only in count",
-            )
-        cwd = lf.stamp.get("cells_with_data")
-        if isinstance(cwd, int) and not isinstance(cwd, bool) and cwd != occupied.size:
-            self.add(
-                "cells-with-data-mismatch",
-                "warning",
-                lf.ref.path,
-                f"the stamp says cells_with_data {cwd}, count > 0 in {occupied.size} cells",
-            )
 
 
 __all__ = ["combined_digest", "content_digest", "verify_store"]
