@@ -26,7 +26,7 @@ See ``docs/verify.md`` for every finding kind.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import mortie
 import numpy as np
@@ -37,10 +37,7 @@ from ..errors import (
     ArrayContractError,
     CoverageError,
     ManifestError,
-    MoczarrError,
     NotAHiveStoreError,
-    ObjectDroppedWarning,
-    PyramidError,
     StampError,
     VersionPointerError,
     WindowError,
@@ -53,7 +50,6 @@ from ..format.coverage import (
     parse_root_moc,
     stamp_coverage,
 )
-from ..format.declaration import pyramid_declaration, pyramid_levels
 from ..format.manifest import MANIFEST_NAME, check_window, parse_manifest
 from ..format.roster import is_product_name, read_roster
 from ..format.stamps import (
@@ -66,12 +62,12 @@ from ..format.stamps import (
 )
 from ..ids import ALL_TOKEN
 from ..openers.hive import list_windows
-from ..openers.pyramid import open_level_or_omit
 from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
 from ._deep import DeepPass
 from ._findings import VerifyReport
 from ._lost import LostStampEvidence
 from ._product import StampedLeaf, object_of, word_of
+from ._pyramid import PyramidChecks
 
 
 def verify_store(
@@ -200,7 +196,7 @@ def _products(storage: Storage, report: VerifyReport) -> list[tuple[str, Storage
     return [(f"{n}/", storage.child(n), manifests[n]) for n in sorted(manifests)]
 
 
-class _ProductCheck(LostStampEvidence, DeepPass):
+class _ProductCheck(PyramidChecks, LostStampEvidence, DeepPass):
     """The checks of one product (a complete morton-hive store)."""
 
     def run(self) -> None:
@@ -222,16 +218,6 @@ class _ProductCheck(LostStampEvidence, DeepPass):
         n = sum(1 for lf in leaves if lf.live)
         self.count("leaves_stamped", n)
         self.add("leaves-stamped", "info", "", f"{n} stamped leaves")
-
-    # -- manifest --------------------------------------------------------------------------------------
-    def _levels(self):
-        try:
-            if pyramid_declaration(self.m) is None:
-                return []
-            return [lv for lv in pyramid_levels(self.m) if lv.artifact != "source"]
-        except PyramidError as exc:
-            self.add("pyramid-invalid", "error", MANIFEST_NAME, str(exc))
-            return []
 
     # -- root MOC --------------------------------------------------------------------------------------
     def _root_moc(self) -> tuple[np.ndarray | None, bool]:
@@ -464,92 +450,6 @@ class _ProductCheck(LostStampEvidence, DeepPass):
             read_schema(self.storage, f"{lf.prefix}/{self.group}", stamped_array_names(lf.stamp, self.group))
         except (ArrayContractError, StampError) as exc:
             self.add("schema-invalid", "error", f"{lf.prefix}/{self.group}", str(exc))
-
-    # -- pyramids ------------------------------------------------------------------------------------
-    def _pyramid(self, levels, moc_usable: bool, refs: list[LeafRef]) -> list[str]:
-        """Every declared derived level through the reader's level opener; returns the admitted objects' paths."""
-        decl = pyramid_declaration(self.m)
-        windows: Sequence[str | None]
-        if self.m.windowed:
-            windows = [self.window] if self.window else sorted({r.window for r in refs if r.window})
-        else:
-            windows = [None]
-        derived: list[str] = []
-        for level in levels:
-            name = f"o{level.cell_order} ({level.artifact} at node order {level.node_order})"
-            if not moc_usable:
-                self.add(
-                    "level-unenumerable",
-                    "warning",
-                    MANIFEST_NAME,
-                    f"declared level {name} cannot be enumerated without a usable root coverage.moc; readers omit it",
-                )
-                continue
-            if level.artifact == "overview" and self.m.path_grouping > 1:
-                self.add(
-                    "level-unenumerable",
-                    "warning",
-                    MANIFEST_NAME,
-                    f"declared level {name}: path_grouping {self.m.path_grouping} > 1 leaves overview nodes unnamed",
-                )
-                continue
-            scopes = [(w, False) for w in windows]
-            has_folds = decl is not None and decl.all_time
-            if level.artifact == "overview" and self.m.windowed and has_folds and self.window is None:
-                scopes.append((None, True))
-            found = 0
-            for w, all_time in scopes:
-                stem = ALL_TOKEN if (all_time or w is None) else w
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    try:
-                        ds = open_level_or_omit(self.storage, self.m, level.cell_order, w, None, all_time)
-                    except PyramidError as exc:
-                        self.add(
-                            f"{level.artifact}-refused",
-                            "error",
-                            object_of(str(exc), self.storage) or MANIFEST_NAME,
-                            f"{exc} (readers refuse the whole level)",
-                        )
-                        found += 1  # objects exist, they are wrong
-                        ds = None
-                    except MoczarrError as exc:  # an unparsable stamp, a broken array contract: the open raises
-                        self.add(
-                            f"{level.artifact}-unreadable",
-                            "error",
-                            object_of(str(exc), self.storage) or MANIFEST_NAME,
-                            f"{exc} (opening the level raises)",
-                        )
-                        found += 1
-                        ds = None
-                # the opener's other warnings (level omitted, walk fallback) are what level-unswept reports
-                for c in caught:
-                    if issubclass(c.category, ObjectDroppedWarning):
-                        msg = str(c.message)
-                        self.add(f"{level.artifact}-dropped", "warning", object_of(msg, self.storage), msg)
-                        found += 1
-                if ds is None:
-                    continue
-                for entry in ds.attrs.get("zagg_objects") or []:
-                    found += 1
-                    node = entry["node"]
-                    if level.artifact == "overview":
-                        path = f"{ids.ancestor_node(node)}/{stem}.zarr"
-                    else:
-                        path = f"{ids.hive_node(node, self.m.path_grouping)}/{stem}.pyramid.zarr"
-                    self.count("overviews" if level.artifact == "overview" else "columns")
-                    derived.append(path)
-                    if level.artifact == "overview":
-                        self.overview_paths[path] = (level.node_order, level.cell_order)
-            if not found:
-                self.add(
-                    "level-unswept",
-                    "warning",
-                    MANIFEST_NAME,
-                    f"declared level {name} has no stamped object in any window: "
-                    "never swept (or deleted); readers omit it",
-                )
-        return sorted(set(derived))
 
 
 __all__ = ["combined_digest", "content_digest", "verify_store"]
