@@ -119,22 +119,7 @@ class ShallowPass(ProductState):
         groups = self.storage.get_many([f"{lf.prefix}/{self.group}/zarr.json" for lf in versioned])
         for lf, names, payload, group in zip(versioned, listings, docs, groups, strict=True):
             current = version_of(lf.stamp)
-            for name in names:
-                if name.startswith("run-") and name != current:
-                    self.count("superseded")
-                    self.add(
-                        "superseded-version",
-                        "info",
-                        f"{lf.ref.path}/{name}",
-                        f"not the current version ({current}): never read; reclaimable",
-                    )
-                elif name == self.group or name == "coverage.moc":
-                    self.add(
-                        "legacy-arrays",
-                        "info",
-                        f"{lf.ref.path}/{name}",
-                        "legacy arrays beside a version pointer (a converted leaf): never read; reclaimable",
-                    )
+            self._leftovers(lf, names, current)
             if current not in names:
                 lf.live = False
                 self.add(
@@ -145,42 +130,69 @@ class ShallowPass(ProductState):
                     "readers skip the leaf with a warning, no arrays",
                 )
                 continue
-            try:
-                vstamp = stamp_of(parse_json(payload, self.storage.describe(f"{lf.prefix}/zarr.json")))
-            except StampError as exc:
-                vstamp = None
-                self.add("stamp-unparsable", "error", f"{lf.prefix}/zarr.json", str(exc))
-            if vstamp is None:
-                lf.live = False
-                served = (
-                    "its arrays are intact, so open_hive still serves it" if group is not None else "it holds no arrays"
-                )
+            self._named_version(lf, payload, group)
+
+    def _leftovers(self, lf: StampedLeaf, names: list[str], current: str | None) -> None:
+        """What beside a version pointer is never read: superseded versions, a converted leaf's legacy arrays."""
+        for name in names:
+            if name.startswith("run-") and name != current:
+                self.count("superseded")
                 self.add(
-                    "version-unstamped",
-                    "error",
-                    lf.prefix,
-                    f"the version the pointer names has no stamp of its own ({served}); debris by the verifier's rule",
+                    "superseded-version",
+                    "info",
+                    f"{lf.ref.path}/{name}",
+                    f"not the current version ({current}): never read; reclaimable",
                 )
-                continue
-            if group is None:
-                lf.live = False
+            elif name == self.group or name == "coverage.moc":
                 self.add(
-                    "data-group-missing",
-                    "error",
-                    f"{lf.prefix}/{self.group}",
-                    "a stamped version without its data group: opening the store raises (malformed leaf)",
+                    "legacy-arrays",
+                    "info",
+                    f"{lf.ref.path}/{name}",
+                    "legacy arrays beside a version pointer (a converted leaf): never read; reclaimable",
                 )
-                continue
-            mirror = {k: v for k, v in lf.stamp.items() if k != "current"}
-            if vstamp != mirror:
-                differ = sorted(k for k in set(mirror) | set(vstamp) if mirror.get(k) != vstamp.get(k))
-                self.add(
-                    "version-stamp-differs",
-                    "warning",
-                    lf.prefix,
-                    f"the root stamp is not the version's stamp plus 'current' (differ: {', '.join(differ)}); "
-                    "readers use the root's",
-                )
+
+    def _named_version(self, lf: StampedLeaf, payload: bytes | None, group: bytes | None) -> None:
+        """The version a pointer names: stamped, holding its data group, its stamp the root's minus ``current``.
+
+        ``payload`` and ``group`` are its root and data-group ``zarr.json``
+        (None when absent); a version that fails either leaves the leaf not live.
+        """
+        try:
+            vstamp = stamp_of(parse_json(payload, self.storage.describe(f"{lf.prefix}/zarr.json")))
+        except StampError as exc:
+            vstamp = None
+            self.add("stamp-unparsable", "error", f"{lf.prefix}/zarr.json", str(exc))
+        if vstamp is None:
+            lf.live = False
+            served = (
+                "its arrays are intact, so open_hive still serves it" if group is not None else "it holds no arrays"
+            )
+            self.add(
+                "version-unstamped",
+                "error",
+                lf.prefix,
+                f"the version the pointer names has no stamp of its own ({served}); debris by the verifier's rule",
+            )
+            return
+        if group is None:
+            lf.live = False
+            self.add(
+                "data-group-missing",
+                "error",
+                f"{lf.prefix}/{self.group}",
+                "a stamped version without its data group: opening the store raises (malformed leaf)",
+            )
+            return
+        mirror = {k: v for k, v in lf.stamp.items() if k != "current"}
+        if vstamp != mirror:
+            differ = sorted(k for k in set(mirror) | set(vstamp) if mirror.get(k) != vstamp.get(k))
+            self.add(
+                "version-stamp-differs",
+                "warning",
+                lf.prefix,
+                f"the root stamp is not the version's stamp plus 'current' (differ: {', '.join(differ)}); "
+                "readers use the root's",
+            )
 
     # -- coverage ------------------------------------------------------------------------------------
     def _moc_agreement(self, shards, usable: bool) -> None:
