@@ -59,26 +59,8 @@ class SidecarChecks(ProductState):
         stats_key, granules_key = sidecar_keys(lf.ref)
         record = self._sidecar_document(stats_key, payloads[0])
         listing = self._sidecar_document(granules_key, payloads[1])
+        record = self._record_of_leaf(lf, stats_key, record)
         verified = False
-        if record is not None and record.get("schema_version") != 1:
-            self.add(
-                "sidecar-unsupported",
-                "warning",
-                stats_key,
-                f"a D20 record of schema_version {record.get('schema_version')!r}; this verifier reads version 1",
-            )
-            record = None
-        if record is not None:
-            word = int(ids.to_words(lf.ref.decimal)[0])
-            if record.get("shard_key") != word or record.get("window") != lf.ref.window:
-                self.add(
-                    "sidecar-foreign",
-                    "warning",
-                    stats_key,
-                    f"the D20 record is of shard_key {record.get('shard_key')!r}, window {record.get('window')!r}, "
-                    f"not of this leaf ({word}, {lf.ref.window!r}); it is left out",
-                )
-                record = None
         hashes = recorded_digests(record)
         if hashes is not None and stamped is not None and hashes != stamped:
             self.add(
@@ -104,6 +86,30 @@ class SidecarChecks(ProductState):
         if listing is not None:
             self._check_granules(lf, granules_key, listing, record)
         return verified
+
+    def _record_of_leaf(self, lf: StampedLeaf, key: str, record: dict | None) -> dict | None:
+        """``record`` when it is a version-1 D20 record of this leaf's shard and window, else None (reported)."""
+        if record is None:
+            return None
+        if record.get("schema_version") != 1:
+            self.add(
+                "sidecar-unsupported",
+                "warning",
+                key,
+                f"a D20 record of schema_version {record.get('schema_version')!r}; this verifier reads version 1",
+            )
+            return None
+        word = int(ids.to_words(lf.ref.decimal)[0])
+        if record.get("shard_key") != word or record.get("window") != lf.ref.window:
+            self.add(
+                "sidecar-foreign",
+                "warning",
+                key,
+                f"the D20 record is of shard_key {record.get('shard_key')!r}, window {record.get('window')!r}, "
+                f"not of this leaf ({word}, {lf.ref.window!r}); it is left out",
+            )
+            return None
+        return record
 
     def _check_granules(self, lf: StampedLeaf, key: str, listing: dict, record: dict | None) -> None:
         """A granule-id list is trusted only when it hashes to its ``granules_sha256`` and that is the D20 record's."""
