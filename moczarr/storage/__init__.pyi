@@ -1,5 +1,6 @@
 from ._counter import RequestCounter as RequestCounter
 from ._counter import count_requests as count_requests
+from ._entries import Entries as Entries
 from ._locations import LOCAL_PROTOCOLS as LOCAL_PROTOCOLS
 from ._locations import is_remote as is_remote
 from ._locations import join_location as join_location
@@ -24,7 +25,6 @@ from ._retry import read_with_retries as read_with_retries
 from ._retry import storage_error as storage_error
 from ._storage import DEFAULT_CONCURRENCY as DEFAULT_CONCURRENCY
 from ._storage import CountingStore as CountingStore
-from ._storage import Entries as Entries
 from ._storage import Storage as Storage
 from ._storage import Writer as Writer
 from ._storage import check_open_arguments as check_open_arguments
