@@ -1,5 +1,9 @@
 from ._counter import RequestCounter as RequestCounter
 from ._counter import count_requests as count_requests
+from ._counting import CountingStore as CountingStore
+from ._counting import client_name as client_name
+from ._counting import describe_key as describe_key
+from ._counting import local_root as local_root
 from ._entries import Entries as Entries
 from ._locations import LOCAL_PROTOCOLS as LOCAL_PROTOCOLS
 from ._locations import is_remote as is_remote
@@ -24,13 +28,9 @@ from ._retry import policy_from_options as policy_from_options
 from ._retry import read_with_retries as read_with_retries
 from ._retry import storage_error as storage_error
 from ._storage import DEFAULT_CONCURRENCY as DEFAULT_CONCURRENCY
-from ._storage import CountingStore as CountingStore
 from ._storage import Storage as Storage
 from ._storage import Writer as Writer
 from ._storage import check_open_arguments as check_open_arguments
-from ._storage import client_name as client_name
-from ._storage import describe_key as describe_key
 from ._storage import fsspec_options as fsspec_options
-from ._storage import local_root as local_root
 from ._storage import make_store as make_store
 from ._storage import parse_json as parse_json
