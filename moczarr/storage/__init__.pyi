@@ -20,6 +20,10 @@ from ._obstore import bucket_region as bucket_region
 from ._obstore import obstore_options as obstore_options
 from ._obstore import open_obstore as open_obstore
 from ._obstore import shared_store as shared_store
+from ._opening import DEFAULT_CONCURRENCY as DEFAULT_CONCURRENCY
+from ._opening import check_open_arguments as check_open_arguments
+from ._opening import fsspec_options as fsspec_options
+from ._opening import make_store as make_store
 from ._retry import CONNECT_TIMEOUT as CONNECT_TIMEOUT
 from ._retry import READ_TIMEOUT as READ_TIMEOUT
 from ._retry import RetryPolicy as RetryPolicy
@@ -27,10 +31,6 @@ from ._retry import classify as classify
 from ._retry import policy_from_options as policy_from_options
 from ._retry import read_with_retries as read_with_retries
 from ._retry import storage_error as storage_error
-from ._storage import DEFAULT_CONCURRENCY as DEFAULT_CONCURRENCY
 from ._storage import Storage as Storage
 from ._storage import Writer as Writer
-from ._storage import check_open_arguments as check_open_arguments
-from ._storage import fsspec_options as fsspec_options
-from ._storage import make_store as make_store
 from ._storage import parse_json as parse_json
