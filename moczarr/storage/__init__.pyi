@@ -32,5 +32,5 @@ from ._retry import policy_from_options as policy_from_options
 from ._retry import read_with_retries as read_with_retries
 from ._retry import storage_error as storage_error
 from ._storage import Storage as Storage
-from ._storage import Writer as Writer
 from ._storage import parse_json as parse_json
+from ._writer import Writer as Writer
