@@ -1,3 +1,6 @@
+from ._aws import AwsCredentialChain as AwsCredentialChain
+from ._aws import aws_credentials as aws_credentials
+from ._aws import bucket_region as bucket_region
 from ._counter import RequestCounter as RequestCounter
 from ._counter import count_requests as count_requests
 from ._counting import CountingStore as CountingStore
@@ -12,11 +15,8 @@ from ._locations import normalize_location as normalize_location
 from ._locations import protocol as protocol
 from ._obstore import BACKEND_OPTION as BACKEND_OPTION
 from ._obstore import BACKENDS as BACKENDS
-from ._obstore import AwsCredentialChain as AwsCredentialChain
 from ._obstore import ObstoreSpec as ObstoreSpec
 from ._obstore import VerifiedObjectStore as VerifiedObjectStore
-from ._obstore import aws_credentials as aws_credentials
-from ._obstore import bucket_region as bucket_region
 from ._obstore import obstore_options as obstore_options
 from ._obstore import open_obstore as open_obstore
 from ._obstore import shared_store as shared_store
