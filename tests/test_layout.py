@@ -8,7 +8,11 @@
 - no private name (``_x``) imported from, or reached as an attribute of, another
   module, and no private module imported from outside its package;
 - ``moczarr_intake`` uses only the public boundary of the reader: names in the
-  ``__all__`` of :data:`PUBLIC_CORE`.
+  ``__all__`` of :data:`PUBLIC_CORE`;
+- the size rule, in the packages of :data:`SIZED`: no module over
+  :data:`MAX_MODULE_LINES` lines, no function or method over
+  :data:`MAX_FUNCTION_LINES` lines (``def`` to its last line, docstring included):
+  a longer one is cut along its seams, whole functions and classes moved.
 """
 
 from __future__ import annotations
@@ -23,6 +27,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("moczarr", "moczarr_intake")
 PUBLIC_CORE = {"moczarr", "moczarr.metadata", "moczarr.errors", "moczarr.moraine", "moczarr.testing"}
+#: the packages held to the size rule (a package joins by its name here)
+SIZED = ("moczarr",)
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
 
 
 def _modules() -> dict[str, Path]:
@@ -253,3 +261,43 @@ def test_the_catalog_uses_only_the_public_reader(name):
         elif taken is not None and taken not in _public(target):
             problems.append(f"line {line}: {taken} is not in {target}.__all__")
     assert not problems, f"{name}: {problems}"
+
+
+def _oversized(path: Path) -> list[str]:
+    """What in one source file breaks the size rule: the module's line count, each function too long."""
+    text = path.read_text()
+    problems = []
+    if len(text.splitlines()) > MAX_MODULE_LINES:
+        problems.append(f"{len(text.splitlines())} lines (at most {MAX_MODULE_LINES})")
+    for node in ast.walk(ast.parse(text, filename=str(path))):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES:
+                problems.append(f"line {node.lineno}: {node.name} is {length} lines (at most {MAX_FUNCTION_LINES})")
+    return problems
+
+
+@pytest.mark.parametrize("name", sorted(m for m in MODULES if m.split(".")[0] in SIZED))
+def test_no_module_or_function_over_the_size_rule(name):
+    assert not _oversized(MODULES[name]), f"{MODULES[name].relative_to(REPO)}: {_oversized(MODULES[name])}"
+
+
+def _def(name: str, lines: int, indent: str = "") -> str:
+    """Source of a function of exactly ``lines`` lines: its ``def`` and ``lines - 1`` statements."""
+    return f"{indent}def {name}():\n" + "".join(f"{indent}    x = {i}\n" for i in range(lines - 1))
+
+
+def test_the_size_rule_sees_a_long_function_and_a_long_module(tmp_path):
+    """A function or method one line over the limit and a module one line over are refused; the limits are not."""
+    fn, mod = MAX_FUNCTION_LINES, MAX_MODULE_LINES
+    fits = tmp_path / "fits.py"
+    fits.write_text(_def("f", fn) + "\n" * (mod - fn))
+    assert len(fits.read_text().splitlines()) == mod
+    assert _oversized(fits) == []
+    long = tmp_path / "long.py"
+    long.write_text(_def("f", fn + 1) + "class C:\n" + _def("g", fn + 1, "    ") + "\n" * (mod - 2 * fn - 2))
+    assert _oversized(long) == [
+        f"{mod + 1} lines (at most {mod})",
+        f"line 1: f is {fn + 1} lines (at most {fn})",
+        f"line {fn + 3}: g is {fn + 1} lines (at most {fn})",
+    ]

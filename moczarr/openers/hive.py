@@ -52,15 +52,12 @@ def open_hive(
     store_root : str or path
         A bare store root (local path, ``file://`` or ``s3://`` URL).
     aoi : optional
-        Any place :mod:`moczarr.places` accepts: morton ids (decimal strings,
-        packed words, lists, a ``mortie.Moc``), ``moczarr.BBox``,
-        ``moczarr.Circle``, a shapely geometry, GeoJSON or WKT. Rows are the
-        cells (at the store's cell order) that meet it; ``[]`` selects none.
+        Any place :mod:`moczarr.places` accepts (ids, ``BBox``, ``Circle``, geometries,
+        GeoJSON, WKT: docs/places.md). Rows are the cells meeting it; ``[]`` selects none.
     window : str, optional
         Required on a time-windowed (``morton-hive/2``) store, refused otherwise.
     time : (start, end), optional
-        Instead of ``window=``: every window overlapping ``[start, end)``,
-        stacked on a ``window`` dimension (see :mod:`moczarr.openers.times`).
+        Instead of ``window=``: every window overlapping ``[start, end)``, on a ``window`` dimension.
     index_kind : {"moc", "pandas"}
         ``moc`` (default) holds the row domain as intervals; ``pandas`` materializes it.
     fabricate_cell_ids : {"auto", True, False}
@@ -70,51 +67,38 @@ def open_hive(
     concurrency : int
         Requests in flight at once on object storage, at open and at compute.
     batch_bytes : int, optional
-        Decoded bytes per read task (default 4 MiB): each dask task reads this
-        much of one variable from many leaves in one batched read.
+        Decoded bytes of one variable a dask task reads from many leaves at once (default 4 MiB).
     verify_chunks : bool
-        ``True``: where a leaf's stamp records ``content_hashes`` (the newest
-        zagg writers), every chunk a computation reads is hashed and compared
-        with the stamp's digest before it is used; a replaced or deleted chunk
-        raises :class:`~moczarr.errors.ContentHashError`. ``False`` (default:
-        the check adds about 20% to a full load, ``benchmarks/bench_load.py``)
-        reads the stored values as they are; ``moczarr-catalog verify`` checks
-        a whole store.
+        ``True``: every chunk a computation reads is checked against the digest its
+        stamp records (``content_hashes``); ``False`` (default) reads the stored values
+        as they are. What it costs and why it is off: docs/api.md.
 
-    Returns a Dataset with one ``cells`` dimension in ascending packed-word
-    order, the ``morton`` coordinate, lazy (dask) data variables and the store
-    summary in ``attrs["morton_hive"]``. No data or coordinate chunk is read.
+    Returns a Dataset with one ``cells`` dimension in ascending packed-word order, the
+    ``morton`` coordinate, lazy (dask) data variables and the store summary in
+    ``attrs["morton_hive"]``. No data or coordinate chunk is read.
 
     Raises
     ------
     NotAHiveStoreError, ManifestError
         No manifest, or a malformed one.
-    AOIError
-        An ``aoi=`` that is no place (checked before any read).
-    ArgumentError
-        A ``batch_bytes`` that is not a positive integer (checked before any read).
+    AOIError, ArgumentError
+        An ``aoi=`` that is no place, a ``batch_bytes`` not a positive integer (checked before any read).
     WindowError
         A window missing, refused, malformed, undeclared, or ``"all"``; a bad ``time=``.
-    NoCoverageError
-        The store holds no stamped leaf at all.
-    StaleCoverageError
-        Unscoped open whose root MOC names none of the committed leaves.
+    NoCoverageError, StaleCoverageError
+        No stamped leaf at all; an unscoped open whose root MOC names no committed leaf.
     CoverageError, VersionPointerError, StampError
         Corrupt coverage or stamp content.
     ContentHashError
         When computed: a chunk whose values are not those its stamp records.
 
-    Warns ``CoverageFallbackWarning`` when walking for lack of a usable root
-    MOC, ``DebrisWarning`` for a stamped pointer to a missing version, and
-    ``EmptySelectionWarning`` (with a 0-row, schema-correct result) when the
-    AOI or window selects nothing.
+    Warns ``CoverageFallbackWarning`` when walking for lack of a usable root MOC,
+    ``DebrisWarning`` for a stamped pointer to a missing version, and ``EmptySelectionWarning``
+    (with a 0-row, schema-correct result) when the AOI or window selects nothing.
     """
     aoi = as_place(aoi)
     window = window_or_time(window, time)
-    if batch_bytes is not None and (
-        isinstance(batch_bytes, bool) or not isinstance(batch_bytes, (int, np.integer)) or batch_bytes <= 0
-    ):
-        raise ArgumentError(f"batch_bytes={batch_bytes!r} must be a positive number of bytes (or None: 4 MiB)")
+    check_batch_bytes(batch_bytes)
     verify_chunks = check_verify_chunks(verify_chunks)
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
@@ -128,6 +112,14 @@ def open_hive(
         batch_bytes=batch_bytes,
         verify_chunks=verify_chunks,
     )
+
+
+def check_batch_bytes(batch_bytes) -> None:
+    """Raise :class:`~moczarr.errors.ArgumentError` unless ``batch_bytes`` is None or a positive integer."""
+    if batch_bytes is not None and (
+        isinstance(batch_bytes, bool) or not isinstance(batch_bytes, (int, np.integer)) or batch_bytes <= 0
+    ):
+        raise ArgumentError(f"batch_bytes={batch_bytes!r} must be a positive number of bytes (or None: 4 MiB)")
 
 
 def open_source(

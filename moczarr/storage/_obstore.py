@@ -6,11 +6,11 @@ as an :class:`ObstoreSpec`, or raises :class:`~moczarr.errors.ObstoreUnsupported
 saying what obstore cannot express (the caller then reads through fsspec).
 :func:`open_obstore` builds the store, settling what an S3 spec leaves open the
 way the AWS clients do: the bucket's region from one ``HEAD`` on the bucket
-(:func:`bucket_region`, cached per bucket for the process; with ``deferred=True``
+(:func:`~moczarr.storage.bucket_region`, cached per bucket for the process; with ``deferred=True``
 looked up by the first read, in the thread that reads) and ambient
 credentials from botocore's own chain (:func:`aws_credentials`: environment,
 shared files and profiles, SSO, ``credential_process``, containers, instance
-metadata).
+metadata), both in :mod:`moczarr.storage._aws`.
 """
 
 from __future__ import annotations
@@ -23,18 +23,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from functools import partial
 from typing import Any
-from urllib.error import HTTPError
-from urllib.parse import quote
-from urllib.request import HTTPRedirectHandler, Request, build_opener
 
 from zarr.abc.store import ByteRequest, Store
 from zarr.storage import ObjectStore
 
 from ..errors import ChecksumMismatchError, ObstoreUnsupportedError
-from ._counter import record_request
+from ._aws import aws_credentials, region_for
 from ._retry import CONNECT_TIMEOUT, READ_TIMEOUT, RetryPolicy
 
 #: ``storage_options`` key choosing the client of an object-store root: ``"obstore"`` (the default for
@@ -209,7 +206,7 @@ def _client_bounds(config: dict, policy: RetryPolicy, concurrency: int, endpoint
 def open_obstore(spec: ObstoreSpec, *, deferred: bool = False) -> VerifiedObjectStore:
     """zarr's read-only ``ObjectStore`` over the store ``spec`` describes.
 
-    An ``S3Store`` without a region gets its bucket's (:func:`bucket_region`;
+    An ``S3Store`` without a region gets its bucket's (:func:`~moczarr.storage.bucket_region`;
     without an answer ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, then
     ``us-east-1`` on an S3-compatible endpoint or when the server answered
     naming no region), and ambient credentials are resolved by
@@ -276,171 +273,13 @@ def shared_store(spec: ObstoreSpec):
     kwargs = dict(spec.kwargs)
     if spec.store == "S3Store" and "region" not in kwargs:
         timeout = kwargs["client_options"]["connect_timeout"].total_seconds()
-        kwargs["region"] = _region_for(spec.bucket, kwargs.get("endpoint"), timeout)
+        kwargs["region"] = region_for(spec.bucket, kwargs.get("endpoint"), timeout)
     inner = getattr(obstore.store, spec.store)(spec.bucket, **kwargs)
     with _STORES_LOCK:
         inner = _STORES.setdefault(key, inner)
         while len(_STORES) > SHARED_STORES:
             _STORES.popitem(last=False)
     return inner
-
-
-def _region_for(bucket: str, endpoint: str | None, timeout: float) -> str:
-    """The region an ``S3Store`` of ``bucket`` is signed for (see :func:`open_obstore`)."""
-    failure = None
-    try:
-        region = _looked_up(bucket, endpoint, timeout)
-    except (OSError, ValueError) as exc:  # unreachable, refused, timed out, a malformed URL
-        region, failure = None, exc
-    region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    if region:
-        return region
-    if endpoint or failure is None:
-        # an S3-compatible server that names no region, or AWS answering without one (a bucket that is not there:
-        # its reads then get the server's own answer): the AWS clients' default
-        return "us-east-1"
-    raise ObstoreUnsupportedError(
-        f"the region of bucket {bucket!r} could not be found: no answer to a HEAD on the bucket "
-        f"({type(failure).__name__}: {failure}) and no AWS_REGION set"
-    )
-
-
-class _NoRedirects(HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
-        return None  # a 301 names the region in its headers: read it, do not follow
-
-
-_OPENER = build_opener(_NoRedirects)
-_REGIONS: dict[tuple[str, str], str] = {}
-#: one lock per endpoint and bucket: a bucket is looked up by one thread at a time
-_LOOKUPS: dict[tuple[str, str], threading.Lock] = {}
-_LOOKUPS_LOCK = threading.Lock()
-AWS_S3 = "https://s3.amazonaws.com"
-
-
-def bucket_region(bucket: str, endpoint: str | None = None, *, timeout: float = CONNECT_TIMEOUT) -> str | None:
-    """The region the server names for ``bucket``: ``x-amz-bucket-region`` of one unsigned ``HEAD`` on the bucket.
-
-    What the AWS clients do to find a bucket's region: S3 answers the header
-    whether or not it lets the caller in (200, 301 from another region, 403).
-    ``endpoint`` is an S3-compatible server's (None: AWS). Answers are cached
-    per endpoint and bucket for the life of the process; None (not cached)
-    when the request fails or the answer names no region. Safe from many
-    threads: buckets are looked up at once, each by one thread at a time (a
-    thread asking for a bucket another is looking up waits for its answer).
-    """
-    try:
-        return _looked_up(bucket, endpoint, timeout)
-    except (OSError, ValueError):  # unreachable, refused, timed out, a malformed URL
-        return None
-
-
-def _looked_up(bucket: str, endpoint: str | None, timeout: float) -> str | None:
-    """:func:`bucket_region`, but a request that got no answer raises (``OSError``, ``ValueError``)."""
-    base = (endpoint or "").rstrip("/")
-    key = (base, bucket)
-    cached = _REGIONS.get(key)
-    if cached is not None:
-        return cached
-    with _LOOKUPS_LOCK:
-        lock = _LOOKUPS.setdefault(key, threading.Lock())
-    with lock:
-        cached = _REGIONS.get(key)
-        if cached is not None:  # another thread's answer, while this one waited
-            return cached
-        if base:
-            url = f"{base}/{quote(bucket)}"
-        elif "." in bucket:  # not a DNS label: path style on the global endpoint
-            url = f"{AWS_S3}/{quote(bucket)}"
-        else:
-            url = f"https://{bucket}.s3.amazonaws.com/"
-        record_request("HEAD", bucket)
-        try:
-            with _OPENER.open(Request(url, method="HEAD"), timeout=timeout) as response:
-                region = response.headers.get("x-amz-bucket-region")
-        except HTTPError as exc:  # an answer all the same
-            region = exc.headers.get("x-amz-bucket-region")
-        if region:
-            _REGIONS[key] = region
-        return region or None
-
-
-_CREDENTIALS: dict[tuple, dict] = {}
-_CREDENTIALS_LOCK = threading.Lock()
-
-
-def aws_credentials(profile: str | None = None) -> dict:
-    """Ambient AWS credentials as ``S3Store`` keyword arguments, found by botocore's own chain.
-
-    The chain every AWS client walks: environment variables, the shared
-    credentials and config files (``AWS_PROFILE`` or ``profile``; SSO,
-    ``credential_process``, assumed roles), container credentials, instance
-    metadata. Static credentials become ``access_key_id`` / ``secret_access_key``
-    (/ ``session_token``); refreshing ones a ``credential_provider``
-    (:class:`AwsCredentialChain`). Resolved once per profile and AWS
-    environment in a process. Raises :class:`~moczarr.errors.ObstoreUnsupportedError`
-    when botocore is missing, the chain fails (an unknown profile) or finds nothing.
-    """
-    key = (profile, tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))))
-    with _CREDENTIALS_LOCK:
-        if key not in _CREDENTIALS:
-            _CREDENTIALS[key] = _resolve_credentials(profile)
-        return dict(_CREDENTIALS[key])
-
-
-def _resolve_credentials(profile: str | None) -> dict:
-    try:
-        import botocore.credentials
-        import botocore.exceptions
-        import botocore.session
-    except ImportError:
-        raise ObstoreUnsupportedError(
-            "ambient AWS credentials are resolved by botocore (installed with s3fs)"
-        ) from None
-    try:
-        credentials = botocore.session.Session(profile=profile).get_credentials()
-    except botocore.exceptions.BotoCoreError as exc:
-        raise ObstoreUnsupportedError(f"the AWS credential chain failed ({exc})") from None
-    if credentials is None:
-        raise ObstoreUnsupportedError("the AWS credential chain found no credentials")
-    if isinstance(credentials, botocore.credentials.RefreshableCredentials):
-        return {"credential_provider": AwsCredentialChain(profile, credentials)}
-    frozen = credentials.get_frozen_credentials()
-    out = {"access_key_id": frozen.access_key, "secret_access_key": frozen.secret_key}
-    if frozen.token:
-        out["session_token"] = frozen.token
-    return out
-
-
-class AwsCredentialChain:
-    """An obstore credential provider over botocore's refreshing credentials (SSO, roles, instance metadata).
-
-    Each call hands obstore the current credentials for :attr:`TTL` (botocore
-    refreshes them ahead of their expiry). Pickles as its profile, so a dask
-    worker resolves its own credentials, as s3fs does.
-    """
-
-    TTL = timedelta(minutes=5)
-
-    def __init__(self, profile: str | None = None, credentials=None):
-        self.profile = profile
-        self._credentials = credentials
-
-    def __call__(self) -> dict:
-        if self._credentials is None:
-            import botocore.session
-
-            self._credentials = botocore.session.Session(profile=self.profile).get_credentials()
-        frozen = self._credentials.get_frozen_credentials()
-        return {
-            "access_key_id": frozen.access_key,
-            "secret_access_key": frozen.secret_key,
-            "token": frozen.token,
-            "expires_at": datetime.now(UTC) + self.TTL,
-        }
-
-    def __reduce__(self):
-        return (type(self), (self.profile,))
 
 
 _MD5_ETAG = re.compile(r'^"?([0-9a-f]{32})"?$')
@@ -603,11 +442,8 @@ __all__ = [
     "BACKENDS",
     "BACKEND_OPTION",
     "OBSTORE_SCHEMES",
-    "AwsCredentialChain",
     "ObstoreSpec",
     "VerifiedObjectStore",
-    "aws_credentials",
-    "bucket_region",
     "obstore_options",
     "open_obstore",
     "shared_store",

@@ -109,6 +109,21 @@ def _array(group: zarr.Group, name: str, data: np.ndarray, chunks, dims, attrs) 
     arr[...] = data
 
 
+def _manifest() -> dict:
+    """The store's manifest: its cell and shard orders and the declared overview pyramid (written first)."""
+    return {
+        "spec": "morton-hive/1",
+        "dataset": dict(DATASET),
+        "semantic_hash": _semantic_hash(),
+        "cell_order": CELL_ORDER,
+        "shard_order": SHARD_ORDER,
+        "split_schedule": [1] * SHARD_ORDER,
+        "path_grouping": 1,
+        "pyramid": json.loads(json.dumps(PYRAMID)),
+        "generated_at": WRITTEN_AT,
+    }
+
+
 def write_raster_toc_store(path, *, seed: int = 0, overwrite: bool = False) -> dict:
     """Write the store at ``path`` and return what it must hold, computed from the inputs.
 
@@ -126,19 +141,8 @@ def write_raster_toc_store(path, *, seed: int = 0, overwrite: bool = False) -> d
     occupied = np.flatnonzero(np.any([(b != 0).any(axis=0) for b in bands.values()], axis=0))
     per_chunk = 4 ** (CELL_ORDER - CHUNK_ORDER)
 
-    manifest = {
-        "spec": "morton-hive/1",
-        "dataset": dict(DATASET),
-        "semantic_hash": _semantic_hash(),
-        "cell_order": CELL_ORDER,
-        "shard_order": SHARD_ORDER,
-        "split_schedule": [1] * SHARD_ORDER,
-        "path_grouping": 1,
-        "pyramid": json.loads(json.dumps(PYRAMID)),
-        "generated_at": WRITTEN_AT,
-    }
     root.mkdir(parents=True)
-    (root / "morton_hive.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    (root / "morton_hive.json").write_text(json.dumps(_manifest(), indent=1) + "\n")
 
     leaf = root / leaf_path(shard, None)
     top = zarr.open_group(str(leaf), mode="w", zarr_format=3)  # write order (FORMAT.md §4.4): metadata first
