@@ -27,7 +27,7 @@ from pathlib import Path
 
 from xarray.backends import BackendEntrypoint
 
-from .errors import ArgumentTypeError
+from .errors import ArgumentTypeError, LevelOmittedError
 
 #: the words accepted for the cell order, besides ``cell_order`` itself
 CELL_ORDER_ALIASES = ("order", "zoom", "level")
@@ -122,6 +122,8 @@ class MoczarrBackendEntrypoint(BackendEntrypoint):
         ds = open_level(
             root, r, window or None, aoi, bool(all_time), storage_options=storage_options, verify_chunks=verify_chunks
         )
+        if ds is None:  # an all-time level with no stamped fold (warned); xarray needs a Dataset
+            raise LevelOmittedError(f"{root}: cell order {r} has no stamped all-time fold to open")
         if drop_variables:
             ds = ds.drop_vars(
                 [drop_variables] if isinstance(drop_variables, str) else list(drop_variables), errors="ignore"

@@ -648,15 +648,20 @@ def test_open_pyramid_refuses_all_time_when_declaration_has_none(copy_fixture):
 
 
 def test_all_time_without_stamped_folds_is_omitted(copy_fixture):
+    """Seed: "open_overview_order / open_level read whatever all.zarr folds are stamped, and degrade to their
+    usual warned None when none are"; open_pyramid omits the level with its warning (the xarray engine, which
+    must return a Dataset, raises)."""
     root = copy_fixture(ATL06_W)
     for node in ("4/3/3/1/2", "4/3/3/1/4", "4/3/3/2/1", "4/3/3/2/3"):
         set_attrs(root / node / "all.zarr/zarr.json", lambda a: a.pop("morton_hive_commit"))
-    with pytest.raises(
-        LevelOmittedError, match=rf"^{re.escape(str(root))}: no stamped overview object at cell order 6"
+    with pytest.warns(
+        LevelOmittedWarning, match=rf"^{re.escape(str(root))}: no stamped overview object at cell order 6"
     ):
-        open_level(root, 6, all_time=True)
-    with pytest.raises(LevelOmittedError, match="no stamped overview object at cell order 6"):
-        open_overview_order(root, 6, all_time=True)
+        assert open_level(root, 6, all_time=True) is None
+    with pytest.warns(LevelOmittedWarning, match="no stamped overview object at cell order 6"):
+        assert open_overview_order(root, 6, all_time=True) is None
+    with pytest.warns(LevelOmittedWarning), pytest.raises(LevelOmittedError, match="all-time fold"):
+        xr.open_dataset(root, engine="moczarr", cell_order=6, all_time=True)
     with pytest.warns(LevelOmittedWarning):
         tree = open_pyramid(root, all_time=True)
     assert list(tree.children) == []

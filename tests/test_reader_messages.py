@@ -13,20 +13,30 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import re
 import shutil
 import subprocess
 import sys
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
 import xarray as xr
 
 import moczarr
-from moczarr.errors import AOIError, ContentError, NotAHiveStoreError, NotFoundError, StorageError
+from moczarr.errors import (
+    AOIError,
+    ContentError,
+    CoverageFallbackWarning,
+    EmptySelectionWarning,
+    NotAHiveStoreError,
+    NotFoundError,
+    StorageError,
+)
 from moczarr_intake.stac import StacDocumentError, StacNotFoundError, open_stac
 
-from .conftest import fixture_path
+from .conftest import REPO, fixture_path
 from .loopback import BurstServer
 
 WINDOWED = "zagg/windowed/store"
@@ -213,3 +223,65 @@ def test_plain_xarray_open_datatree_of_a_multi_product_root():
     window = moczarr.list_windows(root / windowed[0])[0]
     tree = xr.open_datatree(root, window=window)
     assert set(tree.children) == set(moczarr.list_products(root))
+
+
+# -- issue 40: advice that works, addresses as given, one warning per cause -----------------------------------
+def test_a_multi_product_root_advises_what_works():
+    """The advice of ``open_hive`` / ``xr.open_dataset`` on a multi-product root, followed as written."""
+    root = str(fixture_path(MULTI))
+    for opener in (moczarr.open_hive, xr.open_dataset):
+        with pytest.raises(NotAHiveStoreError) as info:
+            opener(root)
+        message = str(info.value)
+        assert "product=" not in message
+        product_root = re.search(r"open_hive\('([^']+)'\)", message).group(1)
+        assert re.search(r"open_store\('([^']+)'\)", message).group(1) == root and "products=[...]" in message
+        product = Path(product_root).name
+        assert moczarr.read_manifest(product_root).cell_order > 0  # a store root: open_hive takes it
+        assert list(moczarr.open_store(root, products=[product], window=_a_window(product_root)).children) == [product]
+
+
+def _a_window(root: str) -> str | None:
+    windows = moczarr.list_windows(root)
+    return windows[0] if windows else None
+
+
+def test_an_https_url_is_named_as_given():
+    with pytest.raises(StorageError) as info:
+        moczarr.open_hive("https://127.0.0.1:9/store")
+    assert str(info.value).startswith("https://127.0.0.1:9/store/morton_hive.json: ")
+    assert "http://https://" not in str(info.value)
+
+
+def test_an_unreachable_store_is_named_not_a_probe_object():
+    from moczarr.moraine import is_moraine_pyramid
+
+    with pytest.raises(StorageError, match=r"^http://127\.0\.0\.1:9/store: cannot be read \("):
+        is_moraine_pyramid("http://127.0.0.1:9/store")
+
+
+def test_a_box_given_lat_lon_says_so():
+    root = REPO / "catalogs" / "sample" / "elevation"
+    with pytest.warns(EmptySelectionWarning) as caught:
+        ds = moczarr.open_hive(root, aoi=moczarr.BBox(38.5, -77, 39.5, -76))
+    assert ds.sizes["cells"] == 0
+    (message,) = [str(w.message) for w in caught]
+    assert "BBox(38.5, -77, 39.5, -76) selects no committed leaf" in message
+    assert "BBox(-77, 38.5, -76, 39.5), its lon/lat swapped, would: BBox takes (west, south, east, north)" in message
+    assert moczarr.open_hive(root, aoi=moczarr.BBox(-77, 38.5, -76, 39.5)).sizes["cells"] > 0  # the advice holds
+    with pytest.warns(EmptySelectionWarning) as caught:
+        moczarr.open_hive(root, aoi=moczarr.BBox(10, 10, 11, 11))
+    assert "swapped" not in str(caught[0].message)  # nothing there either way: nothing to suggest
+
+
+def test_the_walk_is_warned_about_once_per_open(tmp_path):
+    """One cause, one warning: ``time=`` opens several windows through one walk of a store without its MOC."""
+    root = tmp_path / "elevation_yearly"
+    shutil.copytree(REPO / "catalogs" / "sample" / "elevation_yearly", root)
+    (root / "coverage.moc").unlink()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = moczarr.open_hive(root, time=("2019-01-01", "2021-01-01"))
+    assert ds.sizes["window"] == 2
+    fallbacks = [w for w in caught if issubclass(w.category, CoverageFallbackWarning)]
+    assert len(fallbacks) == 1, [str(w.message) for w in fallbacks]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import ManifestError, NotAHiveStoreError, StampError
-from ..storage import DEFAULT_CONCURRENCY, Storage, parse_json
+from ..storage import DEFAULT_CONCURRENCY, Storage, join_location, parse_json
 from ..storage.keys import PRODUCT_RE, is_product_name
 from .manifest import MANIFEST_NAME, SUPPORTED_SPECS, Manifest, parse_manifest
 
@@ -89,8 +89,9 @@ def read_manifest(storage, storage_options: dict | None = None) -> Manifest:
         products = sorted(read_roster(storage)[1])
         if products:
             raise NotAHiveStoreError(
-                f"{where} is a multi-product root (products: {', '.join(products)}); "
-                "open one with product=... or use open_store()"
+                f"{where} is a multi-product root (products: {', '.join(products)}); open one product at its "
+                f"own root, e.g. open_hive({join_location(where, products[0])!r}), or all of them as one tree "
+                f"with open_store({where!r}) (products=[...] picks some)"
             )
         raise NotAHiveStoreError(f"{where} is not a morton-hive store: no {MANIFEST_NAME}")
     return parse_manifest(obj, where)

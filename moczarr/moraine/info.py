@@ -217,7 +217,7 @@ def _marker_version(loc: Location, marker: dict) -> int:
 def _recognise(loc: Location):
     """(level-0 array, marker or None, version or None); raises if not a pyramid."""
     try:
-        a0 = loc.try_open("0.zarr")
+        a0 = loc.probe("0.zarr")
     except PyramidError as exc:
         raise NotAMorainePyramidError(
             f"{loc.path} is not a moraine pyramid: its 0.zarr is not a zarr array ({exc.__cause__})"
@@ -433,7 +433,7 @@ def is_moraine_pyramid(path, storage_options: dict | None = None) -> bool:
     :class:`~moczarr.errors.StorageError` (a 500 on the marker must not read as "not a pyramid")."""
     loc = Location(path, storage_options)
     try:
-        a0 = loc.try_open("0.zarr")
+        a0 = loc.probe("0.zarr")
         if a0 is None:
             return False
         if _read_marker(loc, a0) is not None:

@@ -57,6 +57,19 @@ class Location:
         except Exception as exc:  # a group, unreadable metadata, ...
             raise PyramidError(f"{self.url(name)} is not a readable zarr array: {exc}") from exc
 
+    def probe(self, name: str):
+        """:meth:`try_open` of the first object a recognition reads; a storage failure there names the directory.
+
+        The probe object is an implementation detail of recognising a pyramid:
+        a store that cannot be reached is reported as itself, first. Raises the
+        same :class:`~moczarr.errors.StorageError` subclass, naming :attr:`path`
+        and then the failed read.
+        """
+        try:
+            return self.try_open(name)
+        except StorageError as exc:
+            raise type(exc)(f"{self.path}: cannot be read ({exc})") from exc
+
     def open(self, name: str, what: str):
         arr = self.try_open(name)
         if arr is None:

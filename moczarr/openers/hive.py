@@ -26,7 +26,16 @@ from ..format.roster import read_manifest
 from ..format.stamps import LeafRef, leaf_data_prefix, read_stamp, stamp_of, walk_leaves, windows_present
 from ..places import aoi_cover, as_place
 from ..storage import DEFAULT_CONCURRENCY, Storage, keys
-from .leaves import Leaf, admit_leaves, empty_selection_schema, first_schema, leaf_schema, leaf_summary
+from .leaves import (
+    Leaf,
+    admit_leaves,
+    drop_gone_versions,
+    empty_selection_schema,
+    first_schema,
+    leaf_schema,
+    leaf_summary,
+    swapped_box_hint,
+)
 from .leaves import candidate_leaves as candidate_leaves
 from .leaves import root_shards as root_shards
 from .times import TimeRange, check_time_store, over_windows, window_or_time
@@ -162,7 +171,9 @@ def open_source(
     cover = aoi_cover(aoi, manifest.cell_order)
     candidates = candidate_leaves(storage, manifest, shards, window, cover)
     leaves = admit_leaves(storage, manifest, candidates, cover, named_by_moc=shards is not None)
-    schema, leaves, corrupted = first_schema(storage, manifest, leaves)
+    leaves, corrupted = drop_gone_versions(storage, manifest, leaves)
+    schema, leaves, skipped = first_schema(storage, manifest, leaves)
+    corrupted |= skipped
     if schema is None:
         schema = empty_selection_schema(storage, manifest, corrupted, scoped=aoi is not None or window is not None)
         if aoi is None and window is not None:
@@ -172,9 +183,10 @@ def open_source(
                     f"{storage.describe()}: window {window!r} holds no leaf in this store; "
                     f"windows present: {', '.join(present) or '(none)'}"
                 )
+        what = f"the AOI {aoi.text}" if aoi is not None else f"window {window!r}"
         warn(
-            f"{storage.describe()}: the {'AOI' if aoi is not None else f'window {window!r}'} selects no committed "
-            "leaf; returning the schema with 0 rows",
+            f"{storage.describe()}: {what} selects no committed leaf; returning the schema with 0 rows"
+            + swapped_box_hint(shards, aoi, manifest.cell_order),
             EmptySelectionWarning,
         )
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}

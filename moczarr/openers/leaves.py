@@ -39,6 +39,7 @@ from ..format.stamps import (
     stamped_array_names,
     walk_leaves,
 )
+from ..places import BBox, Place, aoi_cover
 from ..storage import Storage
 
 
@@ -112,10 +113,12 @@ def candidate_leaves(
     """Leaves worth a stamp read: root MOC shards (or the walk's finds) meeting the AOI, for the window."""
     pg = manifest.path_grouping
     if shards is None:
-        warn(
-            f"{storage.describe()}: no usable root coverage.moc; falling back to the discovery walk",
-            CoverageFallbackWarning,
-        )
+        if not storage.memo.get("walk_warned"):  # once per open, however many windows it walks for
+            storage.memo["walk_warned"] = True
+            warn(
+                f"{storage.describe()}: no usable root coverage.moc; falling back to the discovery walk",
+                CoverageFallbackWarning,
+            )
         refs = [r for r in walk_leaves(storage, manifest.shard_order, pg) if r.window == window]
         if cover is not None and refs:
             keep = meets(ids.to_words([r.decimal for r in refs]), cover)
@@ -200,6 +203,39 @@ def first_schema(
     return None, [], corrupted
 
 
+def drop_gone_versions(storage: Storage, manifest: Manifest, leaves: list[Leaf]) -> tuple[list[Leaf], set[str]]:
+    """The leaves without those whose stamp points at a version that is gone, and the paths of the dropped ones.
+
+    FORMAT.md §5.5: a version that is missing or unstamped (without arrays) is
+    a corrupted leaf, read as debris: skipped with a :class:`DebrisWarning`
+    naming it. What an open can tell without reading the version's own stamp is
+    whether the version's data group is there: one batched read of each
+    versioned leaf's ``{version}/{cell_order}/zarr.json`` (legacy leaves cost
+    nothing). A version whose stamp alone is gone, arrays intact, is still
+    served (the seed's deliberate gap). A data group missing under a stamped
+    version is a malformed leaf: :class:`StampError` (one GET of that version's
+    stamp, on that path only).
+    """
+    group = str(manifest.cell_order)
+    versioned = [lf for lf in leaves if lf.versioned]
+    if not versioned:
+        return leaves, set()
+    payloads = storage.get_many([f"{lf.prefix}/{group}/zarr.json" for lf in versioned])
+    gone: set[str] = set()
+    for lf, payload in zip(versioned, payloads, strict=True):
+        storage.memo["group_exists", f"{lf.prefix}/{group}"] = payload is not None
+        if payload is not None:
+            continue
+        check_missing_version(storage, lf.prefix, group)
+        warn(
+            f"{storage.describe(lf.ref.path)}: stamp points at version {lf.stamp['current']!r}, which is missing "
+            "or unstamped (committed data removed out of band); leaf skipped",
+            DebrisWarning,
+        )
+        gone.add(lf.ref.path)
+    return [lf for lf in leaves if lf.ref.path not in gone], gone
+
+
 @overload
 def leaf_schema(storage: Storage, manifest: Manifest, lf: Leaf, *, missing_ok: Literal[False] = False) -> Schema: ...
 @overload
@@ -246,6 +282,24 @@ def empty_selection_schema(storage: Storage, manifest: Manifest, corrupted: set[
             )
         return schema
     raise NoCoverageError(f"{storage.describe()}: the store holds no committed (stamped) leaf")
+
+
+def swapped_box_hint(shards: np.ndarray | None, place: Place | None, cell_order: int) -> str:
+    """What to say when a ``BBox`` meets no data but its lon/lat swapped would meet the root coverage, else "".
+
+    A box typed in lat/lon order is still a valid lon/lat box (elsewhere on the
+    globe), so it selects nothing without an error; the root MOC's shards (no
+    request: read by the open already) tell whether the swapped box would meet
+    the store. Without a usable root MOC nothing is said.
+    """
+    box = place.geometry if place is not None else None
+    swapped = box.swapped() if isinstance(box, BBox) else None
+    if swapped is None or shards is None or not shards.size:
+        return ""
+    cover = aoi_cover(swapped, cell_order)
+    if cover is None or not meets(shards, cover).any():
+        return ""
+    return f"; {swapped}, its lon/lat swapped, would: BBox takes (west, south, east, north)"
 
 
 def leaf_summary(leaves: list[Leaf]) -> dict:

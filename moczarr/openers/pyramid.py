@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Literal, overload
 
 import numpy as np
 import xarray as xr
@@ -35,6 +36,21 @@ from .times import TimeRange, check_time_store, over_windows, window_or_time
 
 
 # -- one level --------------------------------------------------------------------------------------
+@overload
+def open_level(
+    store_root,
+    cell_order: int | None = None,
+    window: str | None = None,
+    aoi=None,
+    all_time: Literal[False] = False,
+    *,
+    time=None,
+    index_kind: str = "moc",
+    storage_options: dict | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    verify_chunks: bool = False,
+) -> xr.Dataset: ...
+@overload
 def open_level(
     store_root,
     cell_order: int | None = None,
@@ -47,7 +63,20 @@ def open_level(
     storage_options: dict | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     verify_chunks: bool = False,
-) -> xr.Dataset:
+) -> xr.Dataset | None: ...
+def open_level(
+    store_root,
+    cell_order: int | None = None,
+    window: str | None = None,
+    aoi=None,
+    all_time: bool = False,
+    *,
+    time=None,
+    index_kind: str = "moc",
+    storage_options: dict | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    verify_chunks: bool = False,
+) -> xr.Dataset | None:
     """One resolution of a store as a Dataset, whichever artifact kind materializes it.
 
     ``cell_order`` picks the level (default: the store's native cell order).
@@ -60,7 +89,9 @@ def open_level(
     the level, for a declared derived level with nothing materialized to open
     (no usable root MOC, no stamped or readable object, or overview levels of a
     ``path_grouping > 1`` store); the tree openers leave such a level out with a
-    :class:`LevelOmittedWarning` instead. Raises :class:`LevelError` for a
+    :class:`LevelOmittedWarning` instead. ``all_time=True`` reads whatever
+    all-time folds are stamped: with none, None and a :class:`LevelOmittedWarning`
+    (what is declared says nothing about what is on disk). Raises :class:`LevelError` for a
     ``cell_order`` that is not an integer order or not a level of the store,
     :class:`PyramidError` for an object declaring another cell order, and
     :class:`WindowError` for window misuse (``all_time`` is exclusive with
@@ -79,9 +110,8 @@ def open_level(
     storage = Storage.open(store_root, storage_options, concurrency)
     manifest = read_manifest(storage)
     order = manifest.cell_order if cell_order is None else cell_order
-    return open_level_in(
-        storage, manifest, order, window, aoi, all_time, index_kind=index_kind, verify_chunks=verify_chunks
-    )
+    opener = open_level_or_omit if all_time else open_level_in
+    return opener(storage, manifest, order, window, aoi, all_time, index_kind=index_kind, verify_chunks=verify_chunks)
 
 
 def open_overview_order(
@@ -94,11 +124,13 @@ def open_overview_order(
     index_kind: str = "moc",
     storage_options: dict | None = None,
     verify_chunks: bool = False,
-) -> xr.Dataset:
+) -> xr.Dataset | None:
     """The overview level storing cells at ``cell_order`` (see :func:`open_level`).
 
     Raises :class:`LevelError` when that order is not an overview level and
-    :class:`LevelOmittedError` when it has nothing materialized.
+    :class:`LevelOmittedError` when it has nothing materialized; with
+    ``all_time=True`` and no stamped all-time fold, None and a
+    :class:`LevelOmittedWarning` instead.
     """
     cell_order = check_order(cell_order, "cell_order")
     aoi = as_place(aoi)
@@ -108,7 +140,8 @@ def open_overview_order(
     level = _level(manifest, cell_order)
     if level.artifact != "overview":
         raise LevelError(f"{manifest.location}: cell order {cell_order} is a {level.artifact} level, not an overview")
-    return open_level_in(
+    opener = open_level_or_omit if all_time else open_level_in
+    return opener(
         storage, manifest, cell_order, window, aoi, all_time, index_kind=index_kind, verify_chunks=verify_chunks
     )
 

@@ -105,6 +105,17 @@ class BBox:
         """Longitude span in degrees (0 < width <= 360)."""
         return (self.east - self.west) % 360 or 360.0
 
+    def swapped(self) -> BBox | None:
+        """This box with longitude and latitude exchanged (a box typed in lat/lon order, read as meant), or
+        None when that is no valid box."""
+        try:
+            return BBox(self.south, self.west, self.north, self.east)
+        except AOIError:
+            return None
+
+    def __str__(self) -> str:
+        return f"BBox({self.west:g}, {self.south:g}, {self.east:g}, {self.north:g})"
+
 
 @dataclass(frozen=True)
 class Circle:
@@ -173,7 +184,7 @@ def as_place(aoi, argument: str = "aoi") -> Place | None:
     if aoi is None or isinstance(aoi, Place):
         return aoi
     if isinstance(aoi, (BBox, Circle)):
-        return Place(geometry=aoi, text=repr(aoi))
+        return Place(geometry=aoi, text=str(aoi))
     if isinstance(aoi, mortie.Moc) or hasattr(aoi, "__morton_moc__"):
         return Place(
             words=ids.to_words(np.asarray(aoi.__morton_moc__(), dtype=np.uint64), argument=argument),

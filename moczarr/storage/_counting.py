@@ -127,7 +127,8 @@ def describe_key(store: Store, key: str) -> str:
     """``s3://bucket/prefix/key`` for an fsspec or obstore store, ``/root/key`` for a local one."""
     if isinstance(store, FsspecStore):
         protocol = store.fs.protocol[0] if isinstance(store.fs.protocol, (tuple, list)) else store.fs.protocol
-        base = f"{protocol}://{store.path.strip('/')}"
+        path = store.path.strip("/")
+        base = path if "://" in path else f"{protocol}://{path}"  # HTTP's paths are whole URLs
     elif isinstance(store, VerifiedObjectStore) and store.bucket_url is not None:  # not opened: no request for a name
         base = f"{store.bucket_url}/{store.prefix}".rstrip("/")
     elif isinstance(store, ObjectStore) and type(store.store).__name__ in _OBSTORE_SCHEME:
