@@ -47,7 +47,7 @@ region given, not N.
 update`` with nothing changed (it writes nothing), then again after one store
 changed (its manifest rewritten), and prints the requests and the time of each
 beside their floor (with one changed, the update writes that product's documents and those listing every
-product, :mod:`moczarr_intake.reuse`).
+product, :mod:`moczarr_intake.living.reuse`).
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ from bench_s3 import KEY, REGION, SECRET, free_port, proxy_stats, start_proxy, s
 
 from moczarr.storage import count_requests
 from moczarr.testing import write_sample_store
-from moczarr_intake import reading
 from moczarr_intake.cli import build
-from moczarr_intake.refresh import update
+from moczarr_intake.living.refresh import update
+from moczarr_intake.roots import scan as reading
 
 BUCKET, PREFIX = "bench", "catalog"
 CATALOG_OBJECTS = ("morton_hive.json", "coverage.moc", "zarr.json")

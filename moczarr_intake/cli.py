@@ -35,18 +35,18 @@ from typing import TYPE_CHECKING, NamedTuple
 from moczarr.errors import ContentError, MoczarrError, MoczarrWarning
 
 from . import living_cli, verify_cli
-from .access import withheld_options
-from .arguments import check_license, check_out, check_stores_root, check_url
-from .collector import fewer_collections
+from .model.access import withheld_options
+from .model.options import check_license, check_out, check_stores_root, check_url
+from .pipeline.pacing import fewer_collections
 
 if TYPE_CHECKING:  # the command line loads the reader only when a command runs (``--help`` stays light)
     from moczarr.metadata import ProductSummary
 
-    from .entries import CatalogEntries
-    from .hrefs import HrefPolicy
-    from .reading import Reading
-    from .record import BuildRecord
-    from .reuse import Reuse
+    from .living.record import BuildRecord
+    from .living.reuse import Reuse
+    from .model.entries import CatalogEntries
+    from .model.hrefs import HrefPolicy
+    from .roots.scan import Reading
 
 #: what ``build`` writes into ``--out`` (each replaced whole when the build succeeds)
 OUTPUTS = ["stac", "catalog.yaml", "catalog_v2.yaml"]
@@ -124,19 +124,19 @@ def build(
 ) -> dict:
     """Summarize every root, write STAC and both Intake YAML flavours under ``out``; returns what was written.
 
-    Every argument is checked first (:mod:`moczarr_intake.arguments`), before
+    Every argument is checked first (:mod:`moczarr_intake.model.options`), before
     anything is read: ``href_base`` and ``catalog_url`` absolute http(s), s3,
     gs or az URLs, ``license`` an SPDX license identifier or an http(s) URL,
     ``out`` a folder outside every store; each refusal is an
     :class:`~moczarr.errors.ArgumentError` naming the flag. Store addresses
-    follow :class:`~moczarr_intake.hrefs.HrefPolicy`: with ``href_base``
+    follow :class:`~moczarr_intake.model.hrefs.HrefPolicy`: with ``href_base``
     every local store is ``href_base`` joined with its path relative to
     ``stores_root`` (default the roots' common parent); without it, stores
     inside ``out`` are relative, URLs as given, others absolute paths of this
     machine (reported in ``"notes"``). ``catalog_url``: the URL ``out`` will be
     published at (absolute self links, RELATIVE_PUBLISHED). Of
     ``storage_options`` only where and how to reach the data is written
-    (:mod:`moczarr_intake.access`): never a credential. The STAC API outputs
+    (:mod:`moczarr_intake.model.access`): never a credential. The STAC API outputs
     are written only when no document would name a path of this machine.
     Everything is written to a temporary sibling of ``out`` and moved in at the
     end, so a failed build leaves ``out`` as it was.
@@ -150,10 +150,10 @@ def build(
     ``previous``: the build record of the catalog at ``out`` that this build
     replaces (``update`` passes it; else the record at ``out``, if any, is
     read). Its products keep their ids and entry names (the record's
-    identities, :func:`~moczarr_intake.entries.catalog_entries`). When the roots, their products and the
+    identities, :func:`~moczarr_intake.model.entries.catalog_entries`). When the roots, their products and the
     options are those it records, the products whose facts are unchanged keep
     their documents and only the others are written, with the documents that
-    list every product (:mod:`moczarr_intake.reuse`); the catalog is then the
+    list every product (:mod:`moczarr_intake.living.reuse`); the catalog is then the
     one a full build would write.
     """
     href_base = check_url(href_base, "--href-base")
@@ -163,7 +163,7 @@ def build(
     from moczarr.metadata import is_remote  # the reader loads once the arguments are known to be good
 
     if is_remote(os.fspath(out)):
-        from .outstore import build_to_url
+        from .living.outstore import build_to_url
 
         return build_to_url(
             build,
@@ -184,8 +184,8 @@ def build(
         )
     # a discovered prefix may hold the catalog folder (discovery leaves it out); a store root may not
     out = check_out(out, [] if discover else [os.fspath(r) for r in roots])
-    from .entries import catalog_entries
-    from .hrefs import HrefPolicy
+    from .model.entries import catalog_entries
+    from .model.hrefs import HrefPolicy
 
     named = previous if previous is not None else _record_at(out, out_location, storage_options)
     reading, caught = _read_stores(
@@ -236,7 +236,7 @@ def _record_at(out: Path, out_location: str | None, storage_options) -> BuildRec
     """
     from moczarr.metadata import Writer
 
-    from .record import RECORD_NAME, BuildRecord
+    from .living.record import RECORD_NAME, BuildRecord
 
     if out_location is None:
         path = out / RECORD_NAME
@@ -248,10 +248,10 @@ def _record_at(out: Path, out_location: str | None, storage_options) -> BuildRec
 def _read_stores(
     roots, out: Path, storage_options, *, discover: bool, progress: bool, scheduler, reading
 ) -> tuple[Reading, list]:
-    """The facts of every root (:func:`~moczarr_intake.reading.read_roots`, unless ``reading`` has them) and the
+    """The facts of every root (:func:`~moczarr_intake.roots.scan.read_roots`, unless ``reading`` has them) and the
     reader warnings met meanwhile; raises :class:`~moczarr.errors.ContentError` when nothing is left to catalog
     (every root found damaged, or no moraine pyramid after all), naming the prefixes walked and why."""
-    from .reading import read_roots
+    from .roots.scan import read_roots
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MoczarrWarning)
@@ -319,7 +319,7 @@ def _write_catalogs(
     """
     import contextlib
 
-    from .lock import catalog_lock
+    from .living.lock import catalog_lock
 
     local = inputs.out_location is None
     if local:
@@ -332,8 +332,8 @@ def _write_catalogs(
 
 def _write_chosen(entries, out, policy, inputs: BuildRecordInputs, storage_options, catalog_url, stac_kw):
     """:func:`_write_catalogs` under the lock: the partial write :func:`~.reuse.plan` allows, else the whole."""
-    from .record import BuildRecord, recorded_options
-    from .reuse import plan
+    from .living.record import BuildRecord, recorded_options
+    from .living.reuse import plan
 
     base = None if inputs.out_location is not None else str(out)
     record = BuildRecord.of(
@@ -384,13 +384,13 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
     import shutil
     import tempfile
 
-    from .catalog_yaml import v1_catalog, v2_catalog, write_yaml
-    from .lock import held
-    from .outstore import ROOT_DOCUMENTS
-    from .publish import pgstac_documents
-    from .record import RECORD_NAME, write_beside
+    from .intake_yaml.catalog import v1_catalog, v2_catalog, write_yaml
+    from .living.lock import held
+    from .living.outstore import ROOT_DOCUMENTS
+    from .living.record import RECORD_NAME, write_beside
+    from .living.staging import move_in
+    from .pgstac.publish import pgstac_documents
     from .stac import api_documents, build_stac, start_api_outputs
-    from .staging import move_in
 
     entries, out, policy, inputs, record, key, storage_options, catalog_url, stac_kw = job
     keep = reuse.keep if reuse is not None else frozenset()
@@ -773,7 +773,7 @@ def _command_lock(args):
 
     ``publish`` refuses a catalog a killed run left unsettled.
     """
-    from .lock import catalog_lock
+    from .living.lock import catalog_lock
 
     if args.break_lock:
         _break_lock(args)
@@ -781,7 +781,7 @@ def _command_lock(args):
 
 
 def _break_lock(args) -> None:
-    from .lock import break_lock
+    from .living.lock import break_lock
 
     if holder := break_lock(args.out, _storage_options(args)):
         print(f"note: broke the lock of {holder}", file=sys.stderr)

@@ -45,7 +45,7 @@ def add_parsers(sub, build_parser):
 
 def run(args, build, storage_options: dict | None, *, progress: bool) -> int:
     """Run ``update`` or ``publish``; notes and warnings go to stderr, the result line to stdout."""
-    from .refresh import update  # the reader loads only when a command runs
+    from .living.refresh import update  # the reader loads only when a command runs
 
     if args.cmd == "publish":
         return run_publish(args, storage_options)
@@ -101,8 +101,8 @@ def uploaded_line(written: dict) -> str:
 def run_publish(args, storage_options: dict | None) -> int:
     """``publish OUT --pgstac DSN``: the report (:func:`publish_lines`) to stdout, warnings to stderr, none of
     them spelling the DSN's password."""
-    from .publish import catalog_key_of, publish, redact  # pypgstac loads only when the command runs
-    from .refresh import load_record
+    from .living.refresh import load_record
+    from .pgstac.publish import catalog_key_of, publish, redact  # pypgstac loads only when the command runs
 
     record = load_record(args.out, storage_options)
     key = catalog_key_of(args.out, record.options.get("catalog_url"))

@@ -20,11 +20,11 @@ import yaml
 import moczarr
 from moczarr.backend import MoczarrBackendEntrypoint, resolve_cell_order
 from moczarr.testing import write_sample_store
-from moczarr_intake.catalog_yaml import v1_catalog, v2_catalog
 from moczarr_intake.cli import build, main
-from moczarr_intake.entries import catalog_entries
-from moczarr_intake.hrefs import HrefPolicy, common_parent
-from moczarr_intake.naming import root_labels
+from moczarr_intake.intake_yaml.catalog import v1_catalog, v2_catalog
+from moczarr_intake.model.entries import catalog_entries
+from moczarr_intake.model.hrefs import HrefPolicy, common_parent
+from moczarr_intake.model.naming import root_labels
 
 from .conftest import REPO, fixture_path
 from .engines import register_engine
@@ -261,7 +261,7 @@ def test_a_build_collects_garbage_at_a_slower_pace_and_restores_it(tmp_path, mon
     import gc
 
     import moczarr_intake.cli as cli
-    from moczarr_intake.collector import BUILD_THRESHOLD, fewer_collections
+    from moczarr_intake.pipeline.pacing import BUILD_THRESHOLD, fewer_collections
 
     before = gc.get_threshold()
     seen = []

@@ -26,7 +26,7 @@ import yaml
 
 import moczarr
 from moczarr.metadata import MANIFEST_NAME
-from moczarr_intake import arguments
+from moczarr_intake.model import options as arguments
 from moczarr_intake.stac import API_COLLECTIONS, API_ITEMS, open_stac
 
 from .conftest import REPO

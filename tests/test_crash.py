@@ -1,6 +1,6 @@
 """Killed runs and concurrent runs: the installed ``moczarr-catalog`` stopped with SIGKILL at named steps.
 
-Each run is a real process, paused at a step of :mod:`moczarr_intake.staging`
+Each run is a real process, paused at a step of :mod:`moczarr_intake.living.staging`
 through its test hook (``MOCZARR_CATALOG_PAUSE``), then killed. What it
 leaves must be readable (every document reachable from the entry documents
 is whole and every href resolves), hold no third generation, and the next run
@@ -25,9 +25,9 @@ import yaml
 
 from moczarr.testing import write_sample_store
 from moczarr_intake.cli import build, main
-from moczarr_intake.lock import LOCK_KEY
-from moczarr_intake.record import RECORD_NAME
-from moczarr_intake.staging import PAUSE_ENV
+from moczarr_intake.living.lock import LOCK_KEY
+from moczarr_intake.living.record import RECORD_NAME
+from moczarr_intake.living.staging import PAUSE_ENV
 
 from .conftest import rewrite_manifest
 from .s3server import ACCESS_KEY, SECRET_KEY, S3Server

@@ -22,8 +22,8 @@ import pytest
 from moczarr.errors import NotFoundError, StorageError
 from moczarr.testing import write_sample_store
 from moczarr_intake.cli import build, main
-from moczarr_intake.record import RECORD_NAME
-from moczarr_intake.refresh import update
+from moczarr_intake.living.record import RECORD_NAME
+from moczarr_intake.living.refresh import update
 
 from .conftest import rewrite_manifest
 from .faultproxy import FaultProxy

@@ -27,13 +27,13 @@ from moczarr.metadata import MANIFEST_NAME, ROOT_MOC_NAME, Scanner
 from moczarr.storage import Storage, count_requests
 from moczarr.testing import write_sample_store
 from moczarr.testing.moraine import write_raster_pyramid
-from moczarr_intake import reading
 from moczarr_intake.cli import build, main
-from moczarr_intake.discover import discover
-from moczarr_intake.lock import LOCK_KEY
-from moczarr_intake.reading import read_roots
-from moczarr_intake.record import RECORD_NAME, BuildRecord
-from moczarr_intake.refresh import update
+from moczarr_intake.living.lock import LOCK_KEY
+from moczarr_intake.living.record import RECORD_NAME, BuildRecord
+from moczarr_intake.living.refresh import update
+from moczarr_intake.roots import scan as reading
+from moczarr_intake.roots.discover import discover
+from moczarr_intake.roots.scan import read_roots
 from moczarr_intake.stac import geoparquet
 
 from .conftest import local_cluster, rewrite_manifest

@@ -28,10 +28,11 @@ import yaml
 
 import moczarr
 from moczarr.errors import ArgumentError, StorageError
-from moczarr_intake import naming, stac
-from moczarr_intake.access import public_storage_options
-from moczarr_intake.arguments import check_url
-from moczarr_intake.hrefs import quote_path
+from moczarr_intake import stac
+from moczarr_intake.model import naming
+from moczarr_intake.model.access import public_storage_options
+from moczarr_intake.model.hrefs import quote_path
+from moczarr_intake.model.options import check_url
 from moczarr_intake.stac import geoparquet, open_stac
 
 from .conftest import REPO

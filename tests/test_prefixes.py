@@ -20,8 +20,8 @@ import pytest
 from moczarr.errors import StorageError, StoragePermissionError, StorageTimeoutError, StoreNotFoundError
 from moczarr.metadata import MANIFEST_NAME, Scanner
 from moczarr_intake.cli import build
-from moczarr_intake.reading import Scanners, locate
-from moczarr_intake.refresh import update
+from moczarr_intake.living.refresh import update
+from moczarr_intake.roots.scan import Scanners, locate
 
 from .faultproxy import FaultProxy
 from .test_catalog_cli import SAMPLE, run, tree_snapshot

@@ -46,11 +46,11 @@ from moczarr.errors import ArgumentError
 from moczarr.metadata import MANIFEST_NAME, ROOT_MOC_NAME, StoreSummary, is_remote, normalize_location
 from moczarr.moraine import MorainePyramid
 
-from .discover import HIVE, MORAINE, Found
-from .entries import LAYOUTS, CatalogEntries, Names, RootIdentity, catalog_entries
-from .publish import COLLECTIONS_NDJSON, ITEMS_NDJSON, PGSTAC_DIR, write_ndjson
-from .reading import Read, Reading
-from .stac import ApiDocuments, public_storage_options
+from ..model.entries import LAYOUTS, CatalogEntries, Names, RootIdentity, catalog_entries
+from ..pgstac.publish import COLLECTIONS_NDJSON, ITEMS_NDJSON, PGSTAC_DIR, write_ndjson
+from ..roots.discover import HIVE, MORAINE, Found
+from ..roots.scan import Read, Reading
+from ..stac import ApiDocuments, public_storage_options
 
 RECORD_NAME = "build-record.json"
 SPEC = "moczarr-catalog-build/1"

@@ -74,7 +74,7 @@ import pystac
 from moczarr.errors import ArgumentError, ContentError, MoczarrWarning, NotFoundError, StorageError
 from moczarr.metadata import Writer, is_remote, normalize_location, warn
 
-from .stac.geoparquet import ApiDocuments, api_documents, document_machine_paths
+from ..stac.geoparquet import ApiDocuments, api_documents, document_machine_paths
 
 PGSTAC_DIR = "pgstac"
 COLLECTIONS_NDJSON = f"{PGSTAC_DIR}/collections.ndjson"

@@ -158,7 +158,7 @@ def locate(
 
 
 def _probe_all(roots: list[str], scanners: Scanners) -> list[Found]:
-    """:func:`~moczarr_intake.discover.probe` of every given root, in order; the first failure (in order) raises.
+    """:func:`~moczarr_intake.roots.discover.probe` of every given root, in order; the first failure (in order) raises.
 
     A root the probe shows holding no store (its listing succeeded) is a
     :class:`~.discover.Found` with empty ``listings``: positively absent.

@@ -37,11 +37,11 @@ from pathlib import Path
 import moczarr
 from moczarr.metadata import Writer, is_remote
 
-from .discover import HIVE
-from .entries import CatalogEntries
-from .publish import CATALOG_FIELD, COLLECTIONS_NDJSON, ITEMS_NDJSON, ndjson_line
+from ..model.entries import CatalogEntries
+from ..pgstac.publish import CATALOG_FIELD, COLLECTIONS_NDJSON, ITEMS_NDJSON, ndjson_line
+from ..roots.discover import HIVE
+from ..stac import API_COLLECTIONS, API_ITEMS
 from .record import BuildRecord
-from .stac import API_COLLECTIONS, API_ITEMS
 from .staging import move_in
 
 #: the folder of the static catalog below the output

@@ -58,12 +58,12 @@ from moczarr.metadata import (
     normalize_location,
 )
 
-from .discover import HIVE, MORAINE, Discovery, Found, probe
-from .entries import CatalogEntries, RootIdentity, catalog_entries
+from ..model.entries import CatalogEntries, RootIdentity, catalog_entries
+from ..roots.discover import HIVE, MORAINE, Discovery, Found, probe
+from ..roots.scan import Read, Reading, Scanners, locate, read_all
+from ..stac import public_storage_options
 from .outstore import ROOT_DOCUMENTS
-from .reading import Read, Reading, Scanners, locate, read_all
 from .record import RECORD_NAME, BuildRecord, StoreRecord, changed, state_known, state_of
-from .stac import public_storage_options
 
 #: the build options a record keeps, as ``build()`` takes them
 BUILD_OPTIONS = ("thumbnails", "href_base", "stores_root", "catalog_url", "license", "strict")

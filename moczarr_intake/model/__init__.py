@@ -1,0 +1,1 @@
+"""moczarr_intake.model."""
