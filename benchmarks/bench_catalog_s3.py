@@ -68,8 +68,7 @@ from bench_s3 import KEY, REGION, SECRET, free_port, proxy_stats, start_proxy, s
 
 from moczarr.storage import count_requests
 from moczarr.testing import write_sample_store
-from moczarr_intake.cli import build
-from moczarr_intake.living.refresh import update
+from moczarr_intake import build, update
 from moczarr_intake.roots import scan as reading
 
 BUCKET, PREFIX = "bench", "catalog"
@@ -309,7 +308,7 @@ def bench_update(n: int, served: Path, options: dict, scratch: Path, latency: fl
         build([f"s3://{BUCKET}/update-{n}"], cat, storage_options=options, progress=False, discover=True)
         with count_requests() as unchanged:
             t0 = time.perf_counter()
-            update(build, str(cat), storage_options=options)
+            update(str(cat), storage_options=options)
             t_unchanged = time.perf_counter() - t0
         manifest = folder / f"p{n // 2:04}" / "morton_hive.json"  # any one of the n
         doc = json.loads(manifest.read_text())
@@ -319,9 +318,9 @@ def bench_update(n: int, served: Path, options: dict, scratch: Path, latency: fl
         time.sleep(2)  # rclone's directory cache (--dir-cache-time 1s)
         with count_requests() as one_changed:
             t0 = time.perf_counter()
-            result = update(build, str(cat), storage_options=options)
+            result = update(str(cat), storage_options=options)
             t_changed = time.perf_counter() - t0
-    r = result["refresh"]
+    r = result.refresh
 
     def floor(counter) -> str:
         return f"floor {(counter.lists + counter.gets) * latency / limit * 1e3:.0f} ms"

@@ -305,14 +305,14 @@ def test_a_root_coverage_moc_cut_short_falls_back_to_the_walk(s3, tmp_path):
 
 
 def test_no_credential_is_written_and_readers_bring_their_own(s3, tmp_path):
-    from moczarr_intake.cli import build
+    from moczarr_intake import build
 
     from .s3server import ACCESS_KEY, SECRET_KEY
 
     full = s3.storage_options(anon=False)  # key, secret, endpoint, region
     root = "s3://catalog-private/sample"
     written = build([root], tmp_path / "api", storage_options=full, progress=False)
-    assert any("not written into the catalog" in n and "secret" in n for n in written["notes"])
+    assert any("not written into the catalog" in n and "secret" in n for n in written.notes)
     env = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": "us-east-1"}
     done = run("build", root, "--out", "cli", "--endpoint-url", s3.endpoint_url, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr

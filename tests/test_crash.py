@@ -24,7 +24,8 @@ import pytest
 import yaml
 
 from moczarr.testing import write_sample_store
-from moczarr_intake.cli import build, main
+from moczarr_intake import build
+from moczarr_intake.cli import main
 from moczarr_intake.living.lock import LOCK_KEY
 from moczarr_intake.living.record import RECORD_NAME
 from moczarr_intake.living.staging import PAUSE_ENV
