@@ -204,7 +204,7 @@ def report_after(refreshed: Refreshed, entries: CatalogEntries) -> ById:
 class Followed:
     """The roots an update reads (:func:`follow`): each recorded folder as it was read, what was kept or dropped."""
 
-    #: the roots in catalog order (a kept root as a :class:`~.discover.Found` without listings)
+    #: the roots in catalog order (a kept root as a :class:`~..roots.discover.Found` without listings)
     found: list[Found]
     #: recorded roots the walk saw and skipped: kept with their recorded facts
     kept: set[str] = field(default_factory=set)
@@ -225,7 +225,7 @@ def follow(
     *,
     remove_missing: bool = False,
 ) -> Followed:
-    """The roots an update reads: ``found`` (what :func:`~.reading.locate` listed) with each recorded folder read
+    """The roots an update reads: ``found`` (what :func:`~..roots.scan.locate` listed) with each recorded folder read
     as the record says it was read (see the module docstring).
 
     Raises :class:`~moczarr.errors.NotFoundError` naming a given root whose

@@ -70,7 +70,8 @@ class Reuse:
 
     def pgstac_ndjson(self, collection_ids: list[str], collections: list[dict], items: list[dict]) -> tuple[str, str]:
         """The two ndjson files of the catalog: the written Collections' documents (``collections``, ``items``,
-        as :func:`~.publish.pgstac_documents` makes them) in place of their previous lines, every other line kept.
+        as :func:`~..pgstac.publish.pgstac_documents` makes them) in place of their previous lines, every other
+        line kept.
 
         ``collection_ids``: every Collection of the catalog in its order (the
         order a full build writes); lines of the previous files outside them

@@ -50,7 +50,7 @@ deleted) when
   or a catalog moved and not updated: :class:`~moczarr.errors.ContentError`);
 - a document names a path of the building machine, which a portal cannot
   serve: a catalog built without ``--href-base`` (the same test as the STAC
-  API outputs', :func:`~.stac.geoparquet.document_machine_paths`:
+  API outputs', :func:`~..stac.geoparquet.document_machine_paths`:
   :class:`~moczarr.errors.ArgumentError`).
 
 No message of publish spells the database's password: every DSN in an error,
@@ -96,7 +96,7 @@ def pgstac_documents(
     Each Collection carries :data:`CATALOG_FIELD` (``catalog_key``) and
     :data:`ITEM_COUNT_FIELD` (the number of its Items in ``items``).
 
-    ``documents``: the catalog's :func:`~.stac.geoparquet.api_documents`, when
+    ``documents``: the catalog's :func:`~..stac.geoparquet.api_documents`, when
     the caller has them (they are not changed: what differs is a copy).
     """
     documents = documents if documents is not None else api_documents(catalog)
@@ -173,7 +173,7 @@ def write_ndjson(
 ) -> list[Path]:
     """Write ``{folder}/pgstac/collections.ndjson`` and ``items.ndjson`` (see the module docstring).
 
-    ``documents``: the catalog's :func:`~.stac.geoparquet.api_documents`, when the caller has them.
+    ``documents``: the catalog's :func:`~..stac.geoparquet.api_documents`, when the caller has them.
     """
     collections, items = pgstac_documents(catalog, catalog_key, documents)
     folder = Path(folder)

@@ -14,7 +14,7 @@ from ..model.options import BuildOptions
 from .building import run_build
 from .results import UpdateResult
 
-#: the :class:`~.results.BuildResult` field of each entry document (:data:`~.outstore.ROOT_DOCUMENTS`)
+#: the :class:`~.results.BuildResult` field of each entry document (:data:`~..living.outstore.ROOT_DOCUMENTS`)
 RESULT_FIELDS = {"stac/catalog.json": "stac", "catalog.yaml": "intake", "catalog_v2.yaml": "intake_v2"}
 
 

@@ -30,8 +30,8 @@ def upload(
     reading: Reading | None = None,
     previous: BuildRecord | None = None,
 ) -> BuildResult:
-    """The build staged locally (:func:`~.local.build_into`) then written to ``out`` (:func:`~.outstore.write_tree`);
-    returns the build's result with URLs and what was uploaded.
+    """The build staged locally (:func:`~.local.build_into`) then written to ``out``
+    (:func:`~..living.outstore.write_tree`); returns the build's result with URLs and what was uploaded.
 
     ``options.catalog_url`` defaults to ``out`` itself: the STAC root's self
     link is the URL it is written to, and every href below it is relative to

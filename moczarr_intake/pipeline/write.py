@@ -59,7 +59,8 @@ class CatalogJob(NamedTuple):
 
 def write_catalog(entries: CatalogEntries, out: Path, policy: HrefPolicy, inputs: BuildRecordInputs, *, progress):
     """Write STAC (and its API outputs), both YAML flavours and the record to a temporary sibling of ``out``, then
-    move them in: the whole catalog, or only what changed when an update can keep the rest (:mod:`.reuse`).
+    move them in: the whole catalog, or only what changed when an update can keep the rest
+    (:mod:`~moczarr_intake.living.reuse`).
 
     Returns the :class:`~moczarr_intake.stac.ApiOutputs` (paths in the temporary folder, or in ``out`` for an
     update that kept some), with the lines naming the Items they leave out in ``notes``. A local catalog is
@@ -79,7 +80,7 @@ def write_catalog(entries: CatalogEntries, out: Path, policy: HrefPolicy, inputs
 
 
 def _write_chosen(entries, out: Path, policy, inputs: BuildRecordInputs, progress: bool):
-    """:func:`write_catalog` under the lock: the partial write :func:`~.reuse.plan` allows, else the whole."""
+    """:func:`write_catalog` under the lock: the partial write :func:`~..living.reuse.plan` allows, else the whole."""
     from ..living.record import BuildRecord, recorded_options
     from ..living.reuse import plan
 
