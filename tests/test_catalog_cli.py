@@ -373,3 +373,12 @@ def test_version_1_entries_check_arguments_and_read_without_a_warning():
         [["elevation"], ["elevation_yearly"]],
         ["ArgumentTypeError"] * 3,
     ]
+
+
+def test_verify_refuses_an_endpoint_that_is_not_a_url(tmp_path):
+    """``verify`` checks ``--endpoint-url`` as every other command does: one error line, nothing read."""
+    store = copy_sample(tmp_path / "stores" / "sample")
+    done = run("verify", store, "--endpoint-url", "localhost:9000", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.startswith("error: --endpoint-url 'localhost:9000' is not an absolute URL")
+    assert done.stderr.count("\n") == 1 and not done.stdout

@@ -168,7 +168,7 @@ def test_a_product_name_in_a_second_root_does_not_rename_the_first(sample, tmp_p
     out = tmp_path / "cat"
     discover = how.startswith("update")
     build([str(prefix if discover else a)], out, progress=False, discover=discover)
-    assert published(out).stac == ["moczarr_sample"]
+    assert published(out)["stac"] == ["moczarr_sample"]
     b = copy_store(sample / "elevation", prefix / "b")  # the same product name: a full build would prefix both
     if discover:
         update(str(out))
@@ -189,7 +189,7 @@ def test_a_bare_store_whose_manifest_renames_its_product_keeps_its_ids(sample, t
     before = published(out)
     rewrite_manifest(a, dataset={"short_name": "ATL99", "version": "2"})  # the same folder, the same product
     result = update(str(out))
-    assert published(out).stac == before["stac"] == ["a-moczarr_sample", "b-moczarr_sample"]
+    assert published(out)["stac"] == before["stac"] == ["a-moczarr_sample", "b-moczarr_sample"]
     assert published(out)["v1"] == before["v1"] and result.by_id.changed == ["a-moczarr_sample"]
 
 
@@ -204,7 +204,7 @@ def test_a_record_from_before_identities_keeps_the_ids_a_full_build_gave(sample,
     (out / RECORD_NAME).write_text(json.dumps(record))
     copy_store(sample / "elevation", prefix / "b")
     result = update(str(out))
-    assert published(out).stac == ["b-moczarr_sample", "moczarr_sample"]
+    assert published(out)["stac"] == ["b-moczarr_sample", "moczarr_sample"]
     assert result.by_id.unchanged == ["moczarr_sample"] and result.by_id.added == ["b-moczarr_sample"]
 
 
@@ -219,11 +219,11 @@ def test_a_store_being_rewritten_below_a_prefix_is_kept_as_recorded(sample, tmp_
     (b / "morton_hive.json").unlink()  # a digit tree without a manifest: the walk sees it and skips it
     result = update(str(out))
     assert f"kept as recorded: {b}: the walk skipped it (digit trees without a manifest" in "\n".join(result.notes)
-    assert published(out).stac == before["stac"] == ["a-moczarr_sample", "b-moczarr_sample"]
+    assert published(out)["stac"] == before["stac"] == ["a-moczarr_sample", "b-moczarr_sample"]
     assert result.by_id.removed == [] and result.refresh.removed == []
     shutil.rmtree(b)  # now the walk, which succeeded, finds it gone: removed
     result = update(str(out))
-    assert result.by_id.removed == ["b-moczarr_sample"] and published(out).stac == ["a-moczarr_sample"]
+    assert result.by_id.removed == ["b-moczarr_sample"] and published(out)["stac"] == ["a-moczarr_sample"]
 
 
 def test_a_prefix_that_holds_no_store_any_more_is_an_error_unless_asked(sample, tmp_path, capsys):
@@ -250,7 +250,7 @@ def test_remove_missing_drops_the_stores_of_a_prefix_whose_listing_shows_it_empt
     with pytest.raises(NotFoundError, match=r"an empty folder.*--remove-missing"):
         update(str(out))
     result = update(str(out), remove_missing=True)
-    assert result.by_id.removed == ["a-moczarr_sample"] and published(out).stac == ["b-moczarr_sample"]
+    assert result.by_id.removed == ["a-moczarr_sample"] and published(out)["stac"] == ["b-moczarr_sample"]
 
 
 def test_a_root_that_cannot_be_listed_is_an_error_even_with_remove_missing(sample, tmp_path, s3_server):
@@ -279,12 +279,12 @@ def test_the_report_by_id_is_what_the_documents_show(sample, tmp_path):
     copy_store(sample, prefix / "two")
     out = tmp_path / "cat"
     build([str(prefix)], out, progress=False, discover=True)
-    before = set(published(out).stac)
+    before = set(published(out)["stac"])
     shutil.rmtree(prefix / "b")
     copy_store(sample / "elevation", prefix / "d")
     rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
     by_id = update(str(out)).by_id
-    after = set(published(out).stac)
+    after = set(published(out)["stac"])
     assert set(by_id["added"]) == after - before == {"d-moczarr_sample"}
     assert set(by_id["removed"]) == before - after == {"b-moczarr_sample"}
     assert by_id["changed"] == ["elevation_yearly"]

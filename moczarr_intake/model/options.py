@@ -220,7 +220,7 @@ class BuildOptions:
         kept = {
             f.name: options[f.name] for f in dataclasses.fields(cls) if f.metadata["recorded"] and f.name in options
         }
-        return cls(discover=discover, **kept, storage_options=options.get("storage_options"), **given)
+        return cls(**{"discover": discover, **kept, "storage_options": options.get("storage_options"), **given})
 
     @classmethod
     def flags(cls) -> list[tuple[str, dict]]:
