@@ -330,7 +330,7 @@ def bench_update(n: int, served: Path, options: dict, scratch: Path, latency: fl
         f"({(unchanged.lists + unchanged.gets) / n:.2f} per product), {t_unchanged * 1e3:.0f} ms ({floor(unchanged)})"
     )
     print(
-        f"update, {n} products, one changed ({len(r['read'])} re-read, {r['unchanged']} unchanged): "
+        f"update, {n} products, one changed ({len(r.read)} re-read, {r.unchanged} unchanged): "
         f"{one_changed.lists} LISTs + {one_changed.gets} GETs {one_changed.summary()}, {t_changed * 1e3:.0f} ms "
         f"({floor(one_changed)}; only the changed product's documents and those listing every product written)"
     )

@@ -285,11 +285,11 @@ def test_the_report_by_id_is_what_the_documents_show(sample, tmp_path):
     rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
     by_id = update(str(out)).by_id
     after = set(published(out)["stac"])
-    assert set(by_id["added"]) == after - before == {"d-moczarr_sample"}
-    assert set(by_id["removed"]) == before - after == {"b-moczarr_sample"}
-    assert by_id["changed"] == ["elevation_yearly"]
-    assert set(by_id["changed"]) | set(by_id["unchanged"]) == before & after
-    assert not set(by_id["changed"]) & set(by_id["unchanged"])
+    assert set(by_id.added) == after - before == {"d-moczarr_sample"}
+    assert set(by_id.removed) == before - after == {"b-moczarr_sample"}
+    assert by_id.changed == ["elevation_yearly"]
+    assert set(by_id.changed) | set(by_id.unchanged) == before & after
+    assert not set(by_id.changed) & set(by_id.unchanged)
 
 
 # -- 7. the build record is checked as it is read ----------------------------------------------------

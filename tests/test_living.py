@@ -665,7 +665,7 @@ def test_scheduler_reads_on_the_cluster_and_builds_the_same(sample, tmp_path):
             [str(prefix)], tmp_path / "there", progress=False, discover=True, scheduler=client.scheduler.address, **kw
         )
         assert _tree(tmp_path / "here") == _tree(tmp_path / "there")
-        assert [s.to_dict() for s in here["summaries"]] == [s.to_dict() for s in there["summaries"]]
+        assert [s.to_dict() for s in here.summaries] == [s.to_dict() for s in there.summaries]
         before = _stats(tmp_path / "there")
         rewrite_manifest(prefix / "b" / "store", generated_at="2033-03-03T00:00:00+00:00")
         updated = update(str(tmp_path / "there"), scheduler=client.scheduler.address)
@@ -678,5 +678,5 @@ def test_scheduler_reads_on_the_cluster_and_builds_the_same(sample, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fresh = build([str(prefix)], tmp_path / "fresh", progress=False, discover=True, **kw)
-    assert [s.to_dict() for s in updated.summaries] == [s.to_dict() for s in fresh["summaries"]]
+    assert [s.to_dict() for s in updated.summaries] == [s.to_dict() for s in fresh.summaries]
     assert _tree(tmp_path / "there") == _tree(tmp_path / "fresh")
