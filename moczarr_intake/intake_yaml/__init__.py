@@ -1,1 +1,1 @@
-"""moczarr_intake.intake_yaml."""
+"""The Intake YAML documents (version 1 drivers, version 2 readers) and the block-YAML text they are written as."""

@@ -1,1 +1,1 @@
-"""moczarr_intake.living."""
+"""The living catalog: its build record, an update's reading and partial write, the placement order, the lock."""

@@ -1,1 +1,1 @@
-"""moczarr_intake.pgstac."""
+"""Into a STAC API database: the pgstac ndjson every build writes, and the upsert of a catalog into pgstac."""

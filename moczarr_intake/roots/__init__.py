@@ -1,1 +1,1 @@
-"""moczarr_intake.roots."""
+"""Finding store roots below a folder or bucket prefix (discover) and reading their facts (scan)."""
