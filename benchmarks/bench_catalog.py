@@ -24,7 +24,7 @@ from pathlib import Path
 from bench_open import REPO, ensure_store
 
 from moczarr.storage import count_requests
-from moczarr_intake.cli import build
+from moczarr_intake import build
 
 
 def main() -> None:
@@ -44,7 +44,7 @@ def main() -> None:
                 with count_requests() as counter:
                     written = build([str(store)], Path(out), progress=False)
                 times.append(time.perf_counter() - t0)
-        products = len(written["summaries"][0].products)
+        products = len(written.summaries[0].products)
         median = statistics.median(times)
         first = first or (n, median)
         scaled = first[1] * n / first[0]

@@ -47,7 +47,7 @@ region given, not N.
 update`` with nothing changed (it writes nothing), then again after one store
 changed (its manifest rewritten), and prints the requests and the time of each
 beside their floor (with one changed, the update writes that product's documents and those listing every
-product, :mod:`moczarr_intake.reuse`).
+product, :mod:`moczarr_intake.living.reuse`).
 """
 
 from __future__ import annotations
@@ -68,9 +68,8 @@ from bench_s3 import KEY, REGION, SECRET, free_port, proxy_stats, start_proxy, s
 
 from moczarr.storage import count_requests
 from moczarr.testing import write_sample_store
-from moczarr_intake import reading
-from moczarr_intake.cli import build
-from moczarr_intake.refresh import update
+from moczarr_intake import build, update
+from moczarr_intake.roots import scan as reading
 
 BUCKET, PREFIX = "bench", "catalog"
 CATALOG_OBJECTS = ("morton_hive.json", "coverage.moc", "zarr.json")
@@ -309,7 +308,7 @@ def bench_update(n: int, served: Path, options: dict, scratch: Path, latency: fl
         build([f"s3://{BUCKET}/update-{n}"], cat, storage_options=options, progress=False, discover=True)
         with count_requests() as unchanged:
             t0 = time.perf_counter()
-            update(build, str(cat), storage_options=options)
+            update(str(cat), storage_options=options)
             t_unchanged = time.perf_counter() - t0
         manifest = folder / f"p{n // 2:04}" / "morton_hive.json"  # any one of the n
         doc = json.loads(manifest.read_text())
@@ -319,9 +318,9 @@ def bench_update(n: int, served: Path, options: dict, scratch: Path, latency: fl
         time.sleep(2)  # rclone's directory cache (--dir-cache-time 1s)
         with count_requests() as one_changed:
             t0 = time.perf_counter()
-            result = update(build, str(cat), storage_options=options)
+            result = update(str(cat), storage_options=options)
             t_changed = time.perf_counter() - t0
-    r = result["refresh"]
+    r = result.refresh
 
     def floor(counter) -> str:
         return f"floor {(counter.lists + counter.gets) * latency / limit * 1e3:.0f} ms"
@@ -331,7 +330,7 @@ def bench_update(n: int, served: Path, options: dict, scratch: Path, latency: fl
         f"({(unchanged.lists + unchanged.gets) / n:.2f} per product), {t_unchanged * 1e3:.0f} ms ({floor(unchanged)})"
     )
     print(
-        f"update, {n} products, one changed ({len(r['read'])} re-read, {r['unchanged']} unchanged): "
+        f"update, {n} products, one changed ({len(r.read)} re-read, {r.unchanged} unchanged): "
         f"{one_changed.lists} LISTs + {one_changed.gets} GETs {one_changed.summary()}, {t_changed * 1e3:.0f} ms "
         f"({floor(one_changed)}; only the changed product's documents and those listing every product written)"
     )

@@ -22,8 +22,8 @@ import moczarr
 from moczarr import resolve_cell_order
 from moczarr.metadata import ProductSummary, summarize_store
 
-from .access import merge_storage_options
-from .params import AOI_HELP, none_if_blank, parse_aoi
+from .model.access import merge_storage_options
+from .model.templates import AOI_HELP, none_if_blank, parse_aoi
 
 
 class LazyXarraySource(DataSource):

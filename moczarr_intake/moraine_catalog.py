@@ -5,7 +5,7 @@
 - ``moraine_points`` (:class:`MorainePointsSource`): the points of a point-cloud
   pyramid, via :func:`moczarr.moraine.open_moraine_points`.
 - :func:`moraine_sources`: the ``version: 1`` YAML ``sources`` entries of one pyramid
-  (called by :func:`moczarr_intake.catalog_yaml.v1_catalog`).
+  (called by :func:`moczarr_intake.intake_yaml.catalog.v1_catalog`).
 - :func:`moraine_stac_item`: one STAC Item per pyramid (an asset per level, raster
   extension statistics, projection extension only where the pyramid is georeferenced).
 - :func:`validate_item`: offline JSON-Schema validation against STAC core and every
@@ -33,10 +33,10 @@ from moczarr.moraine import (
     open_moraine_points,
 )
 
-from .access import public_storage_options
 from .drivers import LazyXarraySource
-from .hrefs import HrefPolicy
-from .naming import identifier
+from .model.access import public_storage_options
+from .model.hrefs import HrefPolicy
+from .model.naming import identifier
 from .stac import MissingSchemaError
 from .stac.moraine import (
     PROJECTION_EXT,
@@ -160,10 +160,10 @@ def moraine_sources(
 
     ``{name}`` (driver ``moraine_level``, parameter ``level``: int, ``0..L``, default 0) and, for
     point clouds, ``{name}_points`` (driver ``moraine_points``). ``name`` is the folder name made a
-    safe identifier (or ``name``, as :func:`moczarr_intake.entries.catalog_entries` gives it). The
+    safe identifier (or ``name``, as :func:`moczarr_intake.model.entries.catalog_entries` gives it). The
     path is spelled by ``policy`` (default: relative to ``{{ CATALOG_DIR }}`` inside ``out_dir``,
     other local paths absolute, URLs unchanged). ``stac_hrefs`` maps pyramid paths to STAC hrefs. Of
-    ``storage_options`` only the public part is written (:func:`moczarr_intake.access.public_storage_options`)."""
+    ``storage_options`` only the public part is written (:func:`moczarr_intake.model.access.public_storage_options`)."""
     name = name or moraine_entry_name(info)
     location = (policy or HrefPolicy(Path(out_dir))).yaml_location(info.path)
     metadata = _entry_metadata(info, location, _stac_href(info, stac_hrefs))

@@ -18,8 +18,8 @@ from intake.readers.readers import BaseReader
 
 import moczarr
 
-from .access import merge_storage_options
-from .params import parse_aoi
+from .model.access import merge_storage_options
+from .model.templates import parse_aoi
 
 
 class MortonHive(FileData):

@@ -24,7 +24,7 @@ import pytest
 
 from moczarr.storage import Storage, bucket_region, count_requests
 from moczarr.testing import write_sample_store
-from moczarr_intake.reading import read_roots
+from moczarr_intake.roots.scan import read_roots
 
 from .faultproxy import FaultProxy
 from .s3server import REGION

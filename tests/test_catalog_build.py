@@ -20,11 +20,12 @@ import yaml
 import moczarr
 from moczarr.backend import MoczarrBackendEntrypoint, resolve_cell_order
 from moczarr.testing import write_sample_store
-from moczarr_intake.catalog_yaml import v1_catalog, v2_catalog
-from moczarr_intake.cli import build, main
-from moczarr_intake.entries import catalog_entries
-from moczarr_intake.hrefs import HrefPolicy, common_parent
-from moczarr_intake.naming import root_labels
+from moczarr_intake import build
+from moczarr_intake.cli import main
+from moczarr_intake.intake_yaml.catalog import v1_catalog, v2_catalog
+from moczarr_intake.model.entries import catalog_entries
+from moczarr_intake.model.hrefs import HrefPolicy, common_parent
+from moczarr_intake.model.naming import root_labels
 
 from .conftest import REPO, fixture_path
 from .engines import register_engine
@@ -72,9 +73,9 @@ def test_every_entry_of_both_flavours_reads_its_own_root(colliding, tmp_path):
     a, b = colliding
     out = tmp_path / "cat"
     written = build([str(a), str(b)], out, progress=False)
-    v1 = intake.open_catalog(str(written["intake"]))
-    v2 = intake.open_catalog(str(written["intake_v2"]))
-    entries = written["entries"]
+    v1 = intake.open_catalog(str(written.intake))
+    v2 = intake.open_catalog(str(written.intake_v2))
+    entries = written.entries
     names = [e.name for e in entries.products]
     assert len(set(names)) == len(names) == 6
     assert "A_store_atl06" in names and "B_store_atl06" in names
@@ -137,7 +138,7 @@ def test_href_base_and_stores_root(colliding, tmp_path):
     written = build(
         [str(a), str(inside)], tmp_path / "cat", progress=False, href_base="https://h/x", stores_root=str(tmp_path)
     )
-    assert not [n for n in written["notes"] if "paths of this machine" in n]
+    assert not [n for n in written.notes if "paths of this machine" in n]
     text = (tmp_path / "cat" / "catalog.yaml").read_text() + (tmp_path / "cat" / "catalog_v2.yaml").read_text()
     assert "https://h/x/A/store" in text and "https://h/x/cat/sample" in text and str(tmp_path) not in text
     item = json.loads(next((tmp_path / "cat" / "stac").rglob("*-o8.json")).read_text())
@@ -204,7 +205,7 @@ def test_the_xarray_engine(colliding, tmp_path):
 def test_zoom_is_an_alias_in_intake_entries(tmp_path):
     store = write_sample_store(tmp_path / "cat" / "sample")
     written = build([str(store)], tmp_path / "cat", progress=False)
-    v1 = intake.open_catalog(str(written["intake"]))
+    v1 = intake.open_catalog(str(written.intake))
     _same(v1["elevation"](zoom=4).read(), moczarr.open_level(store / "elevation", 4))
     from moczarr_intake.readers import MortonHive, MortonLevelReader
 
@@ -227,7 +228,7 @@ def test_license_and_providers_come_from_the_manifest(colliding, tmp_path):
     manifest["providers"] = [{"name": "NSIDC", "roles": ["host", "licensor"], "url": "https://nsidc.org"}, "zagg"]
     (a / "morton_hive.json").write_text(json.dumps(manifest))
     written = build([str(a), str(b)], tmp_path / "cat", progress=False, license="CC-BY-4.0", href_base="https://h/x")
-    catalog = pystac.Catalog.from_file(str(written["stac"]))
+    catalog = pystac.Catalog.from_file(str(written.stac))
     by_store = {
         c.extra_fields["moczarr:store"]: c
         for c in catalog.get_all_collections()
@@ -260,18 +261,18 @@ def test_every_entry_names_the_stac_document_of_its_product(colliding, tmp_path)
 def test_a_build_collects_garbage_at_a_slower_pace_and_restores_it(tmp_path, monkeypatch):
     import gc
 
-    import moczarr_intake.cli as cli
-    from moczarr_intake.collector import BUILD_THRESHOLD, fewer_collections
+    from moczarr_intake.pipeline import local as building
+    from moczarr_intake.pipeline.pacing import BUILD_THRESHOLD, fewer_collections
 
     before = gc.get_threshold()
     seen = []
-    read_stores = cli._read_stores
+    read_stores = building._read_stores
 
     def spying(*args, **kwargs):
         seen.append(gc.get_threshold())
         return read_stores(*args, **kwargs)
 
-    monkeypatch.setattr(cli, "_read_stores", spying)
+    monkeypatch.setattr(building, "_read_stores", spying)
     store = write_sample_store(tmp_path / "s")
     build([str(store)], tmp_path / "cat", progress=False)
     assert seen == [(BUILD_THRESHOLD, *before[1:])] and gc.get_threshold() == before

@@ -26,7 +26,7 @@ import yaml
 
 import moczarr
 from moczarr.metadata import MANIFEST_NAME
-from moczarr_intake import arguments
+from moczarr_intake.model import options as arguments
 from moczarr_intake.stac import API_COLLECTIONS, API_ITEMS, open_stac
 
 from .conftest import REPO
@@ -305,14 +305,14 @@ def test_a_root_coverage_moc_cut_short_falls_back_to_the_walk(s3, tmp_path):
 
 
 def test_no_credential_is_written_and_readers_bring_their_own(s3, tmp_path):
-    from moczarr_intake.cli import build
+    from moczarr_intake import build
 
     from .s3server import ACCESS_KEY, SECRET_KEY
 
     full = s3.storage_options(anon=False)  # key, secret, endpoint, region
     root = "s3://catalog-private/sample"
     written = build([root], tmp_path / "api", storage_options=full, progress=False)
-    assert any("not written into the catalog" in n and "secret" in n for n in written["notes"])
+    assert any("not written into the catalog" in n and "secret" in n for n in written.notes)
     env = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": "us-east-1"}
     done = run("build", root, "--out", "cli", "--endpoint-url", s3.endpoint_url, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
@@ -373,3 +373,12 @@ def test_version_1_entries_check_arguments_and_read_without_a_warning():
         [["elevation"], ["elevation_yearly"]],
         ["ArgumentTypeError"] * 3,
     ]
+
+
+def test_verify_refuses_an_endpoint_that_is_not_a_url(tmp_path):
+    """``verify`` checks ``--endpoint-url`` as every other command does: one error line, nothing read."""
+    store = copy_sample(tmp_path / "stores" / "sample")
+    done = run("verify", store, "--endpoint-url", "localhost:9000", cwd=tmp_path)
+    assert done.returncode == 2, done.stdout
+    assert done.stderr.startswith("error: --endpoint-url 'localhost:9000' is not an absolute URL")
+    assert done.stderr.count("\n") == 1 and not done.stdout

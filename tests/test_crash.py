@@ -1,6 +1,6 @@
 """Killed runs and concurrent runs: the installed ``moczarr-catalog`` stopped with SIGKILL at named steps.
 
-Each run is a real process, paused at a step of :mod:`moczarr_intake.staging`
+Each run is a real process, paused at a step of :mod:`moczarr_intake.living.staging`
 through its test hook (``MOCZARR_CATALOG_PAUSE``), then killed. What it
 leaves must be readable (every document reachable from the entry documents
 is whole and every href resolves), hold no third generation, and the next run
@@ -24,10 +24,11 @@ import pytest
 import yaml
 
 from moczarr.testing import write_sample_store
-from moczarr_intake.cli import build, main
-from moczarr_intake.lock import LOCK_KEY
-from moczarr_intake.record import RECORD_NAME
-from moczarr_intake.staging import PAUSE_ENV
+from moczarr_intake import build
+from moczarr_intake.cli import main
+from moczarr_intake.living.lock import LOCK_KEY
+from moczarr_intake.living.record import RECORD_NAME
+from moczarr_intake.living.staging import PAUSE_ENV
 
 from .conftest import rewrite_manifest
 from .s3server import ACCESS_KEY, SECRET_KEY, S3Server
@@ -282,3 +283,20 @@ def test_a_lock_held_from_another_host_refuses_until_broken(sample, s3, tmp_path
         for name in env:
             os.environ.pop(name)
     assert LOCK_KEY not in _keys(s3, "held-cat")
+
+
+def test_the_library_takes_the_catalog_lock_itself(sample, s3):
+    """``update`` and ``publish`` called from Python refuse a catalog another run holds, naming it, before they
+    read its record or reach the database (only the command line took the lock before)."""
+    from moczarr_intake import publish, update
+    from moczarr_intake.living.lock import CatalogLockedError
+
+    s3.upload_tree(sample / "elevation", "crash", "lib/a")
+    options = s3.storage_options(anon=False)
+    build(["s3://crash/lib/a"], "s3://crash/lib-cat", storage_options=options)
+    other = {"command": "update", "host": "elsewhere.example", "pid": 4242, "since": "-", "token": "e" * 32}
+    s3.put_bytes("crash", f"lib-cat/{LOCK_KEY}", json.dumps(other).encode())
+    with pytest.raises(CatalogLockedError, match=r"pid 4242 on elsewhere\.example"):
+        publish("s3://crash/lib-cat", "postgresql://nobody@127.0.0.1:9/none", storage_options=options)
+    with pytest.raises(CatalogLockedError, match=r"pid 4242 on elsewhere\.example"):
+        update("s3://crash/lib-cat", storage_options=options)

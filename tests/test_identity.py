@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import asdict
 from pathlib import Path
 
 import intake
@@ -21,9 +22,9 @@ import pytest
 
 from moczarr.errors import NotFoundError, StorageError
 from moczarr.testing import write_sample_store
-from moczarr_intake.cli import build, main
-from moczarr_intake.record import RECORD_NAME
-from moczarr_intake.refresh import update
+from moczarr_intake import build, update
+from moczarr_intake.cli import main
+from moczarr_intake.living.record import RECORD_NAME
 
 from .conftest import rewrite_manifest
 from .faultproxy import FaultProxy
@@ -96,7 +97,7 @@ def test_a_store_landing_beside_a_recorded_one_renames_nothing(sample, tmp_path,
         },
     }
     # and the next update keeps both as they are
-    assert update(build, str(out))["written"] is False
+    assert update(str(out)).written is False
 
 
 def test_a_multi_product_root_left_with_one_product_keeps_its_ids(sample, tmp_path):
@@ -108,7 +109,7 @@ def test_a_multi_product_root_left_with_one_product_keeps_its_ids(sample, tmp_pa
     before = published(out)
     assert before["catalogs"] == ["two"] and "elevation" in before["stac"]
     shutil.rmtree(prefix / "two" / "elevation_yearly")  # the walk alone would now find two/elevation as a bare store
-    result = update(build, str(out))
+    result = update(str(out))
     after = published(out)
     assert after["stac"] == sorted(set(before["stac"]) - {"elevation_yearly"}) and after["catalogs"] == ["two"]
     assert after["v1"] == {k: v for k, v in before["v1"].items() if v != "elevation_yearly"}
@@ -117,7 +118,7 @@ def test_a_multi_product_root_left_with_one_product_keeps_its_ids(sample, tmp_pa
         "products": {"elevation": before["record"]["../stores/two"]["products"]["elevation"]},
         "catalog": "two",
     }
-    assert result["by_id"] == {
+    assert asdict(result.by_id) == {
         "added": [],
         "removed": ["elevation_yearly"],
         "changed": [],
@@ -170,7 +171,7 @@ def test_a_product_name_in_a_second_root_does_not_rename_the_first(sample, tmp_p
     assert published(out)["stac"] == ["moczarr_sample"]
     b = copy_store(sample / "elevation", prefix / "b")  # the same product name: a full build would prefix both
     if discover:
-        update(build, str(out))
+        update(str(out))
     else:
         build([str(a), str(b)], out, progress=False)
     after = published(out)
@@ -187,9 +188,9 @@ def test_a_bare_store_whose_manifest_renames_its_product_keeps_its_ids(sample, t
     build([str(prefix)], out, progress=False, discover=True)
     before = published(out)
     rewrite_manifest(a, dataset={"short_name": "ATL99", "version": "2"})  # the same folder, the same product
-    result = update(build, str(out))
+    result = update(str(out))
     assert published(out)["stac"] == before["stac"] == ["a-moczarr_sample", "b-moczarr_sample"]
-    assert published(out)["v1"] == before["v1"] and result["by_id"]["changed"] == ["a-moczarr_sample"]
+    assert published(out)["v1"] == before["v1"] and result.by_id.changed == ["a-moczarr_sample"]
 
 
 def test_a_record_from_before_identities_keeps_the_ids_a_full_build_gave(sample, tmp_path):
@@ -202,9 +203,9 @@ def test_a_record_from_before_identities_keeps_the_ids_a_full_build_gave(sample,
         store.pop("identity", None)  # as the releases before identities wrote it
     (out / RECORD_NAME).write_text(json.dumps(record))
     copy_store(sample / "elevation", prefix / "b")
-    result = update(build, str(out))
+    result = update(str(out))
     assert published(out)["stac"] == ["b-moczarr_sample", "moczarr_sample"]
-    assert result["by_id"]["unchanged"] == ["moczarr_sample"] and result["by_id"]["added"] == ["b-moczarr_sample"]
+    assert result.by_id.unchanged == ["moczarr_sample"] and result.by_id.added == ["b-moczarr_sample"]
 
 
 # -- 2. missing is not deleted -----------------------------------------------------------------------
@@ -216,13 +217,13 @@ def test_a_store_being_rewritten_below_a_prefix_is_kept_as_recorded(sample, tmp_
     build([str(prefix)], out, progress=False, discover=True)
     before = published(out)
     (b / "morton_hive.json").unlink()  # a digit tree without a manifest: the walk sees it and skips it
-    result = update(build, str(out))
-    assert f"kept as recorded: {b}: the walk skipped it (digit trees without a manifest" in "\n".join(result["notes"])
+    result = update(str(out))
+    assert f"kept as recorded: {b}: the walk skipped it (digit trees without a manifest" in "\n".join(result.notes)
     assert published(out)["stac"] == before["stac"] == ["a-moczarr_sample", "b-moczarr_sample"]
-    assert result["by_id"]["removed"] == [] and result["refresh"]["removed"] == []
+    assert result.by_id.removed == [] and result.refresh.removed == []
     shutil.rmtree(b)  # now the walk, which succeeded, finds it gone: removed
-    result = update(build, str(out))
-    assert result["by_id"]["removed"] == ["b-moczarr_sample"] and published(out)["stac"] == ["a-moczarr_sample"]
+    result = update(str(out))
+    assert result.by_id.removed == ["b-moczarr_sample"] and published(out)["stac"] == ["a-moczarr_sample"]
 
 
 def test_a_prefix_that_holds_no_store_any_more_is_an_error_unless_asked(sample, tmp_path, capsys):
@@ -247,9 +248,9 @@ def test_remove_missing_drops_the_stores_of_a_prefix_whose_listing_shows_it_empt
     build([str(emptied), str(kept)], out, progress=False, discover=True)
     shutil.rmtree(emptied / "a")  # the prefix is there and empty: its listing succeeded
     with pytest.raises(NotFoundError, match=r"an empty folder.*--remove-missing"):
-        update(build, str(out))
-    result = update(build, str(out), remove_missing=True)
-    assert result["by_id"]["removed"] == ["a-moczarr_sample"] and published(out)["stac"] == ["b-moczarr_sample"]
+        update(str(out))
+    result = update(str(out), remove_missing=True)
+    assert result.by_id.removed == ["a-moczarr_sample"] and published(out)["stac"] == ["b-moczarr_sample"]
 
 
 def test_a_root_that_cannot_be_listed_is_an_error_even_with_remove_missing(sample, tmp_path, s3_server):
@@ -265,7 +266,7 @@ def test_a_root_that_cannot_be_listed_is_an_error_even_with_remove_missing(sampl
         files = snapshot(out)
         proxy.add("/identity-b", kind="status", status=403, code="AccessDenied")  # its LIST is denied
         with pytest.raises(StorageError, match="identity-b"):
-            update(build, str(out), storage_options=options, remove_missing=True)
+            update(str(out), storage_options=options, remove_missing=True)
         assert proxy.rules[0].hits > 0
     assert snapshot(out) == files
 
@@ -282,13 +283,13 @@ def test_the_report_by_id_is_what_the_documents_show(sample, tmp_path):
     shutil.rmtree(prefix / "b")
     copy_store(sample / "elevation", prefix / "d")
     rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
-    by_id = update(build, str(out))["by_id"]
+    by_id = update(str(out)).by_id
     after = set(published(out)["stac"])
-    assert set(by_id["added"]) == after - before == {"d-moczarr_sample"}
-    assert set(by_id["removed"]) == before - after == {"b-moczarr_sample"}
-    assert by_id["changed"] == ["elevation_yearly"]
-    assert set(by_id["changed"]) | set(by_id["unchanged"]) == before & after
-    assert not set(by_id["changed"]) & set(by_id["unchanged"])
+    assert set(by_id.added) == after - before == {"d-moczarr_sample"}
+    assert set(by_id.removed) == before - after == {"b-moczarr_sample"}
+    assert by_id.changed == ["elevation_yearly"]
+    assert set(by_id.changed) | set(by_id.unchanged) == before & after
+    assert not set(by_id.changed) & set(by_id.unchanged)
 
 
 # -- 7. the build record is checked as it is read ----------------------------------------------------

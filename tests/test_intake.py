@@ -13,8 +13,10 @@ import xarray as xr
 
 import moczarr
 from moczarr.metadata import summarize_store
-from moczarr_intake.cli import build, main, show
+from moczarr_intake import build
+from moczarr_intake.cli import main
 from moczarr_intake.readers import MortonHive, MortonLevelReader, MortonStoreReader
+from moczarr_intake.stores import describe_root
 
 from .conftest import REPO, fixture_path
 
@@ -113,7 +115,7 @@ def test_an_omitted_level_raises_through_every_caller(tmp_path):
 def test_cli_build_on_fixtures_round_trips(tmp_path, name):
     root = fixture_path(name)
     written = build([str(root)], tmp_path, progress=False)
-    cat = intake.open_catalog(str(written["intake"]))
+    cat = intake.open_catalog(str(written.intake))
     summary = summarize_store(root)
     for product in summary.products:
         entry = cat[product.name]
@@ -128,7 +130,7 @@ def test_cli_build_on_fixtures_round_trips(tmp_path, name):
 
 
 def test_cli_show_and_main(capsys):
-    text = show(str(SAMPLE))
+    text, _ = describe_root(str(SAMPLE))
     assert "elevation_yearly" in text and "o4" in text and "windows (yearly): 2019, 2020" in text
     assert main(["show", str(fixture_path("moraine/ras_mean_v1"))]) == 0
     assert "raster pyramid" in capsys.readouterr().out
@@ -136,7 +138,7 @@ def test_cli_show_and_main(capsys):
 
 def test_cli_build_mixes_moraine_and_hive(tmp_path):
     written = build([str(SAMPLE), str(fixture_path("moraine/pc_first_v1"))], tmp_path, progress=False)
-    cat = intake.open_catalog(str(written["intake"]))
+    cat = intake.open_catalog(str(written.intake))
     assert any(n.startswith("pc_first_v1") for n in cat)
     assert any(n.endswith("elevation") for n in cat)
 

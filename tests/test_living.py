@@ -17,6 +17,7 @@ import shutil
 import threading
 import time
 import warnings
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -27,13 +28,13 @@ from moczarr.metadata import MANIFEST_NAME, ROOT_MOC_NAME, Scanner
 from moczarr.storage import Storage, count_requests
 from moczarr.testing import write_sample_store
 from moczarr.testing.moraine import write_raster_pyramid
-from moczarr_intake import reading
-from moczarr_intake.cli import build, main
-from moczarr_intake.discover import discover
-from moczarr_intake.lock import LOCK_KEY
-from moczarr_intake.reading import read_roots
-from moczarr_intake.record import RECORD_NAME, BuildRecord
-from moczarr_intake.refresh import update
+from moczarr_intake import build, update
+from moczarr_intake.cli import main
+from moczarr_intake.living.lock import LOCK_KEY
+from moczarr_intake.living.record import RECORD_NAME, BuildRecord
+from moczarr_intake.roots import scan as reading
+from moczarr_intake.roots.discover import discover
+from moczarr_intake.roots.scan import read_roots
 from moczarr_intake.stac import geoparquet
 
 from .conftest import local_cluster, rewrite_manifest
@@ -324,24 +325,24 @@ def test_out_to_object_storage_writes_leaves_first_and_replaces_the_previous_cat
         third = list(log.lines)
     finally:
         logging.getLogger("werkzeug").removeHandler(log)
-    assert written["stac"] == "s3://living/cat/stac/catalog.json"
+    assert written.stac == "s3://living/cat/stac/catalog.json"
     puts = [key for op, key in first if op == "PUT"]
     roots_at = [puts.index(f"cat/{k}") for k in ("stac/catalog.json", "catalog.yaml", "catalog_v2.yaml")]
     assert roots_at == sorted(roots_at) and roots_at[0] == len(puts) - 4 and puts[-1] == f"cat/{RECORD_NAME}"
     item_at = max(i for i, k in enumerate(puts) if re.search(r"-o\d+/[^/]+\.json$", k))
     collection_at = min(i for i, k in enumerate(puts) if k.endswith("/collection.json"))
     assert item_at < collection_at  # the deepest documents first
-    assert next(lk["href"] for lk in catalog["links"] if lk["rel"] == "self") == written["stac"]
+    assert next(lk["href"] for lk in catalog["links"] if lk["rel"] == "self") == written.stac
     for link in catalog["links"]:  # every child the root names was written
         if link["rel"] == "child":
             assert "stac/" + link["href"].removeprefix("./") in keys
     after = _keys(s3, "cat/")
     gone = keys - after
     assert gone and all("other" in key for key in gone), gone  # the documents of the product that is gone
-    assert again["uploaded"]["deleted"] == len(gone) and not any("other" in key for key in after)
+    assert again.uploaded.deleted == len(gone) and not any("other" in key for key in after)
     # every document links to the root with its title, which counts the stores: all were rewritten; a build of
     # the same stores rewrites nothing (the documents and the record are byte for byte the same)
-    assert same["uploaded"] == {"written": 0, "unchanged": len(after) - 1, "deleted": 0} and third == []
+    assert asdict(same.uploaded) == {"written": 0, "unchanged": len(after) - 1, "deleted": 0} and third == []
 
 
 def test_update_of_200_products_rereads_only_the_changed_one(sample, tmp_path):
@@ -352,7 +353,7 @@ def test_update_of_200_products_rereads_only_the_changed_one(sample, tmp_path):
     build([str(prefix)], out, progress=False, discover=True)
     rewrite_manifest(prefix / "p0007", generated_at="2031-01-01T00:00:00+00:00")
     with count_requests() as counter:
-        result = update(build, str(out))
+        result = update(str(out))
     # the walk: the prefix and each product's listing; then the one changed product's summary and the record
     assert counter.lists == 1 + 200
     assert counter.summary() == {
@@ -360,7 +361,7 @@ def test_update_of_200_products_rereads_only_the_changed_one(sample, tmp_path):
         **{k: n for k, n in ELEVATION_REQUESTS.items() if k.startswith("GET")},
         "GET other": 1,  # the build record
     }
-    assert result["refresh"] == {"read": [str(prefix / "p0007")], "added": [], "removed": [], "unchanged": 199}
+    assert asdict(result.refresh) == {"read": [str(prefix / "p0007")], "added": [], "removed": [], "unchanged": 199}
     collection = json.loads((out / "stac" / "many" / "p0007" / "collection.json").read_text())
     assert collection["created"] == "2031-01-01T00:00:00Z"
 
@@ -413,9 +414,9 @@ def test_update_that_finds_nothing_changed_writes_nothing(sample, tmp_path, caps
     )
     assert _stats(out) == before  # not one file replaced
     assert counter.summary() == {"LIST prefix": 3, "GET other": 1}  # the walk and the build record
-    result = update(build, str(out))
-    assert result["written"] is False and result["stac"] == out / "stac" / "catalog.json"
-    assert result["refresh"] == {"read": [], "added": [], "removed": [], "unchanged": 2}
+    result = update(str(out))
+    assert result.written is False and result.stac == out / "stac" / "catalog.json"
+    assert asdict(result.refresh) == {"read": [], "added": [], "removed": [], "unchanged": 2}
 
 
 @pytest.mark.parametrize("why", ["another release wrote it", "a document is missing", "other storage options"])
@@ -432,8 +433,8 @@ def test_update_rewrites_an_unchanged_catalog_it_cannot_vouch_for(sample, tmp_pa
         (out / "catalog_v2.yaml").unlink()
     else:
         options = {"anon": True}  # published in the documents, so they change
-    result = update(build, str(out), storage_options=options)
-    assert result.get("written") is not False and result["refresh"]["unchanged"] == 1
+    result = update(str(out), storage_options=options)
+    assert result.written is not False and result.refresh.unchanged == 1
     assert json.loads((out / RECORD_NAME).read_text())["written_by"] == moczarr.__version__
     if options is None:
         assert _tree(out) == fresh
@@ -447,10 +448,11 @@ def test_update_to_object_storage_that_finds_nothing_changed_sends_no_write(samp
     out = "s3://living/still-cat"
     build(["s3://living/still/p0"], out, storage_options=options, progress=False)
     with count_requests() as counter:
-        result = update(build, out, storage_options=options)
-    assert result["written"] is False and result["stac"] == f"{out}/stac/catalog.json"
-    assert not [k for k in counter.summary() if k.startswith(("PUT", "DELETE"))]
-    assert result["uploaded"]["written"] == 0 and result["uploaded"]["unchanged"] > 0
+        result = update(out, storage_options=options)
+    assert result.written is False and result.stac == f"{out}/stac/catalog.json"
+    writes = {k: n for k, n in counter.summary().items() if k.startswith(("PUT", "DELETE"))}
+    assert writes == {"PUT bucket": 1, "DELETE bucket": 1}  # the lock's own: update holds it, as the command did
+    assert result.uploaded.written == 0 and result.uploaded.unchanged > 0
 
 
 def _living_stores(sample: Path, prefix: Path) -> Path:
@@ -486,8 +488,8 @@ def test_update_writes_only_the_changed_products_and_equals_a_full_build(sample,
     assert {"stac/api-items/b.1.parquet", "stac/api-items/b.2.parquet"} <= set(before)  # source and overview keys
     _drop_pyramid(prefix / "one" / "b", generated_at="2031-01-01T00:00:00+00:00")
     rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
-    result = update(build, str(out))
-    assert sorted(result["refresh"]["read"]) == [str(prefix / "one" / "b"), str(prefix / "two" / "elevation_yearly")]
+    result = update(str(out))
+    assert sorted(result.refresh.read) == [str(prefix / "one" / "b"), str(prefix / "two" / "elevation_yearly")]
     after = _stats(out)
     changed = {name for name in before if before[name] != after.get(name)}
     assert changed, "nothing written"
@@ -534,8 +536,8 @@ def test_update_writes_the_whole_catalog_when_it_cannot_keep_a_product(sample, t
         (out / RECORD_NAME).write_text(json.dumps({**record, "written_by": "0.0.1"}))
     elif why == "a store was added":
         copy_store(sample / "elevation", prefix / "one" / "d")
-    result = update(build, str(out))
-    assert result["refresh"]["read"] == [str(prefix / "one" / "b")]
+    result = update(str(out))
+    assert result.refresh.read == [str(prefix / "one" / "b")]
     assert kept.stat().st_ino != inode  # written again: the catalog was swapped in whole
     updated = _every_file(out)
     shutil.rmtree(out)
@@ -550,8 +552,8 @@ def test_update_of_a_catalog_moved_with_its_stores_equals_a_full_build_there(sam
     os.rename(tmp_path / "site", tmp_path / "moved")  # the record spells local paths relative to the catalog
     prefix, out = tmp_path / "moved" / "stores", tmp_path / "moved" / "cat"
     rewrite_manifest(prefix / "one" / "b", generated_at="2031-01-01T00:00:00+00:00")
-    result = update(build, str(out))
-    assert result["refresh"]["read"] == [str(prefix / "one" / "b")]
+    result = update(str(out))
+    assert result.refresh.read == [str(prefix / "one" / "b")]
     # the pgstac Collections name the catalog's place: the kept lines would name the old one, so all is written
     assert str(tmp_path / "site") not in (out / "pgstac" / "collections.ndjson").read_text()
     updated = _every_file(out)
@@ -570,9 +572,9 @@ def test_update_whose_changed_product_stops_the_api_outputs_writes_the_whole_cat
     rewrite_manifest(prefix / "one" / "b", generated_at="2031-01-01T00:00:00+00:00")
     # from now on every document names a path of this machine: a full build writes no STAC API outputs
     monkeypatch.setattr(geoparquet, "machine_paths", lambda catalog, documents=None: ["/here"])
-    result = update(build, str(out))
-    assert result["refresh"]["read"] == [str(prefix / "one" / "b")] and kept.stat().st_ino != inode
-    assert not (out / "stac" / "api-items").exists() and not result["api_items"]
+    result = update(str(out))
+    assert result.refresh.read == [str(prefix / "one" / "b")] and kept.stat().st_ino != inode
+    assert not (out / "stac" / "api-items").exists() and not result.api_items
     updated = _every_file(out)
     shutil.rmtree(out)
     build([str(prefix)], out, progress=False, discover=True, **kw)
@@ -592,7 +594,7 @@ def test_update_to_object_storage_puts_only_the_changed_products_documents(sampl
     logging.getLogger("werkzeug").addHandler(log)
     try:
         with count_requests() as counter:
-            result = update(build, out, storage_options=options)
+            result = update(out, storage_options=options)
         puts = [key.removeprefix("part-cat/") for op, key in log.lines if op == "PUT"]
         log.lines.clear()
         record = s3.client().get_object(Bucket="living", Key=f"part-cat/{RECORD_NAME}")["Body"].read()
@@ -600,7 +602,7 @@ def test_update_to_object_storage_puts_only_the_changed_products_documents(sampl
         rewritten = [key for op, key in log.lines if op == "PUT"]
     finally:
         logging.getLogger("werkzeug").removeHandler(log)
-    assert result["refresh"]["read"] == ["s3://living/part/b"]
+    assert result.refresh.read == ["s3://living/part/b"]
     # the build record, the two pgstac ndjson files, and the lock read back before it is deleted (still this run's?)
     assert counter.summary()["GET other"] == 4
     assert puts and all(
@@ -612,16 +614,16 @@ def test_update_to_object_storage_puts_only_the_changed_products_documents(sampl
     keys = _keys(s3, "part-cat/")  # b's overview Items and its files of two key shapes are gone
     assert {k.split("/")[3] for k in keys if k.startswith("stac/part/b/b-o")} == {"b-o8"}
     assert "stac/api-items/b.parquet" in keys and not [k for k in keys if k.startswith("stac/api-items/b.")][1:]
-    assert result["uploaded"]["deleted"] > 0
+    assert result.uploaded.deleted > 0
     assert not any(key.startswith("stac/part/a/") for key in puts)
     # a full build of the same stores finds every document, the record included, as the update left it
     assert (
         rewritten == []
         and record == s3.client().get_object(Bucket="living", Key=f"part-cat/{RECORD_NAME}")["Body"].read()
     )
-    assert again["uploaded"] == {
+    assert asdict(again.uploaded) == {
         "written": 0,
-        "unchanged": result["uploaded"]["written"] + result["uploaded"]["unchanged"],
+        "unchanged": result.uploaded.written + result.uploaded.unchanged,
         "deleted": 0,
     }
 
@@ -640,11 +642,11 @@ def test_update_of_a_given_root_that_is_gone_drops_it_only_when_asked(sample, tm
         "pass --remove-missing to drop it\n"
     )
     assert _stats(out) == before
-    result = update(build, str(out), remove_missing=True)
-    assert result["refresh"]["removed"] == [str(b)] and result["refresh"]["unchanged"] == 1
-    assert [s.root for s in result["summaries"]] == [str(a)]
+    result = update(str(out), remove_missing=True)
+    assert result.refresh.removed == [str(b)] and result.refresh.unchanged == 1
+    assert [s.root for s in result.summaries] == [str(a)]
     assert json.loads((out / RECORD_NAME).read_text())["roots"] == ["../a"]  # the next update asks no more
-    assert update(build, str(out))["written"] is False
+    assert update(str(out)).written is False
 
 
 def test_update_without_a_build_record_is_an_error(tmp_path, capsys):
@@ -663,11 +665,11 @@ def test_scheduler_reads_on_the_cluster_and_builds_the_same(sample, tmp_path):
             [str(prefix)], tmp_path / "there", progress=False, discover=True, scheduler=client.scheduler.address, **kw
         )
         assert _tree(tmp_path / "here") == _tree(tmp_path / "there")
-        assert [s.to_dict() for s in here["summaries"]] == [s.to_dict() for s in there["summaries"]]
+        assert [s.to_dict() for s in here.summaries] == [s.to_dict() for s in there.summaries]
         before = _stats(tmp_path / "there")
         rewrite_manifest(prefix / "b" / "store", generated_at="2033-03-03T00:00:00+00:00")
-        updated = update(build, str(tmp_path / "there"), scheduler=client.scheduler.address)
-    assert updated["refresh"]["read"] == [str(prefix / "b" / "store")]
+        updated = update(str(tmp_path / "there"), scheduler=client.scheduler.address)
+    assert updated.refresh.read == [str(prefix / "b" / "store")]
     after = _stats(tmp_path / "there")
     # the products the cluster found unchanged kept their documents; b's were written again
     kept = [name for name in before if name.startswith(("stac/a-store-", "stac/c-store-")) and name.endswith(".json")]
@@ -676,5 +678,5 @@ def test_scheduler_reads_on_the_cluster_and_builds_the_same(sample, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fresh = build([str(prefix)], tmp_path / "fresh", progress=False, discover=True, **kw)
-    assert [s.to_dict() for s in updated["summaries"]] == [s.to_dict() for s in fresh["summaries"]]
+    assert [s.to_dict() for s in updated.summaries] == [s.to_dict() for s in fresh.summaries]
     assert _tree(tmp_path / "there") == _tree(tmp_path / "fresh")

@@ -34,7 +34,7 @@ from moczarr.moraine import (
     read_moraine_info,
 )
 from moczarr_intake import stac as stac_module
-from moczarr_intake.catalog_yaml import v1_catalog, write_yaml
+from moczarr_intake.intake_yaml.catalog import v1_catalog, write_yaml
 from moczarr_intake.moraine_catalog import (
     PROJECTION_EXT,
     RASTER_EXT,

@@ -28,10 +28,11 @@ import yaml
 
 import moczarr
 from moczarr.errors import ArgumentError, StorageError
-from moczarr_intake import naming, stac
-from moczarr_intake.access import public_storage_options
-from moczarr_intake.arguments import check_url
-from moczarr_intake.hrefs import quote_path
+from moczarr_intake import stac
+from moczarr_intake.model import naming
+from moczarr_intake.model.access import public_storage_options
+from moczarr_intake.model.hrefs import quote_path
+from moczarr_intake.model.options import check_url
 from moczarr_intake.stac import geoparquet, open_stac
 
 from .conftest import REPO
@@ -238,7 +239,7 @@ def test_a_url_holding_a_credential_is_refused_without_echoing_it(tmp_path, flag
 
 
 def test_no_credential_in_any_form_reaches_a_file_or_a_line(s3_server, tmp_path):
-    from moczarr_intake.cli import build
+    from moczarr_intake import build
 
     bucket = s3_server.bucket("names-private", public=False)
     s3_server.upload_tree(SAMPLE / "elevation", bucket, "bare")
@@ -255,14 +256,14 @@ def test_no_credential_in_any_form_reaches_a_file_or_a_line(s3_server, tmp_path)
     for path in files:
         data = path.read_bytes()
         assert not [s for s in secrets if s.encode() in data], path
-    assert not [s for s in secrets if any(s in n for n in written["notes"])]
+    assert not [s for s in secrets if any(s in n for n in written.notes)]
 
 
 # -- the background stac-geoparquet writer ------------------------------------------------------------------
 def test_a_failure_after_the_parquet_writer_started_leaves_nothing_outside_out(tmp_path, monkeypatch):
     """The Collections fail to be written (a full disk, a name too long) after the Item files were started:
     no file is written once the staging folder is removed, and nothing appears beside ``--out``."""
-    from moczarr_intake.cli import build
+    from moczarr_intake import build
 
     stores = tmp_path / "stores"
     bare_copy(stores / "one")

@@ -19,9 +19,8 @@ import pytest
 
 from moczarr.errors import StorageError, StoragePermissionError, StorageTimeoutError, StoreNotFoundError
 from moczarr.metadata import MANIFEST_NAME, Scanner
-from moczarr_intake.cli import build
-from moczarr_intake.reading import Scanners, locate
-from moczarr_intake.refresh import update
+from moczarr_intake import build, update
+from moczarr_intake.roots.scan import Scanners, locate
 
 from .faultproxy import FaultProxy
 from .test_catalog_cli import SAMPLE, run, tree_snapshot
@@ -300,5 +299,5 @@ def test_update_whose_listing_stalls_times_out_naming_it_and_writes_nothing(cata
         faults.clear()
         list_fault(faults, "team/b/", {"kind": "stall", "seconds": 20})
         with pytest.raises(StorageTimeoutError, match=re.escape(f"s3://{BUCKET}/team/b/ (LIST)")):
-            update(build, str(out), storage_options=options)
+            update(str(out), storage_options=options)
         assert tree_snapshot(out) == before

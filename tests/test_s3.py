@@ -347,15 +347,15 @@ def test_catalog_cli_end_to_end_over_s3(public, tmp_path):
     """moczarr-catalog build on s3:// roots: the YAML and STAC open back to the same data over S3."""
     import intake
 
-    from moczarr_intake.cli import build
+    from moczarr_intake import build
     from moczarr_intake.stac import open_stac, validate_offline
 
     roots = [public.url("multiproduct_hive"), public.url("zagg/windowed/store")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         written = build(roots, tmp_path, storage_options=public.options, progress=False)
-        validate_offline(written["stac"])
-        cat = intake.open_catalog(str(written["intake"]))
+        validate_offline(written.stac)
+        cat = intake.open_catalog(str(written.intake))
         entry = cat["multiproduct_hive_atl06"]
         assert entry.describe()["args"]["store_root"] == public.url("multiproduct_hive/atl06")
         assert_same_dataset(entry.to_dask(), moczarr.open_level(fixture_path("multiproduct_hive/atl06"), 5))
@@ -363,7 +363,7 @@ def test_catalog_cli_end_to_end_over_s3(public, tmp_path):
         assert_same_dataset(windowed, moczarr.open_level(fixture_path("zagg/windowed/store"), 8, window="2020"))
         items = {
             item.id: item
-            for item in __import__("pystac").Catalog.from_file(str(written["stac"])).get_items(recursive=True)
+            for item in __import__("pystac").Catalog.from_file(str(written.stac)).get_items(recursive=True)
         }
         item = next(i for k, i in items.items() if k.endswith("o8-2020"))
         assert item.assets["data"].href == public.url("zagg/windowed/store")

@@ -42,7 +42,7 @@ from shapely.geometry import shape
 import moczarr
 from moczarr.metadata import parse_time
 from moczarr_intake import cli
-from moczarr_intake.publish import CATALOG_FIELD, pgstac_documents
+from moczarr_intake.pgstac.publish import CATALOG_FIELD, pgstac_documents
 from moczarr_intake.stac import (
     api_documents,
     open_stac,

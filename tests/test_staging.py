@@ -1,8 +1,8 @@
-"""Putting a staged catalog in place (moczarr_intake.staging)."""
+"""Putting a staged catalog in place (moczarr_intake.living.staging)."""
 
 from __future__ import annotations
 
-from moczarr_intake.staging import move_in, order, staging_folders, sweep
+from moczarr_intake.living.staging import move_in, order, staging_folders, sweep
 
 
 def test_order_places_what_links_nothing_first_then_documents_deepest_first_then_the_roots():

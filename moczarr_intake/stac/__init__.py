@@ -8,7 +8,7 @@ server), :mod:`.open` (open an Item or Collection with the reader it names).
 
 from moczarr.metadata import geometry_bbox, window_interval
 
-from ..access import public_storage_options
+from ..model.access import public_storage_options
 from .build import (
     DATACUBE,
     ENGINE,

@@ -53,10 +53,10 @@ from moczarr.metadata import (
     window_interval,
 )
 
-from ..access import is_http, public_storage_options
-from ..entries import CatalogEntries, catalog_entries
-from ..hrefs import HrefPolicy
-from ..naming import root_labels, slug
+from ..model.access import is_http, public_storage_options
+from ..model.entries import CatalogEntries, catalog_entries
+from ..model.hrefs import HrefPolicy
+from ..model.naming import root_labels, slug
 from .geoparquet import PendingApiOutputs, check_api_names, start_api_outputs
 from .moraine import moraine_stac_item
 from .thumbnails import (
@@ -434,7 +434,7 @@ def product_collection(
     without it the metadata assets are listed when the summary shows them
     (manifest always; coverage when usable) without ``file:size``.
     ``storage_options`` feeds the storage extension and the Items'
-    ``xarray:storage_options`` (only :func:`moczarr_intake.access.public_storage_options`; nothing secret).
+    ``xarray:storage_options`` (only :func:`moczarr_intake.model.access.public_storage_options`; nothing secret).
     """
     if sizes is None:
         sizes = {"manifest": None, **({"coverage": None} if product.coverage_usable else {})}
@@ -669,14 +669,14 @@ def build_stac(
     :class:`StoreSummary`); ``summaries``: summaries already made, added after
     ``roots``. Each multi-product root becomes a child Catalog holding one
     Collection per product; each bare store becomes a Collection under the top
-    Catalog. Ids come from :func:`moczarr_intake.naming.product_ids`: product
+    Catalog. Ids come from :func:`moczarr_intake.model.naming.product_ids`: product
     names, prefixed with the root's shortest unique path label when two stores
     hold products of one name. ``moraine``: :class:`moczarr.moraine.MorainePyramid`
     infos, each added as an Item under the top Catalog.
 
     When ``out_dir`` is given the catalog is saved there: store addresses are
     spelled by ``policy`` (default: relative for stores inside ``relative_to``,
-    else absolute; see :class:`moczarr_intake.hrefs.HrefPolicy` and its
+    else absolute; see :class:`moczarr_intake.model.hrefs.HrefPolicy` and its
     ``href_base``), the catalog is SELF_CONTAINED, or RELATIVE_PUBLISHED under
     ``catalog_url`` (an absolute self link on every Catalog and Collection).
     ``thumbnails=True`` (needs ``out_dir``) reads each level once and writes a
@@ -693,11 +693,11 @@ def build_stac(
     with the finished catalog (normalized, store addresses spelled) before any
     document is written. ``keep``: ids of Collections and moraine Items whose
     documents an earlier build wrote and this one leaves as they are (an
-    update that rewrites only the changed products, :mod:`moczarr_intake.reuse`):
+    update that rewrites only the changed products, :mod:`moczarr_intake.living.reuse`):
     a kept Collection is a stand-in with its id and title, so the documents
     above it link to it as a full build does; neither it nor a kept moraine
     Item is written, drawn or listed in the STAC API outputs. ``entries``: the
-    products and pyramids already named (:func:`~moczarr_intake.entries.catalog_entries`
+    products and pyramids already named (:func:`~moczarr_intake.model.entries.catalog_entries`
     of ``summaries`` and ``moraine``, e.g. with the ids a previous build
     recorded); by default they are named here. Returns the top
     Catalog. Without thumbnails no request is made beyond the summaries'.
@@ -1068,9 +1068,9 @@ def apply_href_policy(
     ``local_dir(obj)``: the folder each document is written to (default: its self href's folder).
     A store inside the catalog folder becomes relative to each document; with
     ``href_base`` others become published URLs; URLs stay as given (see
-    :class:`~moczarr_intake.hrefs.HrefPolicy` for the percent-encoding). An
+    :class:`~moczarr_intake.model.hrefs.HrefPolicy` for the percent-encoding). An
     asset whose href is ``http(s)://`` loses its ``xarray:storage_options``
-    (:func:`moczarr_intake.access.href_storage_options`).
+    (:func:`moczarr_intake.model.access.href_storage_options`).
     """
 
     def own_dir(obj: pystac.STACObject) -> Path:

@@ -45,7 +45,7 @@ import rustac
 from moczarr.errors import ArgumentError, MoczarrWarning, StorageError
 from moczarr.metadata import is_remote, join_location, warn
 
-from ..hrefs import local_path
+from ..model.hrefs import local_path
 
 #: links that tie an Item or Collection to the static catalog's files; a STAC API adds its own
 STRUCTURAL_RELS = {"self", "root", "parent", "collection", "child", "item"}

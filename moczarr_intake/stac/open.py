@@ -15,7 +15,7 @@ from moczarr.errors import ArgumentError, ArgumentTypeError, ContentError, NotFo
 from moczarr.metadata import is_remote, join_location
 from moczarr.moraine import open_moraine_level, open_moraine_points
 
-from ..hrefs import local_path
+from ..model.hrefs import local_path
 
 #: the readers an open hint may name, by their public names; nothing else is called
 OPENERS: dict[str, Callable[..., object]] = {

@@ -1,4 +1,4 @@
-"""``moczarr-catalog update OUT``: follow the stores a catalog was built from, re-reading only what changed.
+"""An update of the catalog at ``OUT``: follow the stores a catalog was built from, re-reading only what changed.
 
 The build record at ``OUT`` (:mod:`.record`) names the roots, whether they were
 discovery prefixes, and the build's options. An update lists the roots again
@@ -12,7 +12,7 @@ product, the rest kept as they are (:mod:`.reuse` says when). When no
 root changed, appeared or went, that would be the catalog as it is, and
 nothing is written at all (:func:`_nothing_to_write` says when).
 
-What an update promises (:func:`update`):
+What an update promises (:func:`refresh`, and the build that follows it):
 
 - **Ids stay.** Every product keeps the Collection id and entry name the
   record gives it (a moraine pyramid its Item id), and every recorded folder
@@ -41,9 +41,8 @@ product; a moraine pyramid two.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import moczarr
 from moczarr.errors import ContentError, NotFoundError
@@ -58,17 +57,12 @@ from moczarr.metadata import (
     normalize_location,
 )
 
-from .discover import HIVE, MORAINE, Discovery, Found, probe
-from .entries import CatalogEntries, RootIdentity, catalog_entries
+from ..model.entries import CatalogEntries, RootIdentity, catalog_entries
+from ..roots.discover import HIVE, MORAINE, Discovery, Found, probe
+from ..roots.scan import Read, Reading, Scanners, locate, read_all
+from ..stac import public_storage_options
 from .outstore import ROOT_DOCUMENTS
-from .reading import Read, Reading, Scanners, locate, read_all
 from .record import RECORD_NAME, BuildRecord, StoreRecord, changed, state_known, state_of
-from .stac import public_storage_options
-
-#: the build options a record keeps, as ``build()`` takes them
-BUILD_OPTIONS = ("thumbnails", "href_base", "stores_root", "catalog_url", "license", "strict")
-#: the key of each entry document (:data:`~.outstore.ROOT_DOCUMENTS`) in a build's result
-RESULT_KEYS = {"stac/catalog.json": "stac", "catalog.yaml": "intake", "catalog_v2.yaml": "intake_v2"}
 
 
 def load_record(out: str, storage_options: dict | None = None) -> BuildRecord:
@@ -83,9 +77,63 @@ def load_record(out: str, storage_options: dict | None = None) -> BuildRecord:
     return BuildRecord.from_json(payload, f"{writer.location}/{RECORD_NAME}", base)
 
 
-def update(
-    build: Callable[..., dict],
+@dataclass
+class Refresh:
+    """What an update read, by product location (``root``, or ``root/product`` of a multi-product root)."""
+
+    #: products read again (their state changed)
+    read: list[str]
+    #: products new since the record
+    added: list[str]
+    #: recorded products no longer there (a listing that succeeded showed them gone)
+    removed: list[str]
+    #: how many products kept their recorded facts
+    unchanged: int
+
+
+@dataclass
+class Renamed:
+    """A recorded folder read anew (``allow_new_ids``): its ids before and now."""
+
+    folder: str
+    old: list[str]
+    new: list[str]
+
+
+@dataclass
+class ById:
+    """An update's report by Collection and moraine Item id, as the written documents show them."""
+
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    unchanged: list[str]
+    #: the folders read anew, taking new ids (``allow_new_ids``)
+    renamed: list[Renamed] = field(default_factory=list)
+
+
+@dataclass
+class Refreshed:
+    """What an update found (:func:`refresh`): the reading to build from, or that nothing is to be written."""
+
+    record: BuildRecord
+    #: the roots to build from (the record's, less those dropped)
+    roots: list[str]
+    reading: Reading
+    entries: CatalogEntries
+    refresh: Refresh
+    by_id: ById
+    #: the storage options the stores are read with (the caller's, else the record's public ones)
+    storage_options: dict | None
+    #: the lines naming the recorded stores kept as recorded
+    notes: list[str]
+    #: True when a rebuild would write the catalog exactly as it is (:func:`_nothing_to_write`)
+    as_is: bool
+
+
+def refresh(
     out: str,
+    record: BuildRecord,
     *,
     storage_options: dict | None = None,
     progress: bool = False,
@@ -93,34 +141,21 @@ def update(
     concurrency: int = DEFAULT_CONCURRENCY,
     remove_missing: bool = False,
     allow_new_ids: bool = False,
-) -> dict:
-    """Refresh the catalog at ``out`` (see the module docstring) with ``build`` (:func:`moczarr_intake.cli.build`).
+) -> Refreshed:
+    """List the roots of the catalog at ``out`` (normalized; ``record``: its build record) again and read what
+    changed (see the module docstring); nothing is written here.
 
-    ``storage_options``: how to read the stores and write ``out`` (default: the
-    public options the record keeps, e.g. ``anon``/the endpoint).
-    ``remove_missing``: drop a given root whose listing shows no store (and
-    the stores of a prefix whose walk finds none of them) instead of failing.
-    ``allow_new_ids``: read a folder that can no longer be read as recorded as
-    it is now, taking its new ids (named in ``by_id["renamed"]``).
-
-    Returns the build's result plus ``"refresh"``: the roots ``read`` again,
-    ``added``, ``removed`` and the count ``unchanged`` (by product location),
-    and ``"by_id"``: the Collection and moraine Item ids ``added``,
-    ``removed``, ``changed`` and ``unchanged``, as the written documents show
-    them, and ``renamed`` (``{"folder", "old", "new"}`` per folder read anew).
-    ``notes`` also name the recorded stores kept as recorded. When nothing
-    changed (and the catalog was written by this release, with the same
-    publishable storage options), nothing is written: the result then holds
-    ``"written": False``, the catalog's entry documents (``intake``,
-    ``intake_v2``, ``stac``), the discovery lines as ``notes``, ``refresh``,
-    ``by_id``, and for an object-store output ``uploaded`` (no document written).
+    ``storage_options``: how to read the stores (default: the public options
+    the record keeps, e.g. ``anon``/the endpoint). ``remove_missing``: drop a
+    given root whose listing shows no store (and the stores of a prefix whose
+    walk finds none of them) instead of failing. ``allow_new_ids``: read a
+    folder that can no longer be read as recorded as it is now, taking its
+    new ids (named in ``by_id.renamed``).
 
     Raises :class:`~moczarr.errors.NotFoundError` for a missing root (above),
     :class:`~moczarr.errors.ContentError` for a folder whose ids would change,
-    the storage layer's errors for a listing that failed; nothing is written then.
+    the storage layer's errors for a listing that failed.
     """
-    out = normalize_location(out)
-    record = load_record(out, storage_options)
     identities = record.identities()
     options = storage_options if storage_options is not None else record.options.get("storage_options")
     scanners = Scanners(options, concurrency)
@@ -150,33 +185,26 @@ def update(
             )
             + "; nothing written: pass --allow-new-ids to take the new ids"
         )
-    refresh = _accounting(present, previous, stale, partial, reads)
-    if _nothing_to_write(out, record, present, refresh, options):
-        result = _as_recorded(out, record, discoveries, refresh)
-    else:
-        kwargs = {k: record.options.get(k) for k in BUILD_OPTIONS if k in record.options}
-        result = build(
-            [r for r in record.roots if normalize_location(r) not in followed.dropped],
-            out if is_remote(out) else Path(out),
-            storage_options=options,
-            reading=reading,
-            discover=record.discover,
-            progress=progress,
-            previous=record,
-            **kwargs,
-        )
-        entries = result.get("entries", entries)
-        result = {**result, "refresh": refresh}
-    by_id = report_by_id(identities, entries, refresh)
-    by_id["renamed"] = [{k: r[k] for k in ("folder", "old", "new")} for r in renamed]
-    return {**result, "notes": followed.notes + list(result["notes"]), "by_id": by_id}
+    counts = _accounting(present, previous, stale, partial, reads)
+    by_id = report_by_id(identities, entries, counts)
+    by_id.renamed = [Renamed(r["folder"], r["old"], r["new"]) for r in renamed]
+    roots = [r for r in record.roots if normalize_location(r) not in followed.dropped]
+    as_is = _nothing_to_write(out, record, present, counts, options)
+    return Refreshed(record, roots, reading, entries, counts, by_id, options, followed.notes, as_is)
+
+
+def report_after(refreshed: Refreshed, entries: CatalogEntries) -> ById:
+    """:attr:`Refreshed.by_id` as the documents a build wrote from ``entries`` show them."""
+    by_id = report_by_id(refreshed.record.identities(), entries, refreshed.refresh)
+    by_id.renamed = refreshed.by_id.renamed
+    return by_id
 
 
 @dataclass
 class Followed:
     """The roots an update reads (:func:`follow`): each recorded folder as it was read, what was kept or dropped."""
 
-    #: the roots in catalog order (a kept root as a :class:`~.discover.Found` without listings)
+    #: the roots in catalog order (a kept root as a :class:`~..roots.discover.Found` without listings)
     found: list[Found]
     #: recorded roots the walk saw and skipped: kept with their recorded facts
     kept: set[str] = field(default_factory=set)
@@ -197,7 +225,7 @@ def follow(
     *,
     remove_missing: bool = False,
 ) -> Followed:
-    """The roots an update reads: ``found`` (what :func:`~.reading.locate` listed) with each recorded folder read
+    """The roots an update reads: ``found`` (what :func:`~..roots.scan.locate` listed) with each recorded folder read
     as the record says it was read (see the module docstring).
 
     Raises :class:`~moczarr.errors.NotFoundError` naming a given root whose
@@ -327,7 +355,7 @@ def _renamed(conflicts: Mapping[str, str], identities: Mapping[str, RootIdentity
     return out
 
 
-def report_by_id(before: Mapping[str, RootIdentity], entries: CatalogEntries, refresh: dict) -> dict:
+def report_by_id(before: Mapping[str, RootIdentity], entries: CatalogEntries, refresh: Refresh) -> ById:
     """The Collection and moraine Item ids an update ``added``, ``removed``, ``changed`` and left ``unchanged``.
 
     ``before``: the record's identities; ``entries``: the catalog now;
@@ -335,14 +363,14 @@ def report_by_id(before: Mapping[str, RootIdentity], entries: CatalogEntries, re
     is changed; so is an id that now names another product).
     """
     old, new = _ids(before), _ids(entries.identities())
-    read = set(refresh["read"])
+    read = set(refresh.read)
     changed = [i for i in new if i in old and (old[i] != new[i] or new[i] in read)]
-    return {
-        "added": [i for i in new if i not in old],
-        "removed": [i for i in old if i not in new],
-        "changed": changed,
-        "unchanged": [i for i in new if i in old and i not in set(changed)],
-    }
+    return ById(
+        added=[i for i in new if i not in old],
+        removed=[i for i in old if i not in new],
+        changed=changed,
+        unchanged=[i for i in new if i in old and i not in set(changed)],
+    )
 
 
 def _ids(identities: Mapping[str, RootIdentity]) -> dict[str, str]:
@@ -361,7 +389,7 @@ def _products_differ(found: Found, previous: StoreRecord) -> bool:
     return state_of(found)[""]["products"] != [p["name"] for p in previous.facts["products"]]
 
 
-def _nothing_to_write(out: str, record: BuildRecord, present: list[Found], refresh: dict, options) -> bool:
+def _nothing_to_write(out: str, record: BuildRecord, present: list[Found], refresh: Refresh, options) -> bool:
     """True when a rebuild would write the catalog at ``out`` exactly as it is.
 
     That is: no product read again, added or removed, the same roots in the
@@ -371,29 +399,13 @@ def _nothing_to_write(out: str, record: BuildRecord, present: list[Found], refre
     still hold its documents; an object-store catalog's record is written
     after every document, so its presence says they are there.
     """
-    if refresh["read"] or refresh["added"] or refresh["removed"]:
+    if refresh.read or refresh.added or refresh.removed:
         return False
     if [f.root for f in present] != [s.root for s in record.stores] or record.written_by != moczarr.__version__:
         return False
     if public_storage_options(options) != record.options.get("storage_options"):
         return False
     return is_remote(out) or all(os.path.isfile(os.path.join(out, name)) for name in ROOT_DOCUMENTS)
-
-
-def _as_recorded(out: str, record: BuildRecord, discoveries, refresh: dict) -> dict:
-    """What :func:`update` returns when it has nothing to write: where the catalog is, what was compared."""
-    written: dict = {
-        "written": False,
-        "notes": [d.summary() for d in discoveries],
-        "refresh": refresh,
-    }
-    if is_remote(out):
-        base = out.rstrip("/")
-        written |= {RESULT_KEYS[path]: f"{base}/{path}" for path in ROOT_DOCUMENTS}
-        written["uploaded"] = {"written": 0, "unchanged": len(record.documents), "deleted": 0}
-    else:
-        written |= {RESULT_KEYS[path]: Path(out) / path for path in ROOT_DOCUMENTS}
-    return written
 
 
 def changed_products(found: Found, previous: StoreRecord | None) -> list[str] | None:
@@ -422,7 +434,7 @@ def _merge_products(found: Found, previous: StoreRecord, names: list[str], scann
     return Read(found, summary=StoreSummary(scanner.url(rel), "multi", products))
 
 
-def _accounting(present, previous, stale, partial, reads) -> dict:
+def _accounting(present, previous, stale, partial, reads) -> Refresh:
     """What an update did, by product (``root`` or ``root/product`` of a multi-product root): read, added, removed."""
     before = {root: _products(rec.root, rec.facts) for root, rec in previous.items()}
     now = {r.found.root: _products(r.found.root, r.summary.to_dict() if r.summary else {}) for r in reads}
@@ -432,7 +444,7 @@ def _accounting(present, previous, stale, partial, reads) -> dict:
     added += [f"{root}/{n}" for root, names in partial.items() for n in names if f"{root}/{n}" not in before[root]]
     everything_now = {p for products in now.values() for p in products}
     removed = [p for products in before.values() for p in products if p not in everything_now]
-    return {"read": read, "added": added, "removed": removed, "unchanged": len(everything_now) - len(read) - len(added)}
+    return Refresh(read, added, removed, len(everything_now) - len(read) - len(added))
 
 
 def _products(root: str, facts: dict) -> list[str]:

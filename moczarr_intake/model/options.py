@@ -1,15 +1,20 @@
-"""The catalog build's arguments, checked before anything is read or written.
+"""The catalog build's options (:class:`BuildOptions`, spelled once), checked before anything is read or written.
 
-Each check raises :class:`moczarr.errors.ArgumentError` naming the flag and
-what is wrong, so ``moczarr-catalog build`` refuses a flag it cannot honour
-instead of writing a catalog that says something else. Nothing heavy is
-imported here: the command line checks its flags before it loads the reader.
+The command line's ``build`` flags are made from :class:`BuildOptions`, the
+build record keeps its recorded fields and ``update`` reads them back
+(:meth:`BuildOptions.from_record`). Each check raises
+:class:`moczarr.errors.ArgumentError` naming the flag and what is wrong, so
+a build refuses an option it cannot honour instead of writing a catalog that
+says something else. Nothing heavy is imported here: the command line checks
+its flags before it loads the reader.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from moczarr.errors import ArgumentError
@@ -141,3 +146,101 @@ def check_stores_root(stores_root: str | None, href_base: str | None) -> str | N
     if is_url(stores_root) or not Path(stores_root).is_dir():
         raise ArgumentError(f"--stores-root {stores_root!r} is not a local folder")
     return stores_root
+
+
+#: the help of ``--scheduler`` (``build`` and ``update``)
+SCHEDULER_HELP = "a dask.distributed scheduler address: the per-store reads run on that cluster"
+
+
+def _option(default, help: str | None, *, metavar: str | None = None, recorded: bool = True):
+    """A :class:`BuildOptions` field: its flag's help (None: no flag of its own) and whether the record keeps it."""
+    return field(default=default, metadata={"help": help, "metavar": metavar, "recorded": recorded})
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """How a catalog is built: the one spelling of the build's options.
+
+    The ``build`` command's flags are made from these fields (``--href-base``
+    for ``href_base``; :meth:`flags`); the build record keeps the recorded
+    ones (:meth:`recorded`) and an update builds with them again
+    (:meth:`from_record`). ``storage_options`` (how to read the stores and
+    write an object-store output) has no flag of its own: the command line
+    makes it from ``--anon`` and ``--endpoint-url``; of it a catalog and its
+    record keep only where and how to reach the data, never a credential.
+    """
+
+    #: the roots are prefixes: every store below them is catalogued (the record keeps it beside the roots)
+    discover: bool = _option(False, "the roots are prefixes: catalog every store below them", recorded=False)
+    thumbnails: bool = _option(False, "attach quicklook PNGs of each level's data")
+    #: where the stores will be published: hrefs become ``href_base/<path relative to stores_root>``
+    href_base: str | None = _option(
+        None,
+        "where the stores will be published: hrefs become URL/<path relative to --stores-root>",
+        metavar="URL",
+    )
+    stores_root: str | None = _option(
+        None, "the folder --href-base stands for (default: the common parent of the roots)", metavar="DIR"
+    )
+    #: the URL the catalog will be published at (absolute self links)
+    catalog_url: str | None = _option(
+        None,
+        "the URL --out will be published at (absolute self links on every Catalog and Collection)",
+        metavar="URL",
+    )
+    license: str | None = _option(None, "license (an SPDX id or a URL) of products whose manifest records none")
+    #: fail (nothing written) when any product had to be degraded: :class:`~moczarr_intake.errors.DegradedBuildError`
+    strict: bool = _option(False, "fail (exit 1, nothing written) when any product had to be degraded")
+    #: a dask.distributed scheduler address: the per-store reads run on that cluster
+    scheduler: str | None = _option(None, SCHEDULER_HELP, metavar="ADDRESS", recorded=False)
+    storage_options: dict | None = field(default=None, metadata={"help": None, "metavar": None, "recorded": False})
+
+    def checked(self) -> BuildOptions:
+        """These options with the URLs normalised (no trailing ``/``), once each is known to be good.
+
+        Raises :class:`ArgumentError` naming the flag: ``href_base`` and
+        ``catalog_url`` must be absolute http(s), s3, gs or az URLs,
+        ``stores_root`` a local folder given with ``href_base``, ``license``
+        an SPDX license identifier or an http(s) URL.
+        """
+        href_base = check_url(self.href_base, "--href-base")
+        catalog_url = check_url(self.catalog_url, "--catalog-url")
+        stores_root = check_stores_root(self.stores_root, href_base)
+        check_license(self.license)
+        return dataclasses.replace(self, href_base=href_base, catalog_url=catalog_url, stores_root=stores_root)
+
+    def recorded(self) -> dict:
+        """The options a build record keeps, by name, in field order (without the storage options)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.metadata["recorded"]}
+
+    @classmethod
+    def from_record(cls, options: dict, discover: bool, **given) -> BuildOptions:
+        """The options a build record keeps (``options``, ``discover``), with ``given`` fields laid over them
+        (e.g. the storage options and the scheduler of the run that updates)."""
+        kept = {
+            f.name: options[f.name] for f in dataclasses.fields(cls) if f.metadata["recorded"] and f.name in options
+        }
+        return cls(**{"discover": discover, **kept, "storage_options": options.get("storage_options"), **given})
+
+    @classmethod
+    def flags(cls) -> list[tuple[str, dict]]:
+        """``(flag, argparse keywords)`` per option that has a flag, in field order (``--href-base`` ...)."""
+        out = []
+        for f in dataclasses.fields(cls):
+            if f.metadata["help"] is None:
+                continue
+            kw: dict = {"help": f.metadata["help"]}
+            if f.default is False:
+                kw["action"] = "store_true"
+            else:
+                kw["default"] = None
+                if f.metadata["metavar"]:
+                    kw["metavar"] = f.metadata["metavar"]
+            out.append(("--" + f.name.replace("_", "-"), kw))
+        return out
+
+    @classmethod
+    def from_args(cls, args, storage_options: dict | None) -> BuildOptions:
+        """The options of parsed ``build`` flags (:meth:`flags`) and the storage options made from theirs."""
+        names = [f.name for f in dataclasses.fields(cls) if f.metadata["help"] is not None]
+        return cls(**{name: getattr(args, name) for name in names}, storage_options=storage_options)

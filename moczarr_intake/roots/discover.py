@@ -21,7 +21,7 @@ So the LISTs are bounded by the folders above and at the roots (one per
 folder, plus one per product of a multi-product root, plus one of each
 pyramid's ``0.zarr``), never by the leaves. Each root's listings are kept:
 they hold the version tags (ETags) of its manifest and root MOC, what a later
-``update`` compares (:mod:`.record`).
+``update`` compares (:mod:`..living.record`).
 
 Unreachable is never absent. Only a listing that succeeded says what is (or
 is not) at a location: an object store's answer, or the operating system's

@@ -1,10 +1,10 @@
 """Intake YAML for stores: the ``version: 1`` driver form and the ``version: 2`` reader form.
 
-Both are written from one :class:`~moczarr_intake.entries.CatalogEntries`
+Both are written from one :class:`~moczarr_intake.model.entries.CatalogEntries`
 (names unique across every root, as the STAC ids are), with one
-:class:`~moczarr_intake.hrefs.HrefPolicy` for store addresses and the same
+:class:`~moczarr_intake.model.hrefs.HrefPolicy` for store addresses and the same
 storage options (their public part only, none for a store at an ``http(s)://``
-href: :func:`moczarr_intake.access.href_storage_options`), so an entry of
+href: :func:`moczarr_intake.model.access.href_storage_options`), so an entry of
 either flavour reads exactly what ``moczarr.open_level`` / ``open_store`` read
 on its own root. Writing a catalog reads no data.
 """
@@ -15,13 +15,13 @@ from pathlib import Path
 
 from moczarr.metadata import ProductSummary, StoreSummary
 
-from . import block_yaml
-from .access import href_storage_options, is_http
-from .drivers import entry_arguments, level_args, level_parameters, tree_entry_args
-from .entries import CatalogEntries, ProductEntry, catalog_entries
-from .hrefs import HrefPolicy
-from .moraine_catalog import moraine_sources
-from .params import AOI_HELP
+from ..drivers import entry_arguments, level_args, level_parameters, tree_entry_args
+from ..model.access import href_storage_options, is_http
+from ..model.entries import CatalogEntries, ProductEntry, catalog_entries
+from ..model.hrefs import HrefPolicy
+from ..model.templates import AOI_HELP
+from ..moraine_catalog import moraine_sources
+from . import block as block_yaml
 
 V1_DIR = "{{ CATALOG_DIR }}"
 V2_DIR = "{CATALOG_DIR}"
@@ -63,7 +63,7 @@ def v1_catalog(
     ``summaries``: store summaries (or entries already named by :func:`catalog_entries`,
     which then also carry the pyramids); ``stac_hrefs`` maps product roots and
     pyramid paths to the written STAC documents. Of ``storage_options`` only
-    the public part is written (:func:`moczarr_intake.access.href_storage_options`: none for a store at an
+    the public part is written (:func:`moczarr_intake.model.access.href_storage_options`: none for a store at an
     ``http(s)://`` href), in each entry's arguments and metadata.
     """
     entries = _entries(summaries, moraine)
@@ -219,7 +219,7 @@ def v2_catalog(
 
 
 def write_yaml(doc: dict, path: Path) -> Path:
-    """``doc`` as block-style YAML at ``path`` (:func:`moczarr_intake.block_yaml.dump`); returns ``path``."""
+    """``doc`` as block-style YAML at ``path`` (:func:`moczarr_intake.intake_yaml.block.dump`); returns ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(block_yaml.dump(doc), encoding="utf-8")
     return path

@@ -37,11 +37,11 @@ from pathlib import Path
 import moczarr
 from moczarr.metadata import Writer, is_remote
 
-from .discover import HIVE
-from .entries import CatalogEntries
-from .publish import CATALOG_FIELD, COLLECTIONS_NDJSON, ITEMS_NDJSON, ndjson_line
+from ..model.entries import CatalogEntries
+from ..pgstac.publish import CATALOG_FIELD, COLLECTIONS_NDJSON, ITEMS_NDJSON, ndjson_line
+from ..roots.discover import HIVE
+from ..stac import API_COLLECTIONS, API_ITEMS
 from .record import BuildRecord
-from .stac import API_COLLECTIONS, API_ITEMS
 from .staging import move_in
 
 #: the folder of the static catalog below the output
@@ -70,7 +70,8 @@ class Reuse:
 
     def pgstac_ndjson(self, collection_ids: list[str], collections: list[dict], items: list[dict]) -> tuple[str, str]:
         """The two ndjson files of the catalog: the written Collections' documents (``collections``, ``items``,
-        as :func:`~.publish.pgstac_documents` makes them) in place of their previous lines, every other line kept.
+        as :func:`~..pgstac.publish.pgstac_documents` makes them) in place of their previous lines, every other
+        line kept.
 
         ``collection_ids``: every Collection of the catalog in its order (the
         order a full build writes); lines of the previous files outside them

@@ -16,10 +16,11 @@ out (with a warning naming them). Each Collection carries
 ``moczarr:catalog``, the catalog's published location, so that ``publish``
 knows which Collections of a shared database are this catalog's.
 
-``publish(OUT, dsn)`` reads those two files from ``OUT`` (a folder or an
+``upsert_catalog(OUT, dsn)`` (what ``moczarr_intake.publish`` runs, holding the
+catalog's lock) reads those two files from ``OUT`` (a folder or an
 object-store URL), upserts the Collections and Items through pypgstac's
 loader, and deletes what the files say is gone. It reports both by id
-(:class:`Published`).
+(:class:`PublishResult`).
 
 What publish deletes, and when it refuses
 -----------------------------------------
@@ -49,7 +50,7 @@ deleted) when
   or a catalog moved and not updated: :class:`~moczarr.errors.ContentError`);
 - a document names a path of the building machine, which a portal cannot
   serve: a catalog built without ``--href-base`` (the same test as the STAC
-  API outputs', :func:`~.stac.geoparquet.document_machine_paths`:
+  API outputs', :func:`~..stac.geoparquet.document_machine_paths`:
   :class:`~moczarr.errors.ArgumentError`).
 
 No message of publish spells the database's password: every DSN in an error,
@@ -74,7 +75,7 @@ import pystac
 from moczarr.errors import ArgumentError, ContentError, MoczarrWarning, NotFoundError, StorageError
 from moczarr.metadata import Writer, is_remote, normalize_location, warn
 
-from .stac.geoparquet import ApiDocuments, api_documents, document_machine_paths
+from ..stac.geoparquet import ApiDocuments, api_documents, document_machine_paths
 
 PGSTAC_DIR = "pgstac"
 COLLECTIONS_NDJSON = f"{PGSTAC_DIR}/collections.ndjson"
@@ -95,7 +96,7 @@ def pgstac_documents(
     Each Collection carries :data:`CATALOG_FIELD` (``catalog_key``) and
     :data:`ITEM_COUNT_FIELD` (the number of its Items in ``items``).
 
-    ``documents``: the catalog's :func:`~.stac.geoparquet.api_documents`, when
+    ``documents``: the catalog's :func:`~..stac.geoparquet.api_documents`, when
     the caller has them (they are not changed: what differs is a copy).
     """
     documents = documents if documents is not None else api_documents(catalog)
@@ -172,7 +173,7 @@ def write_ndjson(
 ) -> list[Path]:
     """Write ``{folder}/pgstac/collections.ndjson`` and ``items.ndjson`` (see the module docstring).
 
-    ``documents``: the catalog's :func:`~.stac.geoparquet.api_documents`, when the caller has them.
+    ``documents``: the catalog's :func:`~..stac.geoparquet.api_documents`, when the caller has them.
     """
     collections, items = pgstac_documents(catalog, catalog_key, documents)
     folder = Path(folder)
@@ -220,8 +221,8 @@ def _read_ndjson(writer: Writer, name: str) -> list[dict]:
 
 
 @dataclass
-class Published:
-    """What :func:`publish` did, by id.
+class PublishResult:
+    """What :func:`upsert_catalog` did, by id.
 
     ``collections``: the Collections upserted (every Collection of the
     catalog, in the files' order); ``items``: the Items upserted, per
@@ -261,10 +262,12 @@ def _same_key(a: str, b: str) -> bool:
     return a == b or spelled(a) == spelled(b)
 
 
-def publish(out: str, dsn: str, *, storage_options: dict | None = None, catalog_key: str | None = None) -> Published:
+def upsert_catalog(
+    out: str, dsn: str, *, storage_options: dict | None = None, catalog_key: str | None = None
+) -> PublishResult:
     """Upsert the catalog at ``out`` into the pgstac database at ``dsn``; delete what it says is gone.
 
-    Returns the :class:`Published` report. Before the database is touched the
+    Returns the :class:`PublishResult` report. Before the database is touched the
     files are checked (see the module docstring: what publish refuses, and
     the errors it raises then). ``catalog_key``: the key the catalog at
     ``out`` carries (:func:`catalog_key_of` of its build record's options); files
@@ -428,7 +431,7 @@ def _redacting_logs(dsn: str) -> Iterator[None]:
 CONNECT_TIMEOUT_S = 10
 
 
-def _publish(dsn: str, collections: list[dict], items: list[dict], key: str) -> Published:
+def _publish(dsn: str, collections: list[dict], items: list[dict], key: str) -> PublishResult:
     import psycopg
     from pypgstac.db import PgstacDB
     from pypgstac.load import Loader, Methods
@@ -436,7 +439,7 @@ def _publish(dsn: str, collections: list[dict], items: list[dict], key: str) -> 
     # pypgstac's pool would keep retrying an unreachable database for its 30 s timeout; one direct attempt
     # first makes a refused or unknown host fail at once (and a silent one within CONNECT_TIMEOUT_S)
     psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S).close()
-    report = Published(collections=[c["id"] for c in collections])
+    report = PublishResult(collections=[c["id"] for c in collections])
     for doc in items:
         report.items.setdefault(doc["collection"], []).append(doc["id"])
     with PgstacDB(dsn=dsn) as db:

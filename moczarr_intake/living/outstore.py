@@ -1,7 +1,8 @@
 """A catalog written to object storage: ``--out s3://bucket/catalog`` (or ``gs://``, ``az://``, any URL).
 
 The build is staged in a temporary local folder exactly as a local build is
-(the catalog's published location is the URL, so its hrefs are), then written
+(the catalog's published location is the URL, so its hrefs are:
+:mod:`moczarr_intake.pipeline.upload`), then written
 through the storage layer's :class:`~moczarr.metadata.Writer` (its timeouts,
 retries and in-flight limit) in the order of :mod:`.staging`, which a reader
 can rely on (every document reachable from a root is whole and its hrefs
@@ -34,13 +35,12 @@ product writes that product's documents, the exports and the roots that changed.
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from moczarr.metadata import Writer, normalize_location
+from moczarr.metadata import Writer
 
-from .lock import CatalogLock, catalog_lock, staging_prefix
+from .lock import CatalogLock
 from .record import RECORD_NAME, BuildRecord, document_hashes
 from .staging import order, pause
 
@@ -56,12 +56,19 @@ def previous_record(writer: Writer) -> BuildRecord | None:
     return None if payload is None else BuildRecord.from_json(payload, f"{writer.location}/{RECORD_NAME}")
 
 
-def write_tree(
-    staged: Path, writer: Writer, previous: BuildRecord | None, lock: CatalogLock | None = None
-) -> dict[str, int]:
+@dataclass
+class Uploaded:
+    """What a write to object storage did: documents written, left as they were (same bytes), deleted."""
+
+    written: int
+    unchanged: int
+    deleted: int
+
+
+def write_tree(staged: Path, writer: Writer, previous: BuildRecord | None, lock: CatalogLock | None = None) -> Uploaded:
     """Write the staged build folder to ``writer``'s location in the order of the module docstring.
 
-    Returns the counts ``written``, ``unchanged`` and ``deleted``. Without a
+    Returns the counts (:class:`Uploaded`). Without a
     previous record the stale documents are found by listing what the
     output holds under the names a build owns. ``lock``: the catalog's lock,
     whose journal names the keys a killed run left unknown (written again or
@@ -98,44 +105,4 @@ def write_tree(
         writer.delete_many(stale[half:])
     if lock is not None:
         lock.written()
-    return {"written": len(todo), "unchanged": len(hashes) - len(todo), "deleted": len(stale)}
-
-
-def build_to_url(build: Callable[..., dict], roots, out: str, *, storage_options=None, catalog_url=None, **kw) -> dict:
-    """``build(roots, staging, ...)`` then :func:`write_tree` to ``out``; returns the build's result with URLs.
-
-    ``catalog_url`` defaults to ``out`` itself: the STAC root's self link is
-    the URL it is written to, and every href below it is relative to it. A
-    ``previous`` record in ``kw`` (an update's) is the one at ``out``; else it is read there.
-    """
-    out = normalize_location(out)
-    writer = Writer(out, storage_options)
-    with catalog_lock(out, storage_options, "build") as lock:
-        if lock.journal or lock.unsettled:  # keys a killed run left unknown: every document is staged and compared
-            kw = {**kw, "previous": None}
-        previous = kw.get("previous") or previous_record(writer)
-        with tempfile.TemporaryDirectory(prefix=staging_prefix(lock.token)) as tmp:
-            staged = Path(tmp) / "out"
-            written = build(
-                roots,
-                staged,
-                storage_options=storage_options,
-                catalog_url=catalog_url or out,
-                out_location=out,
-                **kw,
-            )
-            counts = write_tree(staged, writer, previous, lock)
-    return {**_as_urls(written, staged, out), "uploaded": counts}
-
-
-def _as_urls(written: dict, staged: Path, out: str) -> dict:
-    """The build's result with the staged paths spelled as the output URL."""
-
-    def url(value):
-        if isinstance(value, Path) and value.is_relative_to(staged):
-            return f"{out}/{value.relative_to(staged).as_posix()}"
-        if isinstance(value, list) and value and all(isinstance(v, Path) for v in value):
-            return [url(v) for v in value]
-        return value
-
-    return {key: url(value) for key, value in written.items()}
+    return Uploaded(len(todo), len(hashes) - len(todo), len(stale))

@@ -9,7 +9,7 @@
   ``coverage.moc`` as the root's listing shows them, per product of a
   multi-product root, and for a moraine pyramid its folder's and ``0.zarr``'s
   listings), its facts (the store summary, or the pyramid's description) and
-  its **identity** (:class:`~.entries.RootIdentity`: how its folder was read,
+  its **identity** (:class:`~..model.entries.RootIdentity`: how its folder was read,
   bare, multi-product or pyramid, and what each product was published as:
   Collection id and entry name, a multi-product root's sub-catalog id, a
   pyramid's Item id and entry name), which later builds and updates keep;
@@ -46,11 +46,11 @@ from moczarr.errors import ArgumentError
 from moczarr.metadata import MANIFEST_NAME, ROOT_MOC_NAME, StoreSummary, is_remote, normalize_location
 from moczarr.moraine import MorainePyramid
 
-from .discover import HIVE, MORAINE, Found
-from .entries import LAYOUTS, CatalogEntries, Names, RootIdentity, catalog_entries
-from .publish import COLLECTIONS_NDJSON, ITEMS_NDJSON, PGSTAC_DIR, write_ndjson
-from .reading import Read, Reading
-from .stac import ApiDocuments, public_storage_options
+from ..model.entries import LAYOUTS, CatalogEntries, Names, RootIdentity, catalog_entries
+from ..pgstac.publish import COLLECTIONS_NDJSON, ITEMS_NDJSON, PGSTAC_DIR, write_ndjson
+from ..roots.discover import HIVE, MORAINE, Found
+from ..roots.scan import Read, Reading
+from ..stac import ApiDocuments, public_storage_options
 
 RECORD_NAME = "build-record.json"
 SPEC = "moczarr-catalog-build/1"
@@ -111,7 +111,7 @@ class StoreRecord:
     identity: RootIdentity | None = None
 
     def read(self, found: Found) -> Read:
-        """The recorded facts as a :class:`~.reading.Read` of ``found`` (no request)."""
+        """The recorded facts as a :class:`~..roots.scan.Read` of ``found`` (no request)."""
         if self.kind == MORAINE:
             return Read(found, moraine=moraine_from_dict(self.facts))
         return Read(found, summary=StoreSummary.from_dict(self.facts))
@@ -212,7 +212,7 @@ class BuildRecord:
         return cls(roots, discover, options, stores, dict(documents), base, written_by)
 
     def identities(self) -> dict[str, RootIdentity]:
-        """Every recorded root's :class:`~.entries.RootIdentity`, by location.
+        """Every recorded root's :class:`~..model.entries.RootIdentity`, by location.
 
         A root recorded without one (a record from before identities were
         recorded) gets what a full build of the recorded facts named it, so a
@@ -230,7 +230,7 @@ class BuildRecord:
 
 
 def identity_to_dict(identity: RootIdentity) -> dict:
-    """A :class:`~.entries.RootIdentity` as the record spells it."""
+    """A :class:`~..model.entries.RootIdentity` as the record spells it."""
     doc: dict = {"layout": identity.layout}
     if identity.products:
         doc["products"] = {name: {"id": n.id, "entry": n.entry} for name, n in identity.products.items()}
@@ -389,7 +389,7 @@ def write_beside(
     local output is swapped in whole and needs none; they become ``record``'s
     ``documents``), with ``kept``: those of the documents an update keeps
     without staging them. ``documents``: the
-    catalog's :func:`~.stac.geoparquet.api_documents`, when the caller has
+    catalog's :func:`~..stac.geoparquet.api_documents`, when the caller has
     them; ``ndjson``: the two pgstac files' text, when the caller made them
     (an update that keeps the lines of unchanged products).
     """

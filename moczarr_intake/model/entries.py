@@ -1,7 +1,7 @@
 """The one entry model of a catalog build: every product and moraine pyramid, named once.
 
-Both Intake flavours (:mod:`.catalog_yaml`) and the STAC builder
-(:mod:`.stac.build`) walk the same :class:`CatalogEntries`, so names are
+Both Intake flavours (:mod:`..intake_yaml.catalog`) and the STAC builder
+(:mod:`..stac.build`) walk the same :class:`CatalogEntries`, so names are
 unique across all roots, a YAML entry and its STAC Collection describe the
 same product, and no two entries point at different stores under one name.
 

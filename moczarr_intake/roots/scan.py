@@ -11,7 +11,7 @@ are sent to the cluster in chunks, each chunk read the same way on a worker.
 Roots given as such (no discovery, no cluster) are probed and read in one
 task each, so a root's reads start as soon as its own LIST is back.
 
-What each root costs: one LIST of the root (its state, :mod:`.record`) plus
+What each root costs: one LIST of the root (its state, :mod:`..living.record`) plus
 the summary's own GETs (manifest, root MOC, one stamp, the source arrays'
 metadata); a multi-product root one LIST per product more.
 
@@ -158,7 +158,7 @@ def locate(
 
 
 def _probe_all(roots: list[str], scanners: Scanners) -> list[Found]:
-    """:func:`~moczarr_intake.discover.probe` of every given root, in order; the first failure (in order) raises.
+    """:func:`~moczarr_intake.roots.discover.probe` of every given root, in order; the first failure (in order) raises.
 
     A root the probe shows holding no store (its listing succeeded) is a
     :class:`~.discover.Found` with empty ``listings``: positively absent.

@@ -1,0 +1,1 @@
+"""Into a STAC API database: the pgstac ndjson every build writes, and the upsert of a catalog into pgstac."""

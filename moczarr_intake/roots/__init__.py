@@ -1,0 +1,1 @@
+"""Finding store roots below a folder or bucket prefix (discover) and reading their facts (scan)."""
