@@ -389,7 +389,7 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
     from .outstore import ROOT_DOCUMENTS
     from .publish import pgstac_documents
     from .record import RECORD_NAME, write_beside
-    from .stac import api_documents, build_stac, start_api_outputs
+    from .stac import start_api_outputs, write_stac
     from .staging import move_in
 
     entries, out, policy, inputs, record, key, storage_options, catalog_url, stac_kw = job
@@ -403,14 +403,15 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", MoczarrWarning)  # the summaries' warnings are reported already
 
-            def start_api(finished) -> None:
-                documents = api_documents(finished, keep)  # once, for the STAC API outputs and the pgstac ndjson
+            def start_api(stac) -> None:
+                documents = stac.documents  # made once, for the STAC API outputs and the pgstac ndjson
+                children = [c.doc["id"] for c in stac.top.children]
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", MoczarrWarning)
-                    started.append((documents, start_api_outputs(finished, tmp / "stac", documents)))
+                    started.append((documents, start_api_outputs(None, tmp / "stac", documents, children)))
                 left_out.extend(caught)
 
-            catalog = build_stac(
+            catalog = write_stac(
                 summaries=list(entries.stores),
                 moraine=[m.info for m in entries.moraine],
                 out_dir=out / "stac",
@@ -419,7 +420,7 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
                 catalog_url=catalog_url + "/stac" if catalog_url else None,
                 dest_dir=tmp / "stac",
                 api_outputs=False,
-                before_save=start_api,
+                before_write=start_api,
                 keep=keep,
                 entries=entries,
                 **stac_kw,
@@ -434,13 +435,13 @@ def _write_staged(job: _CatalogJob, reuse: Reuse | None):
             if pending.wait().skipped:
                 raise _CannotReuse
             # its warnings reach the caller as write_ndjson's do in a full build
-            collections, items = pgstac_documents(catalog, key, documents)
-            ndjson = reuse.pgstac_ndjson([c.id for c in catalog.get_all_collections()], collections, items)
+            collections, items = pgstac_documents(None, key, documents)
+            ndjson = reuse.pgstac_ndjson(catalog.collection_ids(), collections, items)
         elif hashes:  # the record hashes the API outputs too
             pending.wait()
         beside = write_beside(
             tmp,
-            catalog,
+            None,
             record,
             key,
             hashes=hashes,
@@ -510,8 +511,7 @@ def _output_notes(policy: HrefPolicy, storage_options, api_skipped: str | None) 
 
 def _stac_hrefs(catalog, entries: CatalogEntries, out: Path, catalog_url: str | None) -> dict[str, str]:
     """``{product root or pyramid path: the STAC document as a YAML entry spells it}``."""
-    docs = {c.id: c.get_self_href() for c in catalog.get_all_collections()}
-    docs.update({i.id: i.get_self_href() for i in catalog.get_items()})
+    docs = catalog.self_hrefs()
 
     def spell(href: str) -> str:
         return href if catalog_url else "{{ CATALOG_DIR }}/" + os.path.relpath(href, out).replace(os.sep, "/")

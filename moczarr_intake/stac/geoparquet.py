@@ -125,7 +125,7 @@ def write_geoparquet(catalog_or_items, path: str | os.PathLike) -> Path | None:
 
 
 def write_api_collections(
-    catalog: pystac.Catalog, folder: str | os.PathLike, documents: ApiDocuments | None = None
+    catalog: pystac.Catalog | None, folder: str | os.PathLike, documents: ApiDocuments | None = None
 ) -> list[Path]:
     """Write every Collection of ``catalog`` (recursively) as a location-free ``{folder}/{id}.json``.
 
@@ -137,9 +137,11 @@ def write_api_collections(
     API serves one per id).
     """
     folder = Path(folder)
-    collections = (
-        documents.collections if documents is not None else [location_free(c) for c in catalog.get_all_collections()]
-    )
+    if documents is not None:
+        collections = documents.collections
+    else:
+        assert catalog is not None, "write_api_collections: give a catalog or its documents"
+        collections = [location_free(c) for c in catalog.get_all_collections()]
     ids = [c["id"] for c in collections]
     if len(set(ids)) < len(ids):
         raise ArgumentError(
@@ -194,7 +196,7 @@ def location_free(item: pystac.Item | pystac.Collection | dict) -> dict:
 
 
 def write_api_items(
-    catalog: pystac.Catalog, folder: str | os.PathLike, documents: ApiDocuments | None = None
+    catalog: pystac.Catalog | None, folder: str | os.PathLike, documents: ApiDocuments | None = None
 ) -> list[Path]:
     """Write the Items of ``catalog`` as stac-geoparquet files in ``folder``, one per Collection (and key shape).
 
@@ -213,14 +215,18 @@ def write_api_items(
 
 
 def _start_api_items(
-    catalog: pystac.Catalog, folder: str | os.PathLike, documents: ApiDocuments | None
+    catalog: pystac.Catalog | None, folder: str | os.PathLike, documents: ApiDocuments | None
 ) -> tuple[list[Path], _ParquetWriting]:
     """:func:`write_api_items` up to the files' bytes: the warnings said, the files being written in the background."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.parquet"):
         old.unlink()
-    docs = documents.items if documents is not None else [location_free(i) for i in catalog.get_items(recursive=True)]
+    if documents is not None:
+        docs = documents.items
+    else:
+        assert catalog is not None, "write_api_items: give a catalog or its documents"
+        docs = [location_free(i) for i in catalog.get_items(recursive=True)]
     loose = [doc["id"] for doc in docs if not doc.get("collection")]
     if loose:
         warn(f"STAC API Items: Items outside any Collection left out: {loose}", MoczarrWarning)
@@ -337,9 +343,11 @@ def _hrefs(doc: dict) -> Iterator[str]:
         yield from (kwargs[k] for k in ("store_root", "path") if isinstance(kwargs.get(k), str))
 
 
-def check_api_names(catalog: pystac.Catalog) -> None:
-    """Raise :class:`moczarr.errors.ArgumentError` when a child of ``catalog`` would share a STAC API folder's name."""
-    clash = {child.id for child in catalog.get_children()} & {API_ITEMS, API_COLLECTIONS}
+def check_api_names(catalog: pystac.Catalog | Iterable[str]) -> None:
+    """Raise :class:`moczarr.errors.ArgumentError` when a child of ``catalog`` (or one of these child ids) would
+    share a STAC API folder's name."""
+    ids = {child.id for child in catalog.get_children()} if isinstance(catalog, pystac.Catalog) else set(catalog)
+    clash = ids & {API_ITEMS, API_COLLECTIONS}
     if clash:
         raise ArgumentError(
             f"a store or product named {sorted(clash)[0]!r} would share the folder of the STAC API outputs"
@@ -378,7 +386,10 @@ def write_api_outputs(
 
 
 def start_api_outputs(
-    catalog: pystac.Catalog, folder: str | os.PathLike, documents: ApiDocuments | None = None
+    catalog: pystac.Catalog | None,
+    folder: str | os.PathLike,
+    documents: ApiDocuments | None = None,
+    child_ids: Iterable[str] = (),
 ) -> PendingApiOutputs:
     """:func:`write_api_outputs`, returning once the Collections are written and the Items are being written.
 
@@ -388,12 +399,15 @@ def start_api_outputs(
     :meth:`PendingApiOutputs.wait`. Warnings and argument errors come from this
     call, in the caller's thread; when it raises, no file is being written.
     A file is written only into a folder that still exists (a failed build's
-    removed staging folder is never made again).
+    removed staging folder is never made again). ``catalog`` may be None
+    when ``documents`` are given, with the ids of the root's children in ``child_ids``.
     """
     folder = Path(folder)
-    check_api_names(catalog)
-    documents = documents if documents is not None else api_documents(catalog)
-    local = machine_paths(catalog, documents)
+    check_api_names(catalog if catalog is not None else child_ids)
+    if documents is None:
+        assert catalog is not None, "start_api_outputs: give a catalog or its documents"
+        documents = api_documents(catalog)
+    local = document_machine_paths(documents.collections + documents.items)
     if local:
         for name in (API_ITEMS, API_COLLECTIONS):
             shutil.rmtree(folder / name, ignore_errors=True)
