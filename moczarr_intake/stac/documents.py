@@ -37,7 +37,6 @@ from .fields import (
     collection_fields,
     collection_summaries,
     iso,
-    json_copy,
     plural,
     product_license,
     providers,
@@ -261,6 +260,13 @@ def _asset(href: str, media_type: str, title: str, description: str | None, role
     return out
 
 
+def _copy(extra: dict) -> dict:
+    """A copy of the hint fields of a ``data`` asset (their dicts are spelled in place, apart for each asset)."""
+    out = {key: dict(value) for key, value in extra.items()}
+    out["moczarr:open"]["kwargs"] = dict(out["moczarr:open"]["kwargs"])
+    return out
+
+
 def _assets(prod: Product, hint: dict, open_kwargs: dict | None = None) -> tuple[dict[str, dict], set[str]]:
     """``data``, ``morton-hive`` (Items), ``manifest`` and ``coverage`` assets, and the extensions they use.
 
@@ -284,7 +290,7 @@ def _assets(prod: Product, hint: dict, open_kwargs: dict | None = None) -> tuple
     assets = {"data": _asset(root, MEDIA_TYPE, title, description, ["data"], {**extra, **refs})}
     if open_kwargs is not None:
         hive_title = f"{prod.title} as a morton-hive store (intake: MortonHive)"
-        assets["morton-hive"] = _asset(root, HIVE_MEDIA_TYPE, hive_title, None, ["data"], {**json_copy(extra), **refs})
+        assets["morton-hive"] = _asset(root, HIVE_MEDIA_TYPE, hive_title, None, ["data"], {**_copy(extra), **refs})
     for key, name, meta_title in (
         ("manifest", MANIFEST_NAME, "morton-hive manifest"),
         ("coverage", ROOT_MOC_NAME, "root coverage MOC (morton-moc/1 ranges envelope)"),
