@@ -204,8 +204,7 @@ def build_stac(
     quicklook PNG per Item (and per Collection). ``license``/``license_url``:
     used where the manifest records none. ``progress``: True for a progress bar
     over products (stderr), or a callable ``progress(kind, name)``.
-    ``dest_dir``: write the files there instead of ``out_dir`` (hrefs are still
-    those of ``out_dir``: the CLI writes to a temporary sibling and renames).
+    ``dest_dir``: write the files there (hrefs still those of ``out_dir``).
     With ``api_outputs`` (the default) the STAC API outputs are written beside
     the catalog (:func:`.geoparquet.write_api_outputs`: ``api-items/*.parquet``
     and ``api-collections/*.json``) unless a document would name a path of this
@@ -225,25 +224,11 @@ def build_stac(
     twice, or thumbnails without ``out_dir``.
     """
     stac = write_stac(
-        roots,
-        out_dir,
-        storage_options=storage_options,
-        catalog_id=catalog_id,
-        title=title,
-        thumbnails=thumbnails,
-        summaries=summaries,
-        moraine=moraine,
-        progress=progress,
-        relative_to=relative_to,
-        policy=policy,
-        catalog_url=catalog_url,
-        license=license,
-        license_url=license_url,
-        dest_dir=dest_dir,
-        api_outputs=api_outputs,
-        keep=keep,
-        entries=entries,
-    )
+        roots, out_dir, storage_options=storage_options, catalog_id=catalog_id, title=title, thumbnails=thumbnails,
+        summaries=summaries, moraine=moraine, progress=progress, relative_to=relative_to, policy=policy,
+        catalog_url=catalog_url, license=license, license_url=license_url, dest_dir=dest_dir,
+        api_outputs=api_outputs, keep=keep, entries=entries,
+    )  # fmt: skip
     return stac.to_pystac()
 
 
