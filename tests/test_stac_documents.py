@@ -88,7 +88,9 @@ def test_the_api_outputs_and_ndjson_are_those_of_the_catalog_read_back(suite, tm
     catalog = pystac.Catalog.from_file(str(out / "stac" / "catalog.json"))
     documents = api_documents(catalog)
     key = json.loads((out / COLLECTIONS_NDJSON).read_text().splitlines()[0])["moczarr:catalog"]
-    collections, items = pgstac_documents(catalog, key, documents)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MoczarrWarning)  # the moraine Item has no geometry: pgstac leaves it out
+        collections, items = pgstac_documents(catalog, key, documents)
     assert (out / COLLECTIONS_NDJSON).read_text() == "".join(ndjson_line(d) for d in collections)
     assert (out / ITEMS_NDJSON).read_text() == "".join(ndjson_line(d) for d in items)
     write_api_collections(catalog, tmp_path / "collections", documents)

@@ -311,12 +311,14 @@ class _ParquetWriting:
             self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def machine_paths(catalog: pystac.Catalog, documents: ApiDocuments | None = None) -> list[str]:
+def machine_paths(catalog: pystac.Catalog | None, documents: ApiDocuments | None = None) -> list[str]:
     """Hrefs of the location-free Item and Collection documents that are paths of this machine, not URLs.
 
-    ``documents``: the catalog's :func:`api_documents`, when the caller has them.
+    ``documents``: the catalog's :func:`api_documents`, when the caller has them (``catalog`` may then be None).
     """
-    documents = documents if documents is not None else api_documents(catalog)
+    if documents is None:
+        assert catalog is not None, "machine_paths: give a catalog or its documents"
+        documents = api_documents(catalog)
     return document_machine_paths(documents.collections + documents.items)
 
 
@@ -410,7 +412,7 @@ def start_api_outputs(
     if documents is None:
         assert catalog is not None, "start_api_outputs: give a catalog or its documents"
         documents = api_documents(catalog)
-    local = document_machine_paths(documents.collections + documents.items)
+    local = machine_paths(catalog, documents)
     if local:
         for name in (API_ITEMS, API_COLLECTIONS):
             shutil.rmtree(folder / name, ignore_errors=True)
