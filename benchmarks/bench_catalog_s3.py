@@ -27,6 +27,7 @@ folder below the scratch folder, so the figures are the reads), and prints
   the limit), ``ms`` (median of ``--runs``), ``ratio`` = ms / floor;
 - ``read ms``: the part of the build spent reading (the rest writes the
   catalog's documents locally), and ``in flight``: the most the proxy saw;
+- ``cpu ms/product``: the build's own CPU (reads and writing) per product;
 - ``cpu s``: the CPU seconds of the build's process, the server and the
   proxy (Linux ``/proc``): the floor assumes a server that costs nothing,
   while here all three share the machine's cores.
@@ -90,18 +91,22 @@ def lay_out(template: Path, target: Path, n: int) -> None:
             os.link(p, dest)
 
 
-def upload(endpoint: str, local: Path, bucket: str = BUCKET, prefix: str = "") -> None:
-    """Every file below ``local`` into a new moto bucket, below ``prefix`` (rclone serves the folder itself)."""
+def upload(endpoint: str, local: Path, bucket: str = BUCKET, prefix: str = "", create: bool = True) -> None:
+    """Every file below ``local`` (links followed) into a moto bucket (new unless ``create`` is False), below
+    ``prefix`` (rclone serves the folder itself)."""
     import boto3
 
     s3 = boto3.client(
         "s3", endpoint_url=endpoint, aws_access_key_id=KEY, aws_secret_access_key=SECRET, region_name=REGION
     )
-    s3.create_bucket(Bucket=bucket)
-    for p in sorted(local.rglob("*")):
-        if p.is_file():
-            key = p.relative_to(local).as_posix()
-            s3.put_object(Bucket=bucket, Key=f"{prefix}/{key}" if prefix else key, Body=p.read_bytes())
+    if create:
+        s3.create_bucket(Bucket=bucket)
+    for folder, _, names in sorted(os.walk(local, followlinks=True)):
+        for name in sorted(names):
+            key = (Path(folder) / name).relative_to(local).as_posix()
+            s3.put_object(
+                Bucket=bucket, Key=f"{prefix}/{key}" if prefix else key, Body=(Path(folder) / name).read_bytes()
+            )
 
 
 def lay_out_buckets(served: Path, server: str, upstream: str, n: int, tag: str) -> list[str]:
@@ -188,7 +193,7 @@ def one_build(
 
 HEADER = (
     f"{'case':<34}{'requests':>9}{'/product':>9}{'floor ms':>10}{'ms':>8}{'ratio':>7}{'read ms':>9}"
-    f"{'read/floor':>11}{'in flight':>10}  cpu s (build/server/proxy)"
+    f"{'read/floor':>11}{'in flight':>10}{'cpu ms/product':>15}  cpu s (build/server/proxy)"
 )
 
 
@@ -244,6 +249,14 @@ def main() -> None:
                 (served / BUCKET / f"{PREFIX}-{n}").mkdir()
                 for i in range(n):
                     os.symlink(served / BUCKET / PREFIX / f"p{i:04}", served / BUCKET / f"{PREFIX}-{n}" / f"p{i:04}")
+                if args.server == "moto":  # rclone follows the links; moto is given the objects
+                    upload(
+                        f"http://127.0.0.1:{server_port}",
+                        served / BUCKET / f"{PREFIX}-{n}",
+                        BUCKET,
+                        f"{PREFIX}-{n}",
+                        False,
+                    )
             for label, given, discover in ((f"{n} products, roots given", roots, False),
                                            (f"{n} products, --discover", [prefix], True)):  # fmt: skip
                 pids = [os.getpid(), *(child.pid for child in children)]
@@ -287,7 +300,7 @@ def print_row(label: str, n: int, runs: list, latency: float, limit: int) -> Non
     lookups = f"  lookups {heads}" if heads else ""
     print(
         f"{label:<34}{requests:>9}{requests / n:>9.1f}{floor * 1e3:>10.0f}{seconds * 1e3:>8.0f}"
-        f"{seconds / floor:>6.1f}x{read * 1e3:>9.0f}{read / floor:>10.1f}x{seen:>10}  "
+        f"{seconds / floor:>6.1f}x{read * 1e3:>9.0f}{read / floor:>10.1f}x{seen:>10}{cpu[0] / n * 1e3:>15.1f}  "
         + "/".join(f"{c:.1f}" for c in cpu)
         + lookups,
         flush=True,

@@ -89,7 +89,7 @@ MORAINE_COLLECTION = "moraine-pyramids"
 
 
 def pgstac_documents(
-    catalog: pystac.Catalog, catalog_key: str, documents: ApiDocuments | None = None
+    catalog: pystac.Catalog | None, catalog_key: str, documents: ApiDocuments | None = None
 ) -> tuple[list[dict], list[dict]]:
     """``(collections, items)``: the catalog's documents as pgstac loads them (see the module docstring).
 
@@ -97,9 +97,11 @@ def pgstac_documents(
     :data:`ITEM_COUNT_FIELD` (the number of its Items in ``items``).
 
     ``documents``: the catalog's :func:`~..stac.geoparquet.api_documents`, when
-    the caller has them (they are not changed: what differs is a copy).
+    the caller has them (they are not changed: what differs is a copy); ``catalog`` may then be None.
     """
-    documents = documents if documents is not None else api_documents(catalog)
+    if documents is None:
+        assert catalog is not None, "pgstac_documents: give a catalog or its documents"
+        documents = api_documents(catalog)
     collections = [{**doc, CATALOG_FIELD: catalog_key} for doc in documents.collections]
     items, loose, left_out = [], [], []
     for doc in documents.items:
@@ -169,7 +171,7 @@ def _moraine_collection(collection_id: str, items: list[dict], catalog_key: str)
 
 
 def write_ndjson(
-    catalog: pystac.Catalog, folder: str | Path, catalog_key: str, documents: ApiDocuments | None = None
+    catalog: pystac.Catalog | None, folder: str | Path, catalog_key: str, documents: ApiDocuments | None = None
 ) -> list[Path]:
     """Write ``{folder}/pgstac/collections.ndjson`` and ``items.ndjson`` (see the module docstring).
 

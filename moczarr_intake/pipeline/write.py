@@ -17,14 +17,12 @@ from moczarr.errors import MoczarrWarning
 from ..model.options import BuildOptions, check_license
 
 if TYPE_CHECKING:
-    import pystac
-
     from ..living.record import BuildRecord
     from ..living.reuse import Reuse
     from ..model.entries import CatalogEntries
     from ..model.hrefs import HrefPolicy
     from ..roots.scan import Reading
-    from ..stac import ApiOutputs
+    from ..stac import ApiOutputs, StacCatalog
     from ..stac.geoparquet import ApiDocuments, PendingApiOutputs
 
 #: what a build writes into its output (each replaced whole when the build succeeds)
@@ -103,7 +101,7 @@ def _write_chosen(entries, out: Path, policy, inputs: BuildRecordInputs, progres
 class _Staged(NamedTuple):
     """The STAC catalog staged in ``tmp``: the tree, its API documents and the API outputs still being written."""
 
-    catalog: pystac.Catalog
+    catalog: StacCatalog
     documents: ApiDocuments
     pending: PendingApiOutputs
     #: warnings of the Items a STAC API cannot serve
@@ -116,7 +114,7 @@ def _write_staged(job: CatalogJob, reuse: Reuse | None) -> ApiOutputs | None:
     out = job.out
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    started: list = []  # pending API outputs, made before pystac writes the documents
+    started: list = []  # pending API outputs, made before the documents are written
     try:
         staged = _stage_stac(job, reuse, tmp, started)
         _stage_yaml(job, staged.catalog, tmp)
@@ -144,7 +142,7 @@ def _write_staged(job: CatalogJob, reuse: Reuse | None) -> ApiOutputs | None:
 
 def _stage_stac(job: CatalogJob, reuse: Reuse | None, tmp: Path, started: list) -> _Staged:
     """The STAC documents written into ``tmp``, the API outputs started from the finished tree."""
-    from ..stac import api_documents, build_stac, start_api_outputs
+    from ..stac import start_api_outputs, write_stac
 
     options = job.inputs.options
     keep = reuse.keep if reuse is not None else frozenset()
@@ -154,16 +152,17 @@ def _stage_stac(job: CatalogJob, reuse: Reuse | None, tmp: Path, started: list) 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MoczarrWarning)  # the summaries' warnings are reported already
 
-        def start_api(finished) -> None:
-            documents = api_documents(finished, keep)  # once, for the STAC API outputs and the pgstac ndjson
+        def start_api(stac) -> None:
+            documents = stac.documents  # made once, for the STAC API outputs and the pgstac ndjson
+            children = [c.doc["id"] for c in stac.top.children]
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", MoczarrWarning)
-                pending = start_api_outputs(finished, tmp / "stac", documents)
+                pending = start_api_outputs(None, tmp / "stac", documents, children)
                 started.append(pending)
                 made.append((documents, pending))
             left_out.extend(caught)
 
-        catalog = build_stac(
+        catalog = write_stac(
             summaries=list(job.entries.stores),
             moraine=[m.info for m in job.entries.moraine],
             out_dir=job.out / "stac",
@@ -172,7 +171,7 @@ def _stage_stac(job: CatalogJob, reuse: Reuse | None, tmp: Path, started: list) 
             catalog_url=options.catalog_url + "/stac" if options.catalog_url else None,
             dest_dir=tmp / "stac",
             api_outputs=False,
-            before_save=start_api,
+            before_write=start_api,
             keep=keep,
             entries=job.entries,
             thumbnails=options.thumbnails,
@@ -202,8 +201,8 @@ def _kept_ndjson(job: CatalogJob, reuse: Reuse, staged: _Staged) -> tuple[str, s
     from ..pgstac.publish import pgstac_documents
 
     # its warnings reach the caller as write_ndjson's do in a full build
-    collections, items = pgstac_documents(staged.catalog, job.key, staged.documents)
-    return reuse.pgstac_ndjson([c.id for c in staged.catalog.get_all_collections()], collections, items)
+    collections, items = pgstac_documents(None, job.key, staged.documents)
+    return reuse.pgstac_ndjson(staged.catalog.collection_ids(), collections, items)
 
 
 def _stage_beside(job: CatalogJob, reuse: Reuse | None, staged: _Staged, ndjson, tmp: Path) -> list[str]:
@@ -213,7 +212,7 @@ def _stage_beside(job: CatalogJob, reuse: Reuse | None, staged: _Staged, ndjson,
     hashes = job.inputs.out_location is not None  # the record then hashes every document, the API outputs' too
     return write_beside(
         tmp,
-        staged.catalog,
+        None,
         job.record,
         job.key,
         hashes=hashes,
@@ -264,8 +263,7 @@ def _api_files(out: Path, keys: dict[str, str] | None) -> tuple[list[Path], list
 
 def _stac_hrefs(catalog, entries: CatalogEntries, out: Path, catalog_url: str | None) -> dict[str, str]:
     """``{product root or pyramid path: the STAC document as a YAML entry spells it}``."""
-    docs = {c.id: c.get_self_href() for c in catalog.get_all_collections()}
-    docs.update({i.id: i.get_self_href() for i in catalog.get_items()})
+    docs = catalog.self_hrefs()
 
     def spell(href: str) -> str:
         return href if catalog_url else "{{ CATALOG_DIR }}/" + os.path.relpath(href, out).replace(os.sep, "/")

@@ -1,6 +1,8 @@
 """STAC for morton-hive stores and moraine pyramids: build, validate, thumbnails, and the way back.
 
-One module per job: :mod:`.build` (Collections, Items, the catalog),
+One module per job: :mod:`.fields` (what a product's documents say), :mod:`.documents`
+(Items, Collections and Catalogs as plain dicts, made once), :mod:`.save` (their places,
+links, store addresses, quicklooks and bytes), :mod:`.build` (the catalog, from roots to files),
 :mod:`.validate` (offline schema validation), :mod:`.thumbnails` (quicklook
 PNGs), :mod:`.geoparquet` (the Items as stac-geoparquet, for a STAC API
 server), :mod:`.open` (open an Item or Collection with the reader it names).
@@ -9,7 +11,8 @@ server), :mod:`.open` (open an Item or Collection with the reader it names).
 from moczarr.metadata import geometry_bbox, window_interval
 
 from ..model.access import public_storage_options
-from .build import (
+from .build import StacCatalog, apply_href_policy, build_stac, product_collection, write_stac
+from .fields import (
     DATACUBE,
     ENGINE,
     FILE,
@@ -20,9 +23,6 @@ from .build import (
     STORAGE,
     VERSION,
     XARRAY,
-    apply_href_policy,
-    build_stac,
-    product_collection,
 )
 from .geoparquet import (
     API_COLLECTIONS,
@@ -59,6 +59,7 @@ __all__ = [
     "ApiOutputs",
     "MissingSchemaError",
     "PendingApiOutputs",
+    "StacCatalog",
     "StacDocumentError",
     "StacNotFoundError",
     "api_documents",
@@ -83,4 +84,5 @@ __all__ = [
     "write_api_items",
     "write_api_outputs",
     "write_geoparquet",
+    "write_stac",
 ]
