@@ -3,7 +3,7 @@
     python benchmarks/bench_request_cpu.py [--objects 1000] [--concurrency 32] [--runs 3] [--scratch DIR]
 
 A catalog build over object storage is bound by CPU, not the wire, on a small
-machine (docs/publishing.md, "Figures"), and most of its reads are single
+machine (docs/performance.md, "Catalog builds"), and most of its reads are single
 small objects asked for one after another by many threads (a summary's
 manifest, root MOC, stamp). This prints, for ``--objects`` GETs of 600-byte
 objects from ``rclone serve s3`` on 127.0.0.1 (no added latency: the figure is

@@ -89,6 +89,15 @@ class ObstoreUnsupportedError(ArgumentError):
     """obstore cannot serve an object-store root with these options; the message says why (fsspec then reads it)."""
 
 
+class MissingExtraError(ArgumentError, ImportError):
+    """A URL or command needs an optional dependency this install lacks; the message names the extra that adds it."""
+
+    @classmethod
+    def of(cls, what: str, extra: str, modules: str) -> MissingExtraError:
+        """``what`` (a URL, a command) needs ``modules``: install them with ``pip install 'moczarr[extra]'``."""
+        return cls(f"{what} needs {modules}, not installed here: pip install 'moczarr[{extra}]'")
+
+
 class MixedOrderError(ArgumentError):
     """A rank-space structure was handed words of more than one cell order."""
 

@@ -71,7 +71,8 @@ def _fmt_bbox(bbox) -> str:
 def verify_root(
     root: str, *, deep: bool, window: str | None, storage_options: dict | None, progress: bool
 ) -> VerifyReport:
-    """One root's report: a moraine pyramid or a morton-hive root, with a progress bar over leaves on stderr."""
+    """One root's report: a moraine pyramid or a morton-hive root; with ``progress``, a count of the objects checked
+    on stderr (no total: the objects are found as the check goes)."""
     from tqdm import tqdm
 
     from moczarr import verify_store
@@ -79,12 +80,10 @@ def verify_root(
 
     if is_moraine_pyramid(root, storage_options=storage_options):
         return verify_moraine(root, storage_options=storage_options)
-    bar = tqdm(total=0, desc=root, unit="obj", file=sys.stderr, disable=not progress, leave=False)
+    # a count without a total: the objects are found as the walk goes, so a total would only keep jumping
+    bar = tqdm(desc=root, unit="obj", file=sys.stderr, disable=not progress, leave=False)
 
     def tick(checked: int, found: int) -> None:
-        if found:
-            bar.total = (bar.total or 0) + found
-            bar.refresh()
         if checked:
             bar.update(checked)
 

@@ -4,7 +4,9 @@ Each page runs in a fresh temporary folder holding a copy of the repository's
 ``catalogs/`` (the bundled sample and its committed catalogs: all a block may
 name), with the working directory set there. Blocks run in page order in one
 namespace, so a block may build on the blocks before it. Nothing in a block is
-rewritten; blocks marked ``notest`` (object-storage examples) are skipped.
+rewritten; blocks marked ``notest`` are skipped. A page with blocks marked ``s3`` (docs/object-storage.md) runs
+against the session's S3 server on 127.0.0.1 (tests/s3server.py), handed to it as a user's environment would:
+``AWS_ENDPOINT_URL``, the AWS keys, and ``MOCZARR_BUCKET`` naming an empty bucket.
 """
 
 from __future__ import annotations
@@ -41,7 +43,15 @@ def test_no_page_names_what_a_clone_lacks(page):
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
-def test_examples_run(page, tmp_path, monkeypatch):
+def test_examples_run(page, tmp_path, monkeypatch, request):
+    if any("s3" in m.group(1).split() for m in BLOCK.finditer(page.read_text())):
+        from .s3server import ACCESS_KEY, REGION, SECRET_KEY
+
+        server = request.getfixturevalue("s3_server")
+        monkeypatch.setenv("MOCZARR_BUCKET", server.bucket(f"docs-{page.stem}"))
+        for name, value in [("AWS_ENDPOINT_URL", server.endpoint_url), ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+                            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY), ("AWS_REGION", REGION)]:  # fmt: skip
+            monkeypatch.setenv(name, value)
     shutil.copytree(
         REPO / "catalogs", tmp_path / "catalogs", ignore=shutil.ignore_patterns("items.parquet", "api-collections")
     )

@@ -94,7 +94,7 @@ def obstore_options(url: str, storage_options: dict | None, policy: RetryPolicy,
     try:
         import obstore  # noqa: F401
     except ImportError:
-        raise ObstoreUnsupportedError("obstore is not installed") from None
+        raise ObstoreUnsupportedError("obstore is not installed (pip install 'moczarr[s3]')") from None
     scheme, _, rest = url.partition("://")
     if "::" in scheme:
         raise ObstoreUnsupportedError("a chained fsspec URL")

@@ -14,13 +14,19 @@ import os
 from zarr.abc.store import Store
 from zarr.storage import FsspecStore, LocalStore
 
-from ..errors import ArgumentError, MoczarrError, ObstoreUnsupportedError, StorageError
+from ..errors import ArgumentError, MissingExtraError, MoczarrError, ObstoreUnsupportedError, StorageError
 from ._counting import CountingStore
 from ._locations import is_remote, normalize_location, protocol
 from ._obstore import BACKEND_OPTION, BACKENDS, OBSTORE_SCHEMES, obstore_options, open_obstore
 from ._retry import CONNECT_TIMEOUT, READ_TIMEOUT, RetryPolicy, policy_from_options
 
 DEFAULT_CONCURRENCY = 32
+#: the extra that installs the clients of an object-store scheme, and the packages it names
+EXTRAS = {
+    **dict.fromkeys(("s3", "s3a"), ("s3", "obstore or s3fs")),
+    **dict.fromkeys(("gs", "gcs"), ("gcs", "obstore")),
+    **dict.fromkeys(("az", "azure", "abfs"), ("azure", "obstore")),
+}
 
 
 def make_store(
@@ -35,12 +41,16 @@ def make_store(
     ``s3://``, ``gs://`` and ``az://`` roots are read through obstore when it is
     installed and every storage option maps onto it (:func:`obstore_options`),
     else through fsspec (s3fs, gcsfs, adlfs); every other protocol, ``https://``
-    included, through fsspec. ``storage_options["moczarr_backend"]`` forces one:
+    included, through fsspec (its HTTP client, aiohttp, is a core dependency:
+    a plain install opens the ``https://`` hrefs a catalog publishes).
+    ``storage_options["moczarr_backend"]`` forces one:
     ``"obstore"`` (an :class:`~moczarr.errors.ObstoreUnsupportedError`, an
     ``ArgumentError``, saying why when it cannot serve the root) or
     ``"fsspec"`` (alias ``"s3fs"``). Reads are bounded alike on both
     (:data:`CONNECT_TIMEOUT`, :data:`READ_TIMEOUT`, one try per client call, the
     ``moczarr_retry`` budget of :mod:`moczarr.storage` around it).
+    Raises :class:`~moczarr.errors.MissingExtraError` naming the extra to
+    install (``pip install 'moczarr[s3]'``) when no client of the scheme is.
 
     ``deferred=True``: an S3 bucket's region, when the options do not give it,
     is looked up by the store's first read, in the thread that reads, not here
@@ -67,7 +77,11 @@ def make_store(
             base.fs.retries = 1  # one try per call: moczarr's policy is the only retry loop
     except MoczarrError:
         raise
-    except Exception as exc:  # an unknown protocol, a missing s3fs, a bad option
+    except ImportError as exc:  # fsspec names its own package (``Install s3fs``), not the extra that brings it
+        if scheme in EXTRAS:
+            raise MissingExtraError.of(f"{url}: reading {scheme}:// roots", *EXTRAS[scheme]) from exc
+        raise StorageError(f"{url}: cannot open the object store: a package it needs is not installed ({exc})") from exc
+    except Exception as exc:  # an unknown protocol, a bad option
         raise StorageError(f"{url}: cannot open the object store ({type(exc).__name__}: {exc})") from exc
     return CountingStore(base, policy)
 

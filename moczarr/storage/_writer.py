@@ -155,7 +155,9 @@ class Writer:
         store = self._remote()
         inner = store._store
         if not isinstance(inner, VerifiedObjectStore):
-            raise ArgumentError(f"{self.location}: a conditional write needs the obstore client (pip install obstore)")
+            raise ArgumentError(
+                f"{self.location}: a conditional write needs the obstore client (pip install 'moczarr[s3]')"
+            )
 
         async def put():
             import obstore
@@ -185,7 +187,7 @@ class Writer:
         inner = store._store
         if not isinstance(inner, VerifiedObjectStore):
             raise ArgumentError(
-                f"{self.location}: a version tag is read through the obstore client (pip install obstore)"
+                f"{self.location}: a version tag is read through the obstore client (pip install 'moczarr[s3]')"
             )
 
         async def get():

@@ -10,6 +10,7 @@ from .common import (
     add_lock_flag,
     add_storage_flags,
     break_lock_first,
+    command_parser,
     print_notes,
     progress,
     storage_options,
@@ -18,8 +19,27 @@ from .common import (
 
 
 def add_parser(sub):
-    p = sub.add_parser("build", help="write STAC and Intake catalogs for one or more stores")
-    p.add_argument("roots", nargs="+")
+    p = command_parser(
+        sub,
+        "build",
+        "write STAC and Intake catalogs for one or more stores",
+        "Write the catalogs of the stores at ROOT... into --out: stac/catalog.json (static STAC),\n"
+        "catalog.yaml and catalog_v2.yaml (Intake) and build-record.json (what update reads). Morton-hive\n"
+        "roots and moraine pyramid folders are told apart by content. Every flag is checked before\n"
+        "anything is read; --out is changed only when the build succeeds. Each degraded product and each\n"
+        "reader warning is one line on stderr; what was written is one line on stdout.",
+        [
+            "catalogs/sample --out out",
+            "catalogs/sample --out out --href-base https://data.example.org/stores --license CC-BY-4.0",
+            "s3://bucket/stores --discover --out s3://bucket/catalog --endpoint-url https://s3.example.org",
+        ],
+    )
+    p.add_argument(
+        "roots",
+        nargs="+",
+        metavar="ROOT",
+        help="a store root: a folder or an object-store URL (with --discover, a prefix to search for stores)",
+    )
     p.add_argument(
         "--out",
         required=True,

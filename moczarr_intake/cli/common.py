@@ -10,10 +10,22 @@ from ..errors import warning_lines
 from ..model.options import check_url
 
 
+def command_parser(sub, name: str, summary: str, description: str, examples: list[str]) -> argparse.ArgumentParser:
+    """A command's parser: ``summary`` in the command list, ``description`` and ``examples`` (one command line
+    each, without the program's name) in its ``--help``, plain text as written."""
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog="examples:\n" + "\n".join(f"  moczarr-catalog {name} {e}".rstrip() for e in examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def add_storage_flags(p: argparse.ArgumentParser) -> None:
     """``--anon`` and ``--endpoint-url``, read by :func:`storage_options`."""
-    p.add_argument("--anon", action="store_true", help="anonymous object-store access")
-    p.add_argument("--endpoint-url", default=None, help="S3-compatible endpoint")
+    p.add_argument("--anon", action="store_true", help="anonymous object-store access (a public bucket)")
+    p.add_argument("--endpoint-url", default=None, metavar="URL", help="an S3-compatible endpoint (default: AWS's)")
 
 
 def storage_options(args) -> dict | None:
@@ -51,9 +63,10 @@ def progress() -> bool:
     return sys.stderr.isatty()
 
 
-def print_notes(notes, caught=(), *, distinct: bool = True) -> None:
-    """``notes``, then a line per reader warning among the recorded ``caught``, on stderr."""
-    for line in [*notes, *warning_lines(caught, distinct=distinct)]:
+def print_notes(notes, caught=()) -> None:
+    """``notes``, then a line per reader warning among the recorded ``caught``, on stderr: each line once (a
+    warning once per category and message, however many times the run met it)."""
+    for line in dict.fromkeys([*notes, *warning_lines(caught)]):
         print(line, file=sys.stderr)
 
 

@@ -5,11 +5,23 @@ from __future__ import annotations
 
 import warnings
 
-from .common import add_lock_flag, add_storage_flags, break_lock_first, print_notes, storage_options
+from .common import add_lock_flag, add_storage_flags, break_lock_first, command_parser, print_notes, storage_options
 
 
 def add_parser(sub):
-    p = sub.add_parser("publish", help="upsert a built catalog into a pgstac database (and delete what is gone)")
+    p = command_parser(
+        sub,
+        "publish",
+        "upsert a built catalog into a pgstac database (and delete what is gone)",
+        "Load the Collections and Items a build wrote (OUT/pgstac/*.ndjson) into the pgstac database at\n"
+        "--pgstac, and delete those this catalog published before and no longer builds. Needs the pgstac\n"
+        "extra: pip install 'moczarr[pgstac]'. Give the password through $PGPASSWORD or ~/.pgpass: no\n"
+        "message spells it.",
+        [
+            "out --pgstac postgresql://stac@db.example.org/stac",
+            "s3://bucket/catalog --pgstac postgresql://stac@db/stac",
+        ],
+    )
     p.add_argument("out", help="the catalog folder or URL a build wrote (its pgstac/*.ndjson)")
     p.add_argument("--pgstac", required=True, metavar="DSN", help="the database, e.g. postgresql://user@host/db")
     add_storage_flags(p)

@@ -12,6 +12,7 @@ from .common import (
     add_lock_flag,
     add_storage_flags,
     break_lock_first,
+    command_parser,
     print_notes,
     progress,
     storage_options,
@@ -20,8 +21,16 @@ from .common import (
 
 
 def add_parser(sub):
-    p = sub.add_parser("update", help="refresh a built catalog: re-read only the stores that changed")
-    p.add_argument("out", help="the catalog folder or URL a build wrote (its build-record.json)")
+    p = command_parser(
+        sub,
+        "update",
+        "refresh a built catalog: re-read only the stores that changed",
+        "List the roots a build recorded (OUT/build-record.json) again, re-read only the stores that\n"
+        "changed, and write the catalog again with the build's own options; ids and hrefs of unchanged\n"
+        "products stay. Prints a summary line, then the ids added, removed, changed and unchanged.",
+        ["out", "s3://bucket/catalog --endpoint-url https://s3.example.org"],
+    )
+    p.add_argument("out", metavar="OUT", help="the catalog folder or URL a build wrote (its build-record.json)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS", help=SCHEDULER_HELP)
     p.add_argument(
         "--remove-missing",

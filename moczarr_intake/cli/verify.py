@@ -15,18 +15,29 @@ import sys
 
 from moczarr.errors import NotAHiveStoreError, WindowError
 
-from .common import add_storage_flags, storage_options
+from .common import add_storage_flags, command_parser, progress, storage_options
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register the ``verify`` sub-command on an ``argparse`` sub-parser set."""
-    p = subparsers.add_parser("verify", help="check stores and moraine pyramids for damage the reader cannot see")
-    p.add_argument("roots", nargs="+", metavar="ROOT")
+    p = command_parser(
+        subparsers,
+        "verify",
+        "check stores and moraine pyramids for damage the reader cannot see",
+        "Check each ROOT (a morton-hive root or a moraine pyramid folder, told apart by content): stamps,\n"
+        "pointers, coverage and levels; with --deep every object read and its content hashes recomputed.\n"
+        "Prints a summary table and one line per finding. Exit status 0 when no root has an error, 1\n"
+        "otherwise, 2 for bad usage.",
+        ["catalogs/sample", "catalogs/sample --deep --json", "s3://bucket/stores/icesat2 --anon"],
+    )
+    p.add_argument("roots", nargs="+", metavar="ROOT", help="a store root or moraine pyramid: a folder or a URL")
     p.add_argument("--deep", action="store_true", help="read every object and recompute the content hashes")
     p.add_argument("--json", action="store_true", help="print the reports as one JSON document")
     p.add_argument("--window", default=None, help="verify only this window of windowed products")
     add_storage_flags(p)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument(
+        "--no-progress", action="store_true", help="no progress bar on stderr (drawn only when stderr is a terminal)"
+    )
     return p
 
 
@@ -36,11 +47,10 @@ def run(args) -> int:
     from ..stores import format_report, verify_root
 
     options = storage_options(args)
+    bars = progress() and not args.no_progress
     try:
         reports = [
-            verify_root(
-                root, deep=args.deep, window=args.window, storage_options=options, progress=not args.no_progress
-            )
+            verify_root(root, deep=args.deep, window=args.window, storage_options=options, progress=bars)
             for root in args.roots
         ]
     except (WindowError, NotAHiveStoreError) as exc:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
+
+from moczarr.errors import MissingExtraError
 
 from ..living.lock import catalog_lock
 from ..living.refresh import load_record
@@ -18,9 +21,13 @@ def publish(out: str, dsn: str, *, storage_options: dict | None = None) -> Publi
     killed run left unsettled until an update has written it whole. The
     catalog's key is that its build record keeps (``catalog_url``, else
     ``out``). Raises :class:`~moczarr.errors.NotFoundError` when ``out`` has
-    no build record, the pgstac module's errors otherwise. Warnings met while
-    loading are raised again with the DSN's password hidden.
+    no build record, :class:`~moczarr.errors.MissingExtraError` (before anything
+    is read) on an install without the ``pgstac`` extra, the pgstac module's
+    errors otherwise. Warnings met while loading are raised again with the
+    DSN's password hidden.
     """
+    if missing := [m for m in ("psycopg", "pypgstac") if importlib.util.find_spec(m) is None]:
+        raise MissingExtraError.of("publish", "pgstac", " and ".join(missing))
     with catalog_lock(out, storage_options, "publish", settled=True):
         record = load_record(out, storage_options)
         key = catalog_key_of(out, record.options.get("catalog_url"))
