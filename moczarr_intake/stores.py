@@ -46,7 +46,24 @@ def describe_root(root: str, storage_options=None) -> tuple[str, list[str]]:
     degraded = [
         f"degraded: {summary.root.rstrip('/')}/{name}: not summarized: {why}" for name, why in summary.damaged.items()
     ]
+    degraded += [line for p in summary.products if (line := _unopenable_levels(p))]
     return "\n".join(lines), degraded
+
+
+def _unopenable_levels(p: ProductSummary) -> str | None:
+    """The ``degraded:`` line of a product whose derived levels cannot be opened (None: every level opens).
+
+    Overview and column levels are enumerated from the root MOC's shards, so without a usable one
+    ``open_level`` refuses them (``LevelOmittedError``) while the source level opens through the walk.
+    """
+    derived = [lv.cell_order for lv in p.levels if lv.artifact != "source"]
+    if p.coverage_usable or not derived:
+        return None
+    orders = ", ".join(f"o{order}" for order in derived)
+    return (
+        f"degraded: {p.root}: no usable root coverage.moc: level(s) {orders} cannot be opened (open_level refuses "
+        "them until the writer rewrites coverage.moc); the source level opens through the discovery walk"
+    )
 
 
 def _product_lines(p: ProductSummary) -> list[str]:
@@ -57,8 +74,10 @@ def _product_lines(p: ProductSummary) -> list[str]:
     ]
     if p.windowed:
         lines.append(f"    windows ({p.schedule}): {', '.join(p.windows)}")
+    closed = "" if p.coverage_usable else "  (cannot be opened: no usable root coverage.moc)"
     lines += [
         f"    o{lv.cell_order:<3} {lv.artifact:<9} ~{lv.resolution_km:8.2f} km  {', '.join(lv.variables)}"
+        + (closed if lv.artifact != "source" else "")
         for lv in p.levels
     ]
     return lines
