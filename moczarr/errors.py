@@ -303,6 +303,7 @@ __all__ = [
     "LevelOmittedWarning",
     "ManifestError",
     "MapError",
+    "MissingExtraError",
     "MissingLeafWarning",
     "MixedOrderError",
     "MoczarrError",

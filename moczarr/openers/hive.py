@@ -183,7 +183,7 @@ def open_source(
                     f"{storage.describe()}: window {window!r} holds no leaf in this store; "
                     f"windows present: {', '.join(present) or '(none)'}"
                 )
-        what = f"the AOI {aoi.text}" if aoi is not None else f"window {window!r}"
+        what = "the AOI" + (f" {aoi.text}" if hasattr(aoi, "text") else "") if aoi is not None else f"window {window!r}"
         warn(
             f"{storage.describe()}: {what} selects no committed leaf; returning the schema with 0 rows"
             + swapped_box_hint(shards, aoi, manifest.cell_order),

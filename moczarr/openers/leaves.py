@@ -292,7 +292,7 @@ def swapped_box_hint(shards: np.ndarray | None, place: Place | None, cell_order:
     request: read by the open already) tell whether the swapped box would meet
     the store. Without a usable root MOC nothing is said.
     """
-    box = place.geometry if place is not None else None
+    box = getattr(place, "geometry", None)  # an empty selection passes no Place
     swapped = box.swapped() if isinstance(box, BBox) else None
     if swapped is None or shards is None or not shards.size:
         return ""
