@@ -277,6 +277,7 @@ def test_fuzzed_leaf_and_tree_arguments(stores, leaf, products, window):
     typed(moczarr.open_store, stores["zagg/windowed/store"], products=products, window=window)
 
 
+@pytest.mark.layers
 @FUZZ
 @given(level=ARGS, path=ARGS)
 def test_fuzzed_moraine_arguments(level, path):

@@ -25,7 +25,7 @@ from xarray.indexes import PandasIndex
 from moczarr.errors import ArgumentError, IndexDegradedWarning, MixedOrderError, SelectionError
 from moczarr.indexes.moc_index import IndexKindMismatchError, MortonMocIndex
 from moczarr.indexes.ranges import MortonRanges
-from tests.reader.test_ranges import domain, reference, two_domains
+from tests.strategies import domain, reference, two_domains
 
 #: the strategies build whole domains (mortie children of drawn ancestors) while drawing: slow generation is the
 #: strategy's nature, not a problem. Examples and deadline: the profile (tests/conftest.py).
