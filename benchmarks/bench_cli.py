@@ -8,7 +8,7 @@ arguments shown; the floor is the same interpreter running ``python -c pass``.
 The target (issue 19) is within 3x of the floor: the command loads the reader
 (xarray, zarr, dask, mortie, pandas, pystac, rustac) only once a command
 runs, and checks its flags before that. That none of them is imported is a
-test: tests/test_catalog_cli.py.
+test: tests/catalog/test_catalog_cli.py.
 """
 
 from __future__ import annotations

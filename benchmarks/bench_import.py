@@ -3,7 +3,7 @@
     python benchmarks/bench_import.py [--repeats 7]
 
 (That ``import intake`` loads none of moczarr's heavy libraries, although
-intake imports this project's plugin module, is a test: tests/test_imports.py.)
+intake imports this project's plugin module, is a test: tests/project/test_imports.py.)
 
 Each figure is the median wall time of a fresh interpreter running one
 statement. Floors: an interpreter that imports nothing (``pass``) for the

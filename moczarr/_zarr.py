@@ -6,7 +6,7 @@ and changes between minor releases. The data plane decodes chunks without
 zarr's array machinery (one codec chain parsed per variable, chunks read in
 batches), the verifier reads arrays through ``AsyncArray`` and the storage
 layer bridges its async reads with zarr's loop, so they need these names. They
-are imported here and nowhere else; ``tests/test_zarr_compat.py`` pins the
+are imported here and nowhere else; ``tests/reader/test_zarr_compat.py`` pins the
 releases this module is known to work with, and ``pyproject.toml`` declares
 the same range.
 

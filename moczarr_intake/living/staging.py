@@ -36,7 +36,7 @@ killed run meant to delete is forgotten. Leftover staging folders
 
 :func:`pause` is a test hook: with ``MOCZARR_CATALOG_PAUSE=<step>`` in the
 environment a run prints ``moczarr-catalog: paused at <step>`` on stderr at
-that step and sleeps, so a test can kill it there (``tests/test_crash.py``).
+that step and sleeps, so a test can kill it there (``tests/catalog/test_crash.py``).
 It is read at a handful of steps per run, never per file.
 """
 

@@ -1,0 +1,294 @@
+"""Killed runs and concurrent runs: the installed ``moczarr-catalog`` stopped with SIGKILL at named steps.
+
+Each run is a real process, paused at a step of :mod:`moczarr_intake.living.staging`
+through its test hook (``MOCZARR_CATALOG_PAUSE``), then killed. What it
+leaves must be readable (every document reachable from the entry documents
+is whole and every href resolves), hold no third generation, and the next run
+must converge to exactly what a fresh build writes, including deleting what
+the killed run meant to delete. Object storage is moto's real S3 server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from moczarr_intake import build
+from moczarr_intake.cli import main
+from moczarr_intake.living.lock import LOCK_KEY
+from moczarr_intake.living.record import RECORD_NAME
+from moczarr_intake.living.staging import PAUSE_ENV
+from tests.helpers import catalog_script, link_copy, rewrite_manifest
+from tests.s3server import ACCESS_KEY, SECRET_KEY, S3Server
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.filterwarnings("ignore::moczarr.errors.MoczarrWarning")]
+
+HREF = "https://h.example.org/s"
+
+
+def _stores(sample: Path, prefix: Path) -> Path:
+    for name in ("a", "b"):
+        link_copy(sample / "elevation", prefix / "one" / name)
+    link_copy(sample, prefix / "two")
+    return prefix
+
+
+def _change(sample: Path, prefix: Path) -> None:
+    """One store gone, one added, one product changed: a new generation that adds, rewrites and deletes."""
+    shutil.rmtree(prefix / "one" / "b")
+    link_copy(sample / "elevation", prefix / "one" / "c")
+    rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
+
+
+class Paused:
+    """A ``moczarr-catalog`` process paused at ``step`` (its marker line read from stderr), killed by its pid."""
+
+    def __init__(self, args, step: str, cwd: Path, env: dict | None = None):
+        full = {**os.environ, PAUSE_ENV: step, "NO_PROXY": "127.0.0.1,localhost", **(env or {})}
+        command = [sys.executable, catalog_script(), *map(str, args)]
+        self.proc = subprocess.Popen(command, cwd=cwd, env=full, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stderr is not None
+        lines = []
+        for line in self.proc.stderr:  # ends when the process ends: then it never reached the step
+            lines.append(line)
+            if line.strip() == f"moczarr-catalog: paused at {step}":
+                return
+        self.proc.wait()
+        pytest.fail(f"never paused at {step} (exit {self.proc.returncode}): {''.join(lines)[-2000:]}")
+
+    def kill(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        assert self.proc.returncode == -signal.SIGKILL
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def _reachable(read, root: str, yaml_keys: list[str], base: str = "{{ CATALOG_DIR }}") -> list[str]:
+    """Walk the catalog from its entry documents (``read(key)``: bytes or None); the hrefs that do not resolve.
+
+    ``base``: how the YAML documents spell the catalog's location in their ``stac_href``.
+    """
+    dangling: list[str] = []
+    todo = [root]
+    for name in yaml_keys:
+        for source in (yaml.safe_load(read(name)).get("sources") or {}).values():
+            href = ((source or {}).get("metadata") or {}).get("stac_href")
+            if href:
+                todo.append(href.removeprefix(f"{base}/"))
+    seen: set[str] = set()
+    while todo:
+        key = todo.pop()
+        if key in seen:
+            continue
+        seen.add(key)
+        payload = read(key)
+        if payload is None:
+            dangling.append(key)
+            continue
+        doc = json.loads(payload)
+        hrefs = [(lk["rel"], lk["href"]) for lk in doc.get("links", [])]
+        hrefs += [("asset", a["href"]) for a in doc.get("assets", {}).values()]
+        for rel, href in hrefs:
+            if "://" in href or href.startswith("/"):
+                continue  # the stores, published elsewhere
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(key), href))
+            if read(target) is None:
+                dangling.append(f"{key} -> {href}")
+            elif rel in ("child", "item"):
+                todo.append(target)
+    return dangling
+
+
+def _local_reader(out: Path):
+    def read(key: str) -> bytes | None:
+        path = out / key
+        return path.read_bytes() if path.is_file() else None
+
+    return read
+
+
+def _check_left(out: Path, before: dict[str, bytes], after: dict[str, bytes]) -> None:
+    """What a killed run left: readable, and every file of the previous or the new generation (no third)."""
+    assert not _reachable(_local_reader(out), "stac/catalog.json", ["catalog.yaml", "catalog_v2.yaml"])
+    left = _files(out)
+    foreign = [k for k, v in left.items() if v != before.get(k) and v != after.get(k)]
+    assert not foreign, foreign
+
+
+@pytest.fixture
+def generations(sample, tmp_path):
+    """A catalog of the stores (``before``), the stores changed, and what a fresh build of them writes there
+    (``after``); the catalog left as it was before."""
+    prefix = _stores(sample, tmp_path / "stores")
+    args = ["build", prefix, "--discover", "--href-base", HREF, "--stores-root", prefix]
+    out = tmp_path / "cat"
+    assert main([*map(str, args), "--out", str(out)]) == 0
+    before = _files(out)
+    _change(sample, prefix)
+    assert main([*map(str, args), "--out", str(out)]) == 0  # at the same place: the pgstac lines name it
+    after = _files(out)
+    shutil.rmtree(out)
+    for key, payload in before.items():
+        (out / key).parent.mkdir(parents=True, exist_ok=True)
+        (out / key).write_bytes(payload)
+    return args, out, before, after
+
+
+@pytest.mark.parametrize("step", ["moving", "roots", "deleting"])
+def test_a_build_killed_over_a_catalog_leaves_it_readable_and_the_next_run_converges(
+    generations, tmp_path, step, capsys
+):
+    args, out, before, after = generations
+    assert before != after and set(before) - set(after) and set(after) - set(before)
+    Paused([*args, "--out", out], step, cwd=tmp_path).kill()
+    _check_left(out, before, after)
+    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".cat.")]
+    assert leftovers  # the killed run's staging folder (and lock) are there
+    if step == "roots":  # its ndjson may be of either generation: publish refuses, before any connection
+        assert main(["publish", str(out), "--pgstac", "postgresql://nobody@127.0.0.1:9/none"]) == 2
+        assert "the catalog was left unsettled (moczarr-catalog build, pid " in capsys.readouterr().err
+    assert main([*map(str, args), "--out", str(out)]) == 0
+    assert _files(out) == after
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".cat.")]  # cleaned by the next run
+
+
+@pytest.mark.parametrize("step", ["staged", "moving"])
+def test_an_update_killed_while_writing_is_mended_by_the_next_update(generations, tmp_path, step):
+    _, out, before, after = generations
+    out2 = tmp_path / "cat2"
+    shutil.copytree(out, out2)  # the same catalog, for a kill-free reference update below
+    Paused(["update", out], step, cwd=tmp_path).kill()
+    _check_left(out, before, after)
+    if step == "staged":
+        assert _files(out) == before  # nothing was moved yet: the previous catalog, whole
+    assert main(["update", str(out)]) == 0
+    assert _files(out) == after
+    lock = tmp_path / ".cat.moczarr-lock"
+    assert not lock.exists()
+
+
+def test_two_updates_at_once_one_refuses_naming_the_other(generations, tmp_path, capsys):
+    _, out, _, after = generations
+    first = Paused(["update", out], "locked", cwd=tmp_path)
+    try:
+        capsys.readouterr()
+        assert main(["update", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"error: {out}: locked by another moczarr-catalog run (moczarr-catalog update, ")
+        assert f"pid {first.proc.pid} on " in err and " since 20" in err and len(err.splitlines()) == 1
+    finally:
+        first.kill()
+    assert main(["update", str(out)]) == 0  # its holder is dead: the lock is taken over
+    assert _files(out) == after
+
+
+# -- object storage -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def s3():
+    with S3Server() as server:
+        server.create_bucket("crash")
+        yield server
+
+
+def _bucket_reader(s3, prefix: str):
+    client = s3.client()
+
+    def read(key: str) -> bytes | None:
+        try:
+            return client.get_object(Bucket="crash", Key=f"{prefix}/{key}")["Body"].read()
+        except client.exceptions.NoSuchKey:
+            return None
+
+    return read
+
+
+def _keys(s3, prefix: str) -> set[str]:
+    pages = s3.client().get_paginator("list_objects_v2").paginate(Bucket="crash", Prefix=f"{prefix}/")
+    return {o["Key"].removeprefix(f"{prefix}/") for page in pages for o in page.get("Contents", [])}
+
+
+def test_an_update_to_s3_killed_while_deleting_is_finished_by_the_next_update(sample, s3, tmp_path):
+    for name in ("a", "b", "c"):
+        s3.upload_tree(sample / "elevation", "crash", f"stores/{name}/store")  # three bare roots
+    options = s3.storage_options(anon=False)
+    build(["s3://crash/stores"], "s3://crash/cat", storage_options=options, progress=False, discover=True)
+    s3.delete_prefix("crash", "stores/b/")
+    gone = {k for k in _keys(s3, "cat") if "b-store" in k}  # the documents of the store that is gone
+    assert gone
+    env = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": "us-east-1"}
+    cli = ["update", "s3://crash/cat", "--endpoint-url", s3.endpoint_url]
+    Paused(cli, "deleting", cwd=tmp_path, env=env).kill()
+    left = _keys(s3, "cat")
+    assert gone & left and gone - left  # killed halfway through the deletes, the record already written
+    assert LOCK_KEY in left  # the dead run's lock, with its journal
+    read = _bucket_reader(s3, "cat")
+    assert not _reachable(read, "stac/catalog.json", ["catalog.yaml", "catalog_v2.yaml"], "s3://crash/cat")
+    os.environ.update(env)
+    try:
+        assert main(cli) == 0  # same host, its pid dead: taken over; the journal's keys deleted
+    finally:
+        for name in env:
+            os.environ.pop(name)
+    after = _keys(s3, "cat")
+    assert not gone & after and LOCK_KEY not in after
+    build(["s3://crash/stores"], "s3://crash/fresh", storage_options=options, progress=False, discover=True)
+    assert after == _keys(s3, "fresh")
+    record = json.loads(_bucket_reader(s3, "cat")(RECORD_NAME))
+    assert "unsettled" not in record and record["written_by"]
+
+
+def test_a_lock_held_from_another_host_refuses_until_broken(sample, s3, tmp_path, capsys):
+    s3.upload_tree(sample / "elevation", "crash", "held/a")
+    options = s3.storage_options(anon=False)
+    build(["s3://crash/held/a"], "s3://crash/held-cat", storage_options=options, progress=False)
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    other = {"command": "update", "host": "elsewhere.example", "pid": 4242, "since": since, "token": "f" * 32}
+    s3.put_bytes("crash", f"held-cat/{LOCK_KEY}", json.dumps(other).encode())
+    env = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_DEFAULT_REGION": "us-east-1"}
+    cli = ["update", "s3://crash/held-cat", "--endpoint-url", s3.endpoint_url]
+    os.environ.update(env)
+    try:
+        capsys.readouterr()
+        assert main(cli) == 2
+        err = capsys.readouterr().err
+        assert f"(moczarr-catalog update, pid 4242 on elsewhere.example, since {since})" in err
+        assert "--break-lock" in err
+        assert main([*cli, "--break-lock"]) == 0
+        broke = capsys.readouterr().err
+        assert "note: broke the lock of moczarr-catalog update, pid 4242 on elsewhere.example" in broke
+    finally:
+        for name in env:
+            os.environ.pop(name)
+    assert LOCK_KEY not in _keys(s3, "held-cat")
+
+
+def test_the_library_takes_the_catalog_lock_itself(sample, s3):
+    """``update`` and ``publish`` called from Python refuse a catalog another run holds, naming it, before they
+    read its record or reach the database (only the command line took the lock before)."""
+    from moczarr_intake import publish, update
+    from moczarr_intake.living.lock import CatalogLockedError
+
+    s3.upload_tree(sample / "elevation", "crash", "lib/a")
+    options = s3.storage_options(anon=False)
+    build(["s3://crash/lib/a"], "s3://crash/lib-cat", storage_options=options)
+    other = {"command": "update", "host": "elsewhere.example", "pid": 4242, "since": "-", "token": "e" * 32}
+    s3.put_bytes("crash", f"lib-cat/{LOCK_KEY}", json.dumps(other).encode())
+    with pytest.raises(CatalogLockedError, match=r"pid 4242 on elsewhere\.example"):
+        publish("s3://crash/lib-cat", "postgresql://nobody@127.0.0.1:9/none", storage_options=options)
+    with pytest.raises(CatalogLockedError, match=r"pid 4242 on elsewhere\.example"):
+        update("s3://crash/lib-cat", storage_options=options)
