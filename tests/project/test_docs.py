@@ -45,7 +45,7 @@ def test_no_page_names_what_a_clone_lacks(page):
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_examples_run(page, tmp_path, monkeypatch, request):
     if any("s3" in m.group(1).split() for m in BLOCK.finditer(page.read_text())):
-        from .s3server import ACCESS_KEY, REGION, SECRET_KEY
+        from tests.s3server import ACCESS_KEY, REGION, SECRET_KEY
 
         server = request.getfixturevalue("s3_server")
         monkeypatch.setenv("MOCZARR_BUCKET", server.bucket(f"docs-{page.stem}"))

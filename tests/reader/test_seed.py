@@ -2,23 +2,31 @@
 
 Statements already checked elsewhere are named there (tests/reader/test_hive_contract.py: the versioned leaves'
 pointer rule, debris, the deliberate gap; tests/reader/test_pyramid.py: the all-time openers); this module holds
-the ones about import paths and a cheap check of each versioned-leaf rule, on the shared fixtures.
+the ones about import paths and a cheap check of each versioned-leaf rule, and a small direct check of every
+other statement, mostly on the generated sample store.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
+import shutil
 import warnings
+from pathlib import Path
 
+import mortie
 import numpy as np
 import pytest
+import xarray as xr
 
 import moczarr
+from moczarr.indexes.moc_index import IndexKindMismatchError
 from moczarr.storage import count_requests
-from tests.helpers import fixture_path, load_json
+from tests.helpers import fixture_path, load_json, quiet, set_attrs
 
 VERSIONED = "zagg/versioned/store"
 LEAF = "1/1/1/1/1/4/4/1111144.zarr"
+WINDOWED_PYRAMID = "overview_hive/atl06_windows"  # windowed, overviews at cell order 6 with all-time folds
 
 
 @pytest.mark.parametrize("path, name", [("moczarr.store", "leaf_data_prefix"), ("moczarr.coverage", "aoi_mask")])
@@ -60,3 +68,324 @@ def test_following_the_pointer_costs_no_stamp_request():
     with count_requests() as counter:
         ds = moczarr.open_hive(fixture_path(VERSIONED))
     assert counter.kind("stamp") == ds.attrs["morton_hive"]["n_leaves"] == ds.attrs["morton_hive"]["n_versioned"]
+
+
+# --- The statements checked on the generated sample store (``moczarr.testing.write_sample_store``): written once per
+# module, copied where a test damages it. ``elevation`` is a swept /1 pyramid (source order 8, overviews 6 and 4);
+# ``elevation_yearly`` is windowed (2019, 2020) with no all-time folds.
+
+DECIMAL_ID = re.compile(r"[+-]?[1-6][1-4]*")
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory) -> Path:
+    from moczarr.testing import write_sample_store
+
+    return write_sample_store(tmp_path_factory.mktemp("seed") / "sample")
+
+
+@pytest.fixture(scope="module")
+def expected(sample) -> dict:
+    return load_json(sample / "sample.json")["products"]
+
+
+@pytest.fixture
+def damaged(sample, tmp_path):
+    """A private copy of one product of the sample store, to damage."""
+
+    def copy(product: str) -> Path:
+        return Path(shutil.copytree(sample / product, tmp_path / product))
+
+    return copy
+
+
+def values_of(ds: xr.Dataset) -> dict:
+    return {name: ds[name].values for name in [*ds.data_vars, "morton", "cell_ids"]}
+
+
+def test_below_the_root_a_node_holds_only_digit_children_and_zarr_objects(sample):
+    """Seed: "Below the root, a node holds only digit children and *.zarr objects (the node invariant); the
+    manifest and the root coverage.moc are the two root-only exceptions"."""
+    product = sample / "elevation"
+    assert {"morton_hive.json", "coverage.moc"} <= {p.name for p in product.iterdir()}
+    nodes = [d for d in product.rglob("*") if d.is_dir() and ".zarr" not in str(d.relative_to(product))]
+    assert nodes
+    for node in nodes:
+        for child in node.iterdir():
+            assert child.is_dir(), child
+            assert re.fullmatch(r"[1-6]", child.name) or child.name.endswith(".zarr"), child
+
+
+def test_ids_are_decimal_strings_whose_prefix_is_the_ancestor(sample, expected):
+    """Seed: "Ids are morton decimal strings: a sign, a base digit (1..6), then one digit 1..4 per order. A string
+    prefix is a spatial ancestor"."""
+    ds = moczarr.open_hive(sample / "elevation")
+    cells = moczarr.ids.to_decimals(ds["morton"].values)
+    assert all(DECIMAL_ID.fullmatch(c) for c in cells)
+    for shard in expected["elevation"]["shards"]:
+        inside = [c for c in cells if c.startswith(shard)]
+        assert len(inside) == expected["elevation"]["cells_per_leaf"]
+        # the shard's path is its own digits: the prefix is the ancestor node
+        assert expected["elevation"]["leaves"][shard]["path"] == "/".join(shard) + f"/{shard}.zarr"
+    sub = moczarr.open_hive(sample / "elevation", aoi=[expected["elevation"]["shards"][0]])
+    assert sub.sizes["cells"] == expected["elevation"]["cells_per_leaf"]
+
+
+def test_an_unstamped_leaf_prefix_is_debris_the_reader_skips(sample, damaged, expected):
+    """Seed: "an unstamped .zarr/ prefix is debris a torn worker left behind, and the reader skips it"."""
+    product = damaged("elevation")
+    shard = expected["elevation"]["shards"][0]
+    set_attrs(product / expected["elevation"]["leaves"][shard]["path"] / "zarr.json", lambda a: a.clear())
+    ds = moczarr.open_hive(product)
+    assert shard not in ds.attrs["morton_hive"]["leaves"]
+    assert ds.attrs["morton_hive"]["n_leaves"] == len(expected["elevation"]["shards"]) - 1
+    cells = moczarr.ids.to_decimals(ds["morton"].values)
+    assert not any(c.startswith(shard) for c in cells)
+
+
+def test_a_stamp_naming_current_puts_the_arrays_under_the_version(sample, damaged, expected):
+    """Seed: "The root stamp then carries one more key, current, naming a version subgroup that holds the arrays"
+    (a legacy leaf turned into a pointer reads the same values)."""
+    product = damaged("elevation")
+    leaf = product / expected["elevation"]["leaves"][expected["elevation"]["shards"][0]]["path"]
+    version = leaf / "run-7-1"
+    version.mkdir()
+    for item in list(leaf.iterdir()):
+        if item != version and item.name != "zarr.json":
+            item.rename(version / item.name)
+    shutil.copy(leaf / "zarr.json", version / "zarr.json")
+    set_attrs(leaf / "zarr.json", lambda a: a["morton_hive_commit"].update(current="run-7-1"))
+    with quiet():
+        ds = moczarr.open_hive(product).compute()
+    assert ds.attrs["morton_hive"]["n_versioned"] == 1
+    reference = moczarr.open_hive(sample / "elevation").compute()
+    for name, values in values_of(reference).items():
+        np.testing.assert_array_equal(ds[name].values, values, err_msg=name)
+
+
+def test_a_current_that_is_not_a_version_name_raises(sample, damaged, expected):
+    """Seed: "A current that is not a version name (one path component beginning run-) raises"."""
+    product = damaged("elevation")
+    leaf = product / expected["elevation"]["leaves"][expected["elevation"]["shards"][0]]["path"]
+    set_attrs(leaf / "zarr.json", lambda a: a["morton_hive_commit"].update(current="../elsewhere"))
+    with pytest.raises(moczarr.errors.VersionPointerError, match="current"):
+        moczarr.open_hive(product)
+
+
+@pytest.mark.parametrize("damage", ["absent", "unusable"])
+def test_a_root_moc_absent_or_unusable_degrades_to_the_walk_never_to_a_wrong_answer(sample, damaged, damage):
+    """Seed: "It is a cache tier: absent or unusable, the reader degrades to the discovery walk — never to a wrong
+    answer"."""
+    product = damaged("elevation")
+    if damage == "absent":
+        (product / "coverage.moc").unlink()
+    else:
+        (product / "coverage.moc").write_bytes(b"not a moc")
+    with pytest.warns(moczarr.errors.CoverageFallbackWarning):
+        ds = moczarr.open_hive(product).compute()
+    reference = moczarr.open_hive(sample / "elevation").compute()
+    for name, values in values_of(reference).items():
+        np.testing.assert_array_equal(ds[name].values, values, err_msg=name)
+
+
+def test_a_present_but_corrupt_bitmap_raises(sample, damaged, expected):
+    """Seed: "A present-but-corrupt bitmap raises rather than degrading"."""
+    product = damaged("elevation")
+    shard = next(s for s, leaf in expected["elevation"]["leaves"].items() if leaf["occupied"] < 16)
+    leaf = product / expected["elevation"]["leaves"][shard]["path"]
+    assert len(moczarr.read_coverage_bitmap(product, shard)) == expected["elevation"]["leaves"][shard]["occupied"]
+    (leaf / "coverage.moc").write_bytes(b"\x00corrupt")
+    with pytest.raises(moczarr.errors.CoverageError):
+        moczarr.read_coverage_bitmap(product, shard)
+
+
+def test_every_cell_of_a_selected_subtree_is_a_row(sample, expected):
+    """Seed: "the domain is pure arithmetic — every cell of a selected subtree is a row, occupied or not"."""
+    ds = moczarr.open_hive(sample / "elevation")
+    elevation = expected["elevation"]
+    assert ds.sizes["cells"] == len(elevation["shards"]) * elevation["cells_per_leaf"]
+    occupied = int((ds["count"] > 0).sum())
+    assert occupied == sum(leaf["occupied"] for leaf in elevation["leaves"].values()) < ds.sizes["cells"]
+    assert ds.where((ds["count"] > 0).compute(), drop=True).sizes["cells"] == occupied
+
+
+def test_the_moc_index_is_value_identical_to_the_pandas_index(sample):
+    """Seed: "the result is value-identical to the materialized index_kind="pandas" path"."""
+    lazy = moczarr.open_hive(sample / "elevation")
+    eager = moczarr.open_hive(sample / "elevation", index_kind="pandas")
+    assert isinstance(lazy.xindexes["morton"], moczarr.MortonMocIndex)
+    assert isinstance(eager.xindexes["morton"], xr.indexes.PandasIndex)
+    for name, values in values_of(eager.compute()).items():
+        np.testing.assert_array_equal(lazy[name].values, values, err_msg=name)
+
+
+def test_sel_accepts_words_decimal_strings_and_lists_of_either(sample):
+    """Seed: "sel accepts packed uint64 words, decimal strings, or lists of either"."""
+    ds = moczarr.open_hive(sample / "elevation")
+    words = ds["morton"].values[[3, 17, 40]]
+    decimals = moczarr.ids.to_decimals(words)
+    by_words = ds.sel(morton=list(words))
+    by_decimals = ds.sel(morton=decimals)
+    np.testing.assert_array_equal(by_words["morton"].values, words)
+    np.testing.assert_array_equal(by_decimals["morton"].values, words)
+    np.testing.assert_array_equal(by_decimals["h_mean"].values, ds["h_mean"].values[[3, 17, 40]])
+    with pytest.warns(moczarr.errors.IndexDegradedWarning):  # a scalar collapses the dimension
+        assert ds.sel(morton=decimals[1])["morton"].item() == words[1]
+
+
+@pytest.mark.parametrize("pick", ["scalar", "non-monotonic"])
+def test_an_unrepresentable_selection_degrades_with_a_warning(sample, pick):
+    """Seed: "Selections an interval set cannot represent (scalar collapse, non-monotonic picks) degrade by dropping
+    the lazy index with a warning — never by wrong answers"."""
+    ds = moczarr.open_hive(sample / "elevation")
+    positions = 5 if pick == "scalar" else [40, 3, 17]
+    words = ds["morton"].values[positions]
+    with pytest.warns(moczarr.errors.IndexDegradedWarning):
+        picked = ds.sel(morton=words)
+    assert not isinstance(picked.xindexes.get("morton"), moczarr.MortonMocIndex)
+    np.testing.assert_array_equal(picked["morton"].values, words)
+    np.testing.assert_array_equal(picked["h_mean"].values, ds["h_mean"].values[positions])
+
+
+def test_mixing_moc_and_pandas_indexes_in_one_alignment_raises(sample):
+    """Seed: "Mixing moc- and pandas-indexed datasets in one alignment raises pointedly: reopen both with the same
+    index_kind"."""
+    lazy = moczarr.open_hive(sample / "elevation")
+    eager = moczarr.open_hive(sample / "elevation", index_kind="pandas")
+    with pytest.raises(IndexKindMismatchError, match="index_kind"):
+        xr.align(lazy, eager)
+
+
+def test_concat_works_on_disjoint_ascending_domains_and_refuses_overlap(sample):
+    """Seed: "xr.concat of moc-indexed datasets works when their domains are disjoint and in ascending word order
+    ...; overlapping, interleaved, or reversed domains raise NotImplementedError pointing to index_kind="pandas""."""
+    ds = moczarr.open_hive(sample / "elevation")
+    low, high = ds.isel(cells=slice(0, 64)), ds.isel(cells=slice(64, None))
+    joined = xr.concat([low, high], dim="cells")
+    assert isinstance(joined.xindexes["morton"], moczarr.MortonMocIndex)
+    np.testing.assert_array_equal(joined["morton"].values, ds["morton"].values)
+    with pytest.raises(NotImplementedError, match="pandas"):
+        xr.concat([low, ds.isel(cells=slice(32, 96))], dim="cells")
+    with pytest.raises(NotImplementedError, match="pandas"):
+        xr.concat([high, low], dim="cells")
+
+
+def test_fabricated_nested_ids_are_mort2healpix_of_the_words(sample, expected):
+    """Seed: "the HEALPix NESTED cell_ids view is derived exactly from the words via mortie's vectorized
+    mort2healpix"."""
+    ds = moczarr.open_hive(sample / "elevation")
+    leaf = sample / "elevation" / next(iter(expected["elevation"]["leaves"].values()))["path"]
+    assert (leaf / "8" / "morton").is_dir() and not (leaf / "8" / "cell_ids").exists()  # a morton-only store
+    nested, order = mortie.mort2healpix(ds["morton"].values)
+    assert order == ds.attrs["morton_hive"]["cell_order"]
+    np.testing.assert_array_equal(ds["cell_ids"].values, nested)
+
+
+def test_open_store_root_is_empty_with_one_child_per_product(sample):
+    """Seed: "The root node is empty — no variables, no coordinates, only store-level attrs"; "One child node per
+    product, named by its product name, each holding exactly the lazy Dataset open_hive returns"."""
+    tree = moczarr.open_store(sample, window="2019")
+    assert not tree.ds.variables and not tree.ds.coords
+    roster = tree.attrs["morton_hive_store"]["products"]
+    assert sorted(tree.children) == sorted(roster) == moczarr.list_products(sample)
+    node = tree["elevation_yearly"].to_dataset()
+    alone = moczarr.open_hive(sample / "elevation_yearly", window="2019")
+    np.testing.assert_array_equal(node["morton"].values, alone["morton"].values)
+    np.testing.assert_array_equal(node["h_mean"].values, alone["h_mean"].values)
+
+
+def test_a_bare_store_is_a_one_child_tree_and_products_raises(sample):
+    """Seed: "A bare single-product store is the valid degenerate form: a one-child tree ... the store attrs carry
+    bare: True + node: <derived name> — so products= has nothing to filter on there and raises"."""
+    tree = moczarr.open_store(sample / "elevation_yearly", window="2020")
+    store = tree.attrs["morton_hive_store"]
+    assert store["bare"] is True and store["products"] == moczarr.list_products(sample / "elevation_yearly") == []
+    assert list(tree.children) == [store["node"]]
+    with pytest.raises(moczarr.errors.ProductError):
+        moczarr.open_store(sample / "elevation_yearly", products=store["node"], window="2020")
+
+
+def test_the_all_time_token_is_refused_as_a_window(sample):
+    """Seed: "open_store(..., window="all") raises and names the gap"."""
+    with pytest.raises(moczarr.errors.WindowError, match="all"):
+        moczarr.open_store(sample, window="all")
+
+
+def test_order_nodes_are_named_by_cell_order_and_carry_per_object_roles(sample, expected):
+    """Seed: "Order nodes are named by the integer cell order they store"; "every order node's dataset carries
+    attrs["zagg_objects"] — one entry per stamped object ... with the object's own role"."""
+    product = moczarr.open_store(sample, window="2019")["elevation"]
+    elevation = expected["elevation"]
+    overview_cell_orders = [
+        elevation["cell_order"] - (elevation["shard_order"] - k) for k in elevation["overview_orders"]
+    ]
+    assert sorted(product.children, key=int) == sorted(str(o) for o in [elevation["cell_order"], *overview_cell_orders])
+    assert not product.ds.data_vars
+    for name, node in product.children.items():
+        assert node.ds.attrs["morton_hive"]["cell_order"] == int(name)
+        roles = {obj["role"] for obj in node.ds.attrs["zagg_objects"]}
+        assert roles == ({"source"} if int(name) == elevation["cell_order"] else {"overview"})
+        for obj in node.ds.attrs["zagg_objects"]:
+            if obj["role"] == "overview":
+                assert obj["zagg_overview"]["cell_order"] == int(name)
+
+
+def test_source_and_overview_orders_are_unaffected_by_aoi_and_window(sample, expected):
+    """Seed: "These answer about the store, not about the query: they are unaffected by the aoi/window the tree was
+    opened with"."""
+    wide = moczarr.open_store(sample, window="2019")["elevation"]
+    far = expected["elevation"]["shards"][0][:-1] + ("1" if expected["elevation"]["shards"][0][-1] != "1" else "2")
+    far = "1" + far[1:]  # another base cell: outside every shard
+    with pytest.warns(moczarr.errors.EmptySelectionWarning):
+        narrow = moczarr.open_store(sample, aoi=[far], window="2020")["elevation"]
+    assert narrow["8"].ds.sizes["cells"] == 0
+    assert moczarr.source_orders(narrow) == moczarr.source_orders(wide) == (expected["elevation"]["cell_order"],)
+    assert moczarr.overview_orders(narrow) == moczarr.overview_orders(wide) != ()
+
+
+def test_open_level_has_one_dataset_shape_at_every_level(sample):
+    """Seed: "whichever kind owns the level the caller gets the same Dataset shape: the 1-D cells dim ...; the
+    morton coordinate ... with the lazy MortonMocIndex ...; attrs["morton_hive"] ..., attrs["zagg_objects"] ...,
+    and attrs["zagg_level"]"."""
+    for level in moczarr.pyramid_levels(sample / "elevation"):
+        ds = moczarr.open_level(sample / "elevation", level.cell_order)
+        assert set(ds.dims) == {"cells"}
+        assert ds["morton"].dtype == np.uint64 and isinstance(ds.xindexes["morton"], moczarr.MortonMocIndex)
+        assert np.all(np.diff(ds["morton"].values.astype(np.int64)) > 0)
+        assert {"morton_hive", "zagg_objects", "zagg_level"} <= set(ds.attrs)
+        assert ds.attrs["zagg_level"]["cell_order"] == ds.attrs["morton_hive"]["cell_order"] == level.cell_order
+
+
+def test_open_pyramid_has_one_o_child_per_level_finest_first(sample):
+    """Seed: "one child group per materialized resolution, finest first, named o{cell_order}"; "levels= bounds the
+    assembly"."""
+    tree = moczarr.open_pyramid(sample / "elevation")
+    orders = sorted((level.cell_order for level in moczarr.pyramid_levels(sample / "elevation")), reverse=True)
+    assert list(tree.children) == [f"o{o}" for o in orders]
+    assert not tree.ds.variables and "zagg_pyramid" in tree.attrs
+    assert tree[f"o{orders[-1]}"].ds.attrs["morton_hive"]["cell_order"] == orders[-1]
+    bounded = moczarr.open_pyramid(sample / "elevation", levels=[orders[-1]])
+    assert list(bounded.children) == [f"o{orders[-1]}"]
+
+
+@pytest.mark.layers
+def test_all_time_open_level_without_stamped_folds_is_a_warned_none(copy_fixture):
+    """Seed: "open_overview_order / open_level read whatever all.zarr folds are stamped, and degrade to their usual
+    warned None when none are"."""
+    root = copy_fixture(WINDOWED_PYRAMID)
+    assert moczarr.open_level(root, 6, all_time=True).sizes["cells"] > 0
+    folds = list(root.rglob("all.zarr"))
+    assert folds
+    for fold in folds:
+        set_attrs(fold / "zarr.json", lambda a: a.pop("morton_hive_commit"))
+    with pytest.warns(moczarr.errors.LevelOmittedWarning):
+        assert moczarr.open_level(root, 6, all_time=True) is None
+
+
+@pytest.mark.layers
+def test_all_time_is_refused_with_a_window():
+    """Seed: "all_time=True ... mutually exclusive with window=" ."""
+    root = fixture_path(WINDOWED_PYRAMID)
+    assert moczarr.open_level(root, 6, window="2019").sizes["cells"] > 0
+    with pytest.raises(moczarr.errors.ArgumentError, match="window"):
+        moczarr.open_level(root, 6, window="2019", all_time=True)

@@ -25,8 +25,7 @@ import moczarr_intake
 from moczarr.errors import MoczarrWarning
 from moczarr_intake.pgstac.publish import COLLECTIONS_NDJSON, ITEMS_NDJSON, ndjson_line, pgstac_documents
 from moczarr_intake.stac import api_documents, write_api_collections, write_api_items
-
-from .conftest import REPO, fixture_path
+from tests.helpers import REPO, fixture_path
 
 KINDS = {"Catalog": pystac.Catalog, "Collection": pystac.Collection, "Feature": pystac.Item}
 

@@ -28,9 +28,9 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from .conftest import REPO
-from .loopback import BurstServer
-from .test_catalog_cli import run
+from tests.helpers import REPO
+from tests.helpers import run_catalog as run
+from tests.loopback import BurstServer
 
 SAMPLE = REPO / "catalogs" / "sample"
 

@@ -17,8 +17,9 @@ import sys
 
 import pytest
 
-from .conftest import REPO
-from .test_catalog_cli import run, script
+from tests.helpers import REPO
+from tests.helpers import catalog_script as script
+from tests.helpers import run_catalog as run
 
 SAMPLE = REPO / "catalogs" / "sample"
 COMMANDS = ["build", "show", "demo", "verify", "update", "publish"]
