@@ -91,7 +91,21 @@ def build_notes(entries: CatalogEntries, reading: Reading, caught: list) -> list
     notes += [
         f"degraded: {e.collection_id}: {reason}" for e in entries.products for reason in degrade_reasons(e.product)
     ]
-    return notes + warning_lines(caught)
+    return notes + warning_lines([w for w in caught if not _said_already(w, entries)])
+
+
+def _said_already(caught, entries: CatalogEntries) -> bool:
+    """True for a reader's fallback warning about a product whose ``degraded:`` line names the same cause."""
+    from moczarr.errors import CoverageFallbackWarning
+    from moczarr.metadata import normalize_location
+
+    if not issubclass(caught.category, CoverageFallbackWarning):
+        return False
+    where = str(caught.message).split(": no usable root coverage.moc", 1)
+    if len(where) < 2:
+        return False
+    fallen = {normalize_location(e.product.root) for e in entries.products if not e.product.coverage_usable}
+    return normalize_location(where[0]) in fallen
 
 
 def _record_at(out: Path, out_location: str | None, storage_options) -> BuildRecord | None:

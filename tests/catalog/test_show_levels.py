@@ -49,3 +49,13 @@ def test_show_of_a_healthy_store_has_no_degraded_line(tmp_path, capsys):
     assert main(["show", str(root)]) == 0
     out, err = capsys.readouterr()
     assert "degraded:" not in err and "cannot be opened" not in out and "o6   overview" in out
+
+
+def test_build_says_a_fallen_back_root_moc_once(garbage_moc, tmp_path, capsys):
+    """One cause, one line: the ``degraded:`` line, not a reader warning repeating it under another spelling."""
+    assert main(["build", str(garbage_moc), "--out", str(tmp_path / "cat")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    about = [line for line in err if "no usable root coverage.moc" in line]
+    assert about == [
+        "degraded: elevation: no usable root coverage.moc: footprint, bbox and shard count (10) from the discovery walk"
+    ]
