@@ -18,6 +18,7 @@ import mortie
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 
 import moczarr
 from moczarr.indexes.moc_index import IndexKindMismatchError
@@ -526,3 +527,61 @@ def test_an_out_of_coverage_aoi_empties_every_node_schema_correct(sample, expect
         assert moczarr.source_orders(empty[name]) == moczarr.source_orders(wide[name])
         assert moczarr.overview_orders(empty[name]) == moczarr.overview_orders(wide[name])
     assert moczarr.overview_orders(empty["elevation"]) != ()
+
+
+def write_one_leaf_store(root: Path, manifest: dict, cell_order: int) -> np.ndarray:
+    """A one-leaf ``morton-hive/1`` store at ``cell_order`` (shard one order above, every cell a row, a ``count``
+    field, pyramid declared off) laid out as zagg writes it; returns the leaf's packed words."""
+    from moczarr.testing.records import children, content_hashes, coverage_box, dggs_attrs, leaf_path, root_ranges
+
+    shard_order = cell_order - 1
+    shard = moczarr.ids.to_words(["4331421" + "1" * (shard_order - 6)])[0]
+    root.mkdir(parents=True)
+    write_json(
+        root / "morton_hive.json",
+        {
+            **manifest,
+            "cell_order": cell_order,
+            "shard_order": shard_order,
+            "split_schedule": [1] * shard_order,
+            "pyramid": {"spec": "zagg-pyramid/1", "overview": {"orders": []}},
+        },
+    )
+    write_json(
+        root / "coverage.moc",
+        {"spec": "morton-moc/1", "encoding": "ranges", "order": shard_order, "ranges": root_ranges([shard])},
+    )
+    words = children(shard, cell_order)
+    arrays = {"morton": words, "count": np.arange(1, words.size + 1, dtype=np.int32)}
+    leaf = zarr.open_group(str(root / leaf_path(shard, None)), mode="w", zarr_format=3)
+    group = leaf.create_group(str(cell_order), attributes=dggs_attrs(cell_order))
+    for name, data in arrays.items():
+        group.create_array(
+            name, shape=data.shape, dtype=data.dtype, fill_value=0, compressors=None, dimension_names=["cells"]
+        )[:] = data
+    stamp = {
+        "spec": "morton-hive/1",
+        "complete": True,
+        "cells_with_data": int(words.size),
+        "coverage": {"spec": "morton-moc/1", "box": coverage_box(words), "cell_order": cell_order, "encoding": "full"},
+        "content_hashes": content_hashes(str(cell_order), arrays),
+    }
+    leaf.update_attributes({"morton_hive_commit": stamp})
+    return words
+
+
+@pytest.mark.parametrize("cell_order", [24, 25])
+def test_fabrication_above_order_24_warns(sample, tmp_path, cell_order):
+    """Seed: "NESTED ids above order 24 exceed the float64-exact integer range (2**53) ... Fabrication above order
+    24 currently warns" (order 24 itself is exact and quiet)."""
+    manifest = load_json(sample / "elevation" / "morton_hive.json")
+    words = write_one_leaf_store(tmp_path / "deep", manifest, cell_order)
+    if cell_order > 24:
+        with pytest.warns(moczarr.errors.PrecisionWarning, match="2\\*\\*53"):
+            ds = moczarr.open_hive(tmp_path / "deep")
+    else:
+        with quiet():
+            ds = moczarr.open_hive(tmp_path / "deep")
+    assert ds.attrs["morton_hive"]["cell_order"] == cell_order
+    np.testing.assert_array_equal(ds["morton"].values, words)
+    np.testing.assert_array_equal(ds["cell_ids"].values, mortie.mort2healpix(words)[0])
