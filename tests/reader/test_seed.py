@@ -18,11 +18,12 @@ import mortie
 import numpy as np
 import pytest
 import xarray as xr
+import zarr
 
 import moczarr
 from moczarr.indexes.moc_index import IndexKindMismatchError
 from moczarr.storage import count_requests
-from tests.helpers import fixture_path, load_json, quiet, set_attrs
+from tests.helpers import fixture_path, load_json, quiet, set_attrs, write_json
 
 VERSIONED = "zagg/versioned/store"
 LEAF = "1/1/1/1/1/4/4/1111144.zarr"
@@ -103,6 +104,17 @@ def values_of(ds: xr.Dataset) -> dict:
     return {name: ds[name].values for name in [*ds.data_vars, "morton", "cell_ids"]}
 
 
+def version_leaf(leaf: Path, current: str) -> None:
+    """Turn a legacy leaf into a pointer: its arrays and a copy of its stamp move into version ``current``."""
+    version = leaf / current
+    version.mkdir()
+    for item in list(leaf.iterdir()):
+        if item != version and item.name != "zarr.json":
+            item.rename(version / item.name)
+    shutil.copy(leaf / "zarr.json", version / "zarr.json")
+    set_attrs(leaf / "zarr.json", lambda a: a["morton_hive_commit"].update(current=current))
+
+
 def test_below_the_root_a_node_holds_only_digit_children_and_zarr_objects(sample):
     """Seed: "Below the root, a node holds only digit children and *.zarr objects (the node invariant); the
     manifest and the root coverage.moc are the two root-only exceptions"."""
@@ -147,14 +159,7 @@ def test_a_stamp_naming_current_puts_the_arrays_under_the_version(sample, damage
     """Seed: "The root stamp then carries one more key, current, naming a version subgroup that holds the arrays"
     (a legacy leaf turned into a pointer reads the same values)."""
     product = damaged("elevation")
-    leaf = product / expected["elevation"]["leaves"][expected["elevation"]["shards"][0]]["path"]
-    version = leaf / "run-7-1"
-    version.mkdir()
-    for item in list(leaf.iterdir()):
-        if item != version and item.name != "zarr.json":
-            item.rename(version / item.name)
-    shutil.copy(leaf / "zarr.json", version / "zarr.json")
-    set_attrs(leaf / "zarr.json", lambda a: a["morton_hive_commit"].update(current="run-7-1"))
+    version_leaf(product / expected["elevation"]["leaves"][expected["elevation"]["shards"][0]]["path"], "run-7-1")
     with quiet():
         ds = moczarr.open_hive(product).compute()
     assert ds.attrs["morton_hive"]["n_versioned"] == 1
@@ -389,3 +394,194 @@ def test_all_time_is_refused_with_a_window():
     assert moczarr.open_level(root, 6, window="2019").sizes["cells"] > 0
     with pytest.raises(moczarr.errors.ArgumentError, match="window"):
         moczarr.open_level(root, 6, window="2019", all_time=True)
+
+
+# --- Resolution nodes of open_store: the order-node severities and omissions, on damaged copies of ``elevation``
+# (opened bare: a one-child tree whose product node holds the order nodes 8, 6 and 4).
+OVERVIEW_NODE = "4/3/3/1/2/all.zarr"  # one of the four objects of order node 6
+
+
+def order_nodes(store: Path) -> xr.DataTree:
+    """The product node of a bare store's tree."""
+    tree = moczarr.open_store(store)
+    return tree[tree.attrs["morton_hive_store"]["node"]]
+
+
+def test_an_uninterpretable_cache_object_is_dropped_and_the_node_keeps_the_rest(sample, damaged):
+    """Seed: "Uninterpretable cache object — a third role value, ...: the object is dropped with a UserWarning and
+    the node keeps its remaining objects"."""
+    whole = order_nodes(sample / "elevation")
+    product = damaged("elevation")
+    set_attrs(product / OVERVIEW_NODE / "zarr.json", lambda a: a.__setitem__("role", "mixed"))
+    with pytest.warns(moczarr.errors.ObjectDroppedWarning, match="role") as record:
+        node = order_nodes(product)
+    assert all(issubclass(w.category, UserWarning) for w in record)
+    assert sorted(node.children, key=int) == ["4", "6", "8"]
+    kept = [obj["node"] for obj in node["6"].ds.attrs["zagg_objects"]]
+    assert kept == [obj["node"] for obj in whole["6"].ds.attrs["zagg_objects"] if obj["node"] != "43312"]
+    assert node["6"].ds.sizes["cells"] == whole["6"].ds.sizes["cells"] - 16 > 0
+    assert node["8"].ds.sizes["cells"] == whole["8"].ds.sizes["cells"]
+
+
+def test_a_provenance_block_declaring_another_cell_order_raises(sample, damaged):
+    """Seed: "Interpretable but wrong — a provenance block positively declaring a cell_order other than the node's:
+    this raises"."""
+    product = damaged("elevation")
+    assert order_nodes(product)["6"].ds.sizes["cells"] > 0
+    set_attrs(product / OVERVIEW_NODE / "zarr.json", lambda a: a["zagg_overview"].__setitem__("cell_order", 5))
+    with pytest.raises(moczarr.errors.PyramidError, match="cell_order 5"):
+        moczarr.open_store(product)
+
+
+def test_without_a_usable_root_moc_the_order_nodes_are_omitted_and_the_source_walks(sample, damaged, expected):
+    """Seed: "without a usable root MOC the order nodes are omitted with a warning (... the source child still opens
+    via the discovery walk ...)"."""
+    product = damaged("elevation")
+    (product / "coverage.moc").unlink()
+    with (
+        pytest.warns(moczarr.errors.LevelOmittedWarning, match="coverage.moc"),
+        pytest.warns(moczarr.errors.CoverageFallbackWarning),
+    ):
+        node = order_nodes(product)
+    assert list(node.children) == [str(expected["elevation"]["cell_order"])]
+    reference = moczarr.open_hive(sample / "elevation").compute()
+    np.testing.assert_array_equal(node["8"].ds["morton"].values, reference["morton"].values)
+    np.testing.assert_array_equal(node["8"].ds["h_mean"].values, reference["h_mean"].values)
+
+
+def test_a_declared_order_with_no_stamped_object_is_omitted_loudly(damaged, expected):
+    """Seed: "a declared order with no stamped object anywhere (not yet swept, or deleted) is likewise omitted
+    loudly rather than fabricated empty"."""
+    product = damaged("elevation")
+    (only,) = expected["elevation"]["levels"]["4"]["nodes"].values()
+    set_attrs(product / only["path"] / "zarr.json", lambda a: a.pop("morton_hive_commit"))
+    with pytest.warns(moczarr.errors.LevelOmittedWarning, match="cell order 4"):
+        node = order_nodes(product)
+    assert sorted(node.children, key=int) == ["6", "8"]
+
+
+@pytest.mark.layers
+def test_a_store_declaring_path_grouping_above_one_omits_the_order_nodes(copy_fixture):
+    """Seed: "a store declaring path_grouping > 1 (D21) ... the order nodes are omitted with a warning and the
+    source node stands"."""
+    root = copy_fixture("multiproduct_hive/atl06_pg3")
+    manifest = load_json(root / "morton_hive.json")
+    assert manifest["path_grouping"] > 1
+    flat = order_nodes(root)
+    assert not flat.children and flat.ds.sizes["cells"] > 0
+    fields = {"count": {"class": "exact", "method": "sum", "nan_policy": "skip"}}
+    manifest["pyramid"] = {
+        "spec": "zagg-pyramid/1",
+        "overview": {"orders": [3], "spacing": 2, "all_time": False, "fields": fields},
+    }
+    write_json(root / "morton_hive.json", manifest)
+    with pytest.warns(moczarr.errors.LevelOmittedWarning, match="path_grouping"):
+        node = order_nodes(root)
+    assert list(node.children) == [str(manifest["cell_order"])]
+    source = node[str(manifest["cell_order"])].ds
+    np.testing.assert_array_equal(source["morton"].values, flat.ds["morton"].values)
+
+
+def test_sibling_order_nodes_have_their_own_variable_sets(sample):
+    """Seed: "tree[product]["18"].ds having a variable tree[product]["20"].ds lacks is the expected case, not
+    corruption" (h_mean is a none-class field: it exists only at the source order)."""
+    with quiet():
+        product = moczarr.open_store(sample, window="2019")["elevation"]
+    variables = {name: set(node.ds.data_vars) for name, node in product.children.items()}
+    assert "h_mean" in variables["8"]
+    assert "h_mean" not in variables["6"] and "h_mean" not in variables["4"]
+    assert {"count", "h_min", "h_max"} <= variables["6"] == variables["4"]
+
+
+def test_one_store_may_hold_legacy_and_versioned_leaves(sample, damaged, expected):
+    """Seed: "A stamp without current is a legacy leaf ..., so nothing needs migrating and one store may hold both
+    kinds"."""
+    product = damaged("elevation")
+    shards = expected["elevation"]["shards"]
+    version_leaf(product / expected["elevation"]["leaves"][shards[0]]["path"], "run-3-1")
+    with quiet():
+        ds = moczarr.open_hive(product).compute()
+    summary = ds.attrs["morton_hive"]
+    assert summary["n_leaves"] == len(shards) and summary["n_versioned"] == 1
+    reference = moczarr.open_hive(sample / "elevation").compute()
+    for name, values in values_of(reference).items():
+        np.testing.assert_array_equal(ds[name].values, values, err_msg=name)
+
+
+def test_an_out_of_coverage_aoi_empties_every_node_schema_correct(sample, expected):
+    """Seed: "an out-of-coverage AOI empties each node schema-correct (issue #4) while source_orders /
+    overview_orders keep reporting what the store holds"."""
+    wide = moczarr.open_store(sample, window="2019")
+    with pytest.warns(moczarr.errors.EmptySelectionWarning):
+        empty = moczarr.open_store(sample, aoi=["1111"], window="2019")
+    assert sorted(empty.children) == sorted(wide.children)
+    for path, node in wide.subtree_with_keys:
+        if node.is_root or node.children:
+            continue
+        emptied = empty[path].ds
+        assert emptied.sizes["cells"] == 0 < node.ds.sizes["cells"], path
+        assert set(emptied.data_vars) == set(node.ds.data_vars), path
+        for name in [*node.ds.data_vars, "morton"]:
+            assert emptied[name].dtype == node.ds[name].dtype, (path, name)
+    for name in expected:
+        assert moczarr.source_orders(empty[name]) == moczarr.source_orders(wide[name])
+        assert moczarr.overview_orders(empty[name]) == moczarr.overview_orders(wide[name])
+    assert moczarr.overview_orders(empty["elevation"]) != ()
+
+
+def write_one_leaf_store(root: Path, manifest: dict, cell_order: int) -> np.ndarray:
+    """A one-leaf ``morton-hive/1`` store at ``cell_order`` (shard one order above, every cell a row, a ``count``
+    field, pyramid declared off) laid out as zagg writes it; returns the leaf's packed words."""
+    from moczarr.testing.records import children, content_hashes, coverage_box, dggs_attrs, leaf_path, root_ranges
+
+    shard_order = cell_order - 1
+    shard = moczarr.ids.to_words(["4331421" + "1" * (shard_order - 6)])[0]
+    root.mkdir(parents=True)
+    write_json(
+        root / "morton_hive.json",
+        {
+            **manifest,
+            "cell_order": cell_order,
+            "shard_order": shard_order,
+            "split_schedule": [1] * shard_order,
+            "pyramid": {"spec": "zagg-pyramid/1", "overview": {"orders": []}},
+        },
+    )
+    write_json(
+        root / "coverage.moc",
+        {"spec": "morton-moc/1", "encoding": "ranges", "order": shard_order, "ranges": root_ranges([shard])},
+    )
+    words = children(shard, cell_order)
+    arrays = {"morton": words, "count": np.arange(1, words.size + 1, dtype=np.int32)}
+    leaf = zarr.open_group(str(root / leaf_path(shard, None)), mode="w", zarr_format=3)
+    group = leaf.create_group(str(cell_order), attributes=dggs_attrs(cell_order))
+    for name, data in arrays.items():
+        group.create_array(
+            name, shape=data.shape, dtype=data.dtype, fill_value=0, compressors=None, dimension_names=["cells"]
+        )[:] = data
+    stamp = {
+        "spec": "morton-hive/1",
+        "complete": True,
+        "cells_with_data": int(words.size),
+        "coverage": {"spec": "morton-moc/1", "box": coverage_box(words), "cell_order": cell_order, "encoding": "full"},
+        "content_hashes": content_hashes(str(cell_order), arrays),
+    }
+    leaf.update_attributes({"morton_hive_commit": stamp})
+    return words
+
+
+@pytest.mark.parametrize("cell_order", [24, 25])
+def test_fabrication_above_order_24_warns(sample, tmp_path, cell_order):
+    """Seed: "NESTED ids above order 24 exceed the float64-exact integer range (2**53) ... Fabrication above order
+    24 currently warns" (order 24 itself is exact and quiet)."""
+    manifest = load_json(sample / "elevation" / "morton_hive.json")
+    words = write_one_leaf_store(tmp_path / "deep", manifest, cell_order)
+    if cell_order > 24:
+        with pytest.warns(moczarr.errors.PrecisionWarning, match="2\\*\\*53"):
+            ds = moczarr.open_hive(tmp_path / "deep")
+    else:
+        with quiet():
+            ds = moczarr.open_hive(tmp_path / "deep")
+    assert ds.attrs["morton_hive"]["cell_order"] == cell_order
+    np.testing.assert_array_equal(ds["morton"].values, words)
+    np.testing.assert_array_equal(ds["cell_ids"].values, mortie.mort2healpix(words)[0])
