@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # the reader is loaded when a root is read, not when the comm
     from moczarr import VerifyReport
     from moczarr.metadata import ProductSummary
 
+__all__ = ["classify", "describe_root", "format_report", "verify_root"]
+
 _ORDER = {"error": 0, "warning": 1, "info": 2}
 
 

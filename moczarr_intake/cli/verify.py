@@ -17,6 +17,8 @@ from moczarr.errors import NotAHiveStoreError, WindowError
 
 from .common import add_storage_flags, command_parser, progress, storage_options
 
+__all__ = ["add_parser", "run"]
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register the ``verify`` sub-command on an ``argparse`` sub-parser set."""
