@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from pathlib import Path
@@ -43,6 +44,7 @@ def build_into(
     storage_options = options.storage_options
     named = previous if previous is not None else _record_at(out, out_location, storage_options)
     reading, caught = _read_stores(roots, out, options, progress=progress, reading=reading)
+    _leave_out_unnameable(reading)
     entries = catalog_entries(reading.summaries, reading.moraine, named.identities() if named else None)
     notes = build_notes(entries, reading, caught)
     if options.strict and notes:
@@ -146,6 +148,40 @@ def _read_stores(roots, out: Path, options: BuildOptions, *, progress: bool, rea
         below = ", ".join(d.prefix for d in reading.discoveries)
         raise ContentError("nothing to catalog" + (f" below {below}" if below else "") + ": " + "; ".join(why))
     return reading, caught
+
+
+#: why a store, product or pyramid whose location is not valid UTF-8 is left out
+NOT_UTF8 = "its path is not valid UTF-8, so no document can name it (rename the folder)"
+
+
+def _leave_out_unnameable(reading: Reading) -> None:
+    """Move every store, product or pyramid whose location is not valid UTF-8 to the damaged (one odd folder never
+    fails the build: a ``degraded:`` line names it, its bytes shown escaped); raises when nothing is left."""
+    for r in reading.reads:
+        if r.moraine is not None and not _utf8(r.moraine.path):
+            r.damaged.append((_shown(r.moraine.path), NOT_UTF8))
+            r.moraine = None
+        if r.summary is None:
+            continue
+        bad = [p for p in r.summary.products if not _utf8(p.root)]
+        if bad or not _utf8(r.summary.root):
+            kept = [p for p in r.summary.products if _utf8(p.root)] if _utf8(r.summary.root) else []
+            r.damaged += [(_shown(p.root), NOT_UTF8) for p in r.summary.products if p not in kept]
+            r.summary = dataclasses.replace(r.summary, products=kept) if kept else None
+    if not reading.summaries and not reading.moraine:
+        raise ContentError("nothing to catalog: " + "; ".join(f"{where}: {why}" for where, why in reading.damaged))
+
+
+def _utf8(location: str) -> bool:
+    try:
+        location.encode("utf-8")
+    except UnicodeEncodeError:  # a name the file system gave as bytes (surrogate-escaped)
+        return False
+    return True
+
+
+def _shown(location: str) -> str:
+    return location.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _output_notes(policy: HrefPolicy, storage_options, api_skipped: str | None) -> list[str]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -142,6 +143,23 @@ def test_hostile_names_build_a_catalog_that_reads_back_to_each_store(hostile, tm
         xr.testing.assert_identical(v1[name](order=6).read(), want)
         xr.testing.assert_identical(v2[f"{name}_o6"].read(), want)
     assert roots == {hostile / f for f in [*FOLDERS, "dots", "long"]}  # each entry names its own store
+
+
+def test_a_folder_whose_name_is_not_utf8_is_left_out_with_one_line(tmp_path):
+    """One odd store never fails the build: a folder name no document can spell is a degraded line, the rest built."""
+    stores = tmp_path / "stores"
+    bare_copy(stores / "good")
+    bare_copy(Path(os.fsdecode(os.fsencode(stores) + b"/bad\xff")))
+    done = run_catalog("build", stores, "--discover", "--out", tmp_path / "cat", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    degraded = [line for line in done.stderr.splitlines() if line.startswith("degraded:")]
+    assert degraded == [
+        f"degraded: {stores}/bad\\xff: left out of the catalog: its path is not valid UTF-8, so no document can "
+        "name it (rename the folder)"
+    ]
+    catalog = pystac.Catalog.from_file(str(tmp_path / "cat" / "stac" / "catalog.json"))
+    assert [c.id for c in catalog.get_all_collections()] == ["moczarr_sample"]
+    assert "bad" not in (tmp_path / "cat" / "catalog.yaml").read_text()
 
 
 def test_a_folder_named_like_an_encoded_dotdot_stays_that_folder(tmp_path):
