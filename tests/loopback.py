@@ -7,7 +7,12 @@ waits out its first SYN retransmission (1 s) before it is served.
 
 from __future__ import annotations
 
-from http.server import ThreadingHTTPServer
+import functools
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
 class BurstServer(ThreadingHTTPServer):
@@ -15,3 +20,22 @@ class BurstServer(ThreadingHTTPServer):
 
     request_queue_size = 128
     daemon_threads = True
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, fmt, *args):
+        pass
+
+
+@contextmanager
+def serve_folder(folder: Path) -> Iterator[str]:
+    """``folder`` served by ``http.server`` on 127.0.0.1 (quietly, a :class:`BurstServer`); yields its URL."""
+    httpd = BurstServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(folder)))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)

@@ -13,14 +13,12 @@ the day it is dropped.
 from __future__ import annotations
 
 import functools
-import http.server
 import importlib.metadata
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
-import threading
 import tomllib
 from pathlib import Path
 
@@ -30,7 +28,7 @@ from packaging.utils import canonicalize_name
 
 from tests.helpers import REPO
 from tests.helpers import run_catalog as run
-from tests.loopback import BurstServer
+from tests.loopback import serve_folder
 
 SAMPLE = REPO / "catalogs" / "sample"
 
@@ -107,19 +105,8 @@ def served(tmp_path):
     stores.mkdir()
     shutil.copytree(SAMPLE, stores / "sample")
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    httpd = BurstServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(stores)))
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", stores
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with serve_folder(stores) as url:
+        yield url, stores
 
 
 @pytest.mark.subprocess

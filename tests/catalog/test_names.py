@@ -13,8 +13,6 @@ of the bundled sample (``catalogs/sample``).
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import os
 import shutil
@@ -36,7 +34,7 @@ from moczarr_intake.model.hrefs import quote_path
 from moczarr_intake.model.options import check_url
 from moczarr_intake.stac import geoparquet, open_stac
 from tests.helpers import SAMPLE, run_catalog
-from tests.loopback import BurstServer
+from tests.loopback import serve_folder
 
 #: folder names a colleague may give a store: a space and non-ASCII, a literal percent-encoded "..", 250 characters
 FOLDERS = ["a b é", "%2e%2e", "x" * 250]
@@ -182,19 +180,8 @@ def http_stores(tmp_path):
     stores = tmp_path / "stores"
     stores.mkdir()
 
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, fmt, *args):
-            pass
-
-    httpd = BurstServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(stores)))
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", stores
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with serve_folder(stores) as url:
+        yield url, stores
 
 
 def test_entries_published_over_http_open_with_no_option_and_s3_ones_keep_their_endpoint(

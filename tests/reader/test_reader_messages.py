@@ -10,14 +10,11 @@ finer than order 29 is an :class:`AOIError` naming it; plain
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import re
 import shutil
 import subprocess
 import sys
-import threading
 import warnings
 from pathlib import Path
 
@@ -36,7 +33,7 @@ from moczarr.errors import (
 )
 from moczarr_intake.stac import StacDocumentError, StacNotFoundError, open_stac
 from tests.helpers import REPO, fixture_path
-from tests.loopback import BurstServer
+from tests.loopback import serve_folder
 
 WINDOWED = "zagg/windowed/store"
 BARE = "zagg/single_8/store"
@@ -174,19 +171,8 @@ def test_open_stac_of_a_folder(tmp_path):
 def http_folder(tmp_path):
     """``http.server`` on 127.0.0.1 serving ``tmp_path`` (quietly); yields its URL and folder."""
 
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, fmt, *args):
-            pass
-
-    httpd = BurstServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(tmp_path)))
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", tmp_path
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
+    with serve_folder(tmp_path) as url:
+        yield url, tmp_path
 
 
 def test_open_stac_over_http_names_the_url(http_folder):
