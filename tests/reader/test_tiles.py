@@ -1,0 +1,165 @@
+"""The tile reader (moczarr.tiles): every pixel of a tile against an independent oracle, in each grid.
+
+The oracle never goes through the reader's pixel path: a pixel's centre from
+morecantile's tile bounds and an affine transform, its lon/lat from pyproj, its
+authalic latitude from the closed-form WGS84 formula, its HEALPix NESTED id at
+the level from cdshealpix, that id as the store's packed word by mortie's
+documented ``norm2mort`` (nested id = base cell * 4**order + in-base address),
+and its value from ``open_level`` over the whole level.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import astropy.units as u
+import cdshealpix
+import morecantile
+import mortie
+import numpy as np
+import pytest
+from astropy.coordinates import Latitude, Longitude
+from pyproj import Transformer
+from rasterio.transform import from_bounds
+
+import moczarr
+from tests.helpers import fixture_path
+
+tiles = pytest.importorskip("moczarr.tiles")
+
+WGS84_A = 6378137.0
+WGS84_F = 1 / 298.257223563
+EARTH_RADIUS_KM = 6371.0088
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    tiles.clear_cache()
+    yield
+    tiles.clear_cache()
+
+
+# -- the oracle ---------------------------------------------------------------------------------------------
+def authalic(lat_deg: np.ndarray) -> np.ndarray:
+    """Authalic latitude (degrees) of WGS84 geodetic latitudes: beta = asin(q(phi) / q(90))."""
+    e = math.sqrt(WGS84_F * (2 - WGS84_F))
+
+    def q(s):
+        return (1 - e * e) * (s / (1 - e * e * s * s) - np.log((1 - e * s) / (1 + e * s)) / (2 * e))
+
+    s = np.sin(np.radians(lat_deg))
+    return np.degrees(np.arcsin(np.clip(q(s) / q(1.0), -1, 1)))
+
+
+def oracle_lonlat(tms, tile, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each pixel centre of ``tile`` as lon/lat: the tile's affine applied to (col + 0.5, row + 0.5)."""
+    affine = from_bounds(*tms.xy_bounds(tile), size, size)
+    cols, rows = np.meshgrid(np.arange(size) + 0.5, np.arange(size) + 0.5)
+    x, y = affine @ (cols, rows)
+    to_ll = Transformer.from_crs(tms.crs.to_wkt(), "EPSG:4326", always_xy=True)
+    lon, lat = to_ll.transform(x, y)
+    return np.asarray(lon), np.asarray(lat)
+
+
+def oracle_words(lon: np.ndarray, lat: np.ndarray, order: int) -> np.ndarray:
+    """The packed word of the cell at ``order`` holding each point: cdshealpix's NESTED id, through ``norm2mort``."""
+    ok = np.isfinite(lon) & np.isfinite(lat) & (np.abs(lat) <= 90)
+    ipix = cdshealpix.nested.lonlat_to_healpix(
+        Longitude(np.where(ok, lon, 0) * u.deg), Latitude(authalic(np.where(ok, lat, 0)) * u.deg), order
+    ).astype(np.int64)
+    words = mortie.norm2mort(ipix & ((1 << (2 * order)) - 1), ipix >> (2 * order), order)
+    return np.where(ok, np.asarray(words, dtype=np.uint64), np.uint64(0))
+
+
+def oracle_values(root, order: int, words: np.ndarray, variable: str, **kw) -> np.ma.MaskedArray:
+    """``variable`` at each word from ``open_level`` (whole level); masked where no cell or no value."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
+        ds = moczarr.open_level(root, order, **kw)
+    morton = ds["morton"].values
+    values = ds[variable].values
+    at = np.clip(np.searchsorted(morton, words), 0, max(morton.size - 1, 0))
+    held = (morton.size > 0) & (morton[at] == words) & (words != 0)
+    out = np.where(held, values[at], 0).astype(values.dtype)
+    mask = ~held | (np.isnan(out) if out.dtype.kind == "f" else False)
+    return np.ma.MaskedArray(out, mask=mask)
+
+
+def expected_order(levels, tms, zoom: int) -> int:
+    """The rule, computed apart: the coarsest level whose cells (the root of the equal HEALPix cell area) are no
+    larger than a pixel, else the finest."""
+    units = 2 * math.pi * WGS84_A / 360 if tms.crs.to_epsg() in (4326, None) and tms.id == "WorldCRS84Quad" else 1.0
+    pixel = tms.matrix(zoom).cellSize * units
+    size = {o: math.sqrt(4 * math.pi * EARTH_RADIUS_KM**2 / (12 * 4**o)) * 1000 for o in levels}
+    fitting = [o for o in levels if size[o] <= pixel]
+    return min(fitting) if fitting else max(levels)
+
+
+def check_tile(reader, root, tile, variable, **kw) -> int:
+    """Compare every pixel of ``tile`` with the oracle; return the count of pixels holding a value."""
+    img = reader.tile(tile.x, tile.y, tile.z)
+    order = expected_order(reader.levels, reader.tms, tile.z) if reader.cell_order is None else reader.cell_order
+    assert img.metadata["cell_order"] == order
+    lon, lat = oracle_lonlat(reader.tms, tile, img.width)
+    expected = oracle_values(root, order, oracle_words(lon, lat, order), variable, **kw)
+    got = img.array[0]
+    assert np.array_equal(got.mask, expected.mask), (
+        f"{tile}: masks differ at {np.argwhere(got.mask != expected.mask)[:5]}"
+    )
+    assert np.array_equal(got.data[~got.mask], expected.data[~expected.mask]), f"{tile}: values differ"
+    return int((~got.mask).sum())
+
+
+def data_centre(root, variable: str, **kw) -> tuple[float, float]:
+    """The centre (lon, lat) of the store's median cell holding a (non-zero) value of ``variable``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
+        ds = moczarr.cell_centers(moczarr.open_hive(root, **kw))
+    values = ds[variable].values
+    occupied = np.flatnonzero(np.isfinite(values) & (values != 0))
+    at = occupied[occupied.size // 2]
+    return float(ds["lon"].values[at]), float(ds["lat"].values[at])
+
+
+def first_numeric(root, **kw) -> str:
+    """``count`` when the store has it, else its first numeric variable (the shared stores name theirs apart)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
+        ds = moczarr.open_hive(root, **kw)
+    names = [str(n) for n, v in ds.data_vars.items() if v.dtype.kind in "iuf" and v.dims == ("cells",)]
+    return "count" if "count" in names else names[0]
+
+
+# -- tiles against the oracle ---------------------------------------------------------------------------------
+GRIDS = ["WebMercatorQuad", "WorldCRS84Quad", "UPSArcticWGS84Quad"]
+
+
+@pytest.mark.layers
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("store,variable", [("zagg/pyramid/store", "count"), ("serc_hive", "h_mean")])
+def test_tile_pixels_are_the_cells_holding_their_centres(grid, store, variable):
+    root = fixture_path(store)
+    reader = tiles.HiveReader(str(root), tms=morecantile.tms.get(grid), variable=variable)
+    lon, lat = data_centre(root, variable)
+    held = 0
+    for zoom in (reader.maxzoom - 2, reader.maxzoom, reader.maxzoom + 2):
+        held += check_tile(reader, root, reader.tms.tile(lon, lat, max(zoom, 0)), variable)
+    assert held > 0  # the tiles meet the data: the comparison compared values
+
+
+@pytest.mark.layers
+@pytest.mark.parametrize("grid", ["UPSAntarcticWGS84Quad", "WorldCRS84Quad"])
+def test_polar_tiles_of_a_windowed_product(grid):
+    root = fixture_path("multiproduct_hive")
+    variable = first_numeric(root / "atl06_windows", window="2019")
+    reader = tiles.HiveReader(
+        str(root), product="atl06_windows", window="2019", tms=morecantile.tms.get(grid), variable=variable
+    )
+    lon, lat = data_centre(root / "atl06_windows", variable, window="2019")
+    assert lat < -60
+    held = sum(
+        check_tile(reader, root / "atl06_windows", reader.tms.tile(lon, lat, z), variable, window="2019")
+        for z in (max(reader.maxzoom - 1, 0), reader.maxzoom + 1)
+    )
+    assert held > 0
