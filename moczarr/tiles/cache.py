@@ -58,6 +58,7 @@ class OpenedStore:
     manifest: Manifest
     window: Any  # a window label, a TimeRange (time=) or None
     orders: tuple[int, ...]
+    node_orders: dict[int, int]
     shards: np.ndarray | None
     bounds: tuple[float, float, float, float]
     token: str
@@ -147,12 +148,14 @@ def _open(key, url, product, window, time, storage_options) -> OpenedStore:
     token = _token(storage)
     manifest = read_manifest(storage)
     shards = root_shards(storage, manifest)
+    levels = pyramid_levels(manifest)
     return OpenedStore(
         key=key,
         storage=storage,
         manifest=manifest,
         window=window_or_time(window, time, manifest.location),
-        orders=tuple(lv.cell_order for lv in pyramid_levels(manifest)),
+        orders=tuple(lv.cell_order for lv in levels),
+        node_orders={lv.cell_order: lv.node_order for lv in levels},
         shards=shards,
         bounds=_bounds(shards),
         token=token,

@@ -148,14 +148,21 @@ class HiveReader(BaseReader):
         return np.ma.MaskedArray(out, mask=mask), names, True
 
     def _shards_of(self, words: np.ndarray, order: int) -> np.ndarray:
-        """The cells at the shard order (or ``order``, when coarser) holding ``words``, and holding data."""
+        """The cells at the shard order (or ``order``, when coarser) holding ``words`` whose object may hold data.
+
+        A level's objects sit at its node order (the shard order for source
+        leaves, an ancestor for overviews), so a cell is kept when its ancestor
+        at that order meets a stored shard.
+        """
         if words.size == 0:
             return words
-        aoi_order = min(order, self.store.manifest.shard_order)
-        shards = np.unique(np.asarray(mortie.clip2order(aoi_order, words), dtype=np.uint64))
-        if self.store.shards is not None:
-            shards = shards[meets(shards, self.store.shards)]
-        return shards
+        manifest = self.store.manifest
+        cells = np.unique(np.asarray(mortie.clip2order(min(order, manifest.shard_order), words), dtype=np.uint64))
+        if self.store.shards is None:
+            return cells
+        node_order = self.store.node_orders.get(order, manifest.shard_order)
+        nodes = np.asarray(mortie.clip2order(node_order, cells), dtype=np.uint64)
+        return cells[meets(nodes, self.store.shards)]
 
     def _variable(self, ds: xr.Dataset | None, order: int) -> str:
         """``variable`` checked against the level's numeric variables."""

@@ -10,7 +10,9 @@ and its value from ``open_level`` over the whole level.
 
 from __future__ import annotations
 
+import importlib
 import math
+import sys
 import warnings
 
 import astropy.units as u
@@ -22,11 +24,12 @@ import pytest
 from astropy.coordinates import Latitude, Longitude
 from pyproj import Transformer
 from rasterio.transform import from_bounds
+from rio_tiler.errors import TileOutsideBounds
 
 import moczarr
+import moczarr.tiles as tiles
+from moczarr.errors import ArgumentError, LevelError, MissingExtraError, ProductError
 from tests.helpers import fixture_path
-
-tiles = pytest.importorskip("moczarr.tiles")
 
 WGS84_A = 6378137.0
 WGS84_F = 1 / 298.257223563
@@ -163,3 +166,165 @@ def test_polar_tiles_of_a_windowed_product(grid):
         for z in (max(reader.maxzoom - 1, 0), reader.maxzoom + 1)
     )
     assert held > 0
+
+
+@pytest.mark.layers
+def test_an_overview_level_asked_by_cell_order_is_drawn_from_it():
+    root = fixture_path("zagg/pyramid/store")
+    reader = tiles.HiveReader(str(root), variable="count", cell_order=4)
+    lon, lat = data_centre(root, "count")
+    assert check_tile(reader, root, reader.tms.tile(lon, lat, 5), "count") > 0
+
+
+# -- the level rule --------------------------------------------------------------------------------------------
+@pytest.mark.layers
+@pytest.mark.parametrize(
+    "grid,read",
+    # a CRS84 pixel at zoom 0 (78 km) is smaller than an order-6 cell (102 km): every zoom reads order 8
+    [("WebMercatorQuad", {6, 8}), ("WorldCRS84Quad", {8}), ("UPSAntarcticWGS84Quad", {6, 8})],
+)
+def test_each_zoom_reads_the_coarsest_level_no_larger_than_a_pixel_else_the_finest(grid, read):
+    reader = tiles.HiveReader(str(fixture_path("zagg/pyramid/store")), tms=grid, variable="count")
+    assert reader.levels == (8, 6, 4)
+    picked = {z: reader.order_for_zoom(z) for z in range(8)}
+    assert picked == {z: expected_order((8, 6, 4), reader.tms, z) for z in picked}
+    assert set(picked.values()) == read
+
+
+def test_pick_order_is_the_rule():
+    cell = {o: math.sqrt(4 * math.pi * EARTH_RADIUS_KM**2 / (12 * 4**o)) * 1000 for o in (4, 6, 8)}
+    assert tiles.pick_order([4, 6, 8], cell[4] * 1.01) == 4  # every level fits: the coarsest
+    assert tiles.pick_order([4, 6, 8], cell[4] * 0.99) == 6  # order 4 is larger than the pixel
+    assert tiles.pick_order([4, 6, 8], cell[8] * 1.0001) == 8
+    assert tiles.pick_order([4, 6, 8], cell[8] * 0.5) == 8  # none fits: the finest
+
+
+# -- points ------------------------------------------------------------------------------------------------
+@pytest.mark.layers
+@pytest.mark.parametrize("cell_order", [None, 6])
+def test_point_is_open_level_sel_of_the_cell_holding_it(cell_order):
+    root = fixture_path("zagg/pyramid/store")
+    reader = tiles.HiveReader(str(root), variable="count", cell_order=cell_order)
+    order = 8 if cell_order is None else cell_order
+    ds = moczarr.open_level(root, order)
+    lon, lat = data_centre(root, "count")
+    word = oracle_words(np.array([lon]), np.array([lat]), order)
+    expected = ds["count"].sel(morton=word).values
+    got = reader.point(lon, lat)
+    assert got.band_descriptions == ["count"]
+    assert not got.array.mask.any() and got.array.data.tolist() == expected.tolist()
+
+
+@pytest.mark.layers
+def test_a_point_no_cell_holds_is_masked():
+    reader = tiles.HiveReader(str(fixture_path("zagg/pyramid/store")), variable="count")
+    assert reader.point(-100.0, 40.0).array.mask.all()
+
+
+# -- what a read costs ---------------------------------------------------------------------------------------
+@pytest.mark.layers
+def test_a_tile_reads_only_the_leaves_its_pixels_fall_in_and_a_warm_tile_reads_none_again():
+    root = fixture_path("zagg/single_8")  # eight leaves
+    store = root / "store" if (root / "store").is_dir() else root
+    lon, lat = data_centre(store, "count")
+    with moczarr.count_requests() as cold:
+        reader = tiles.HiveReader(str(store), variable="count")
+        tile = reader.tms.tile(lon, lat, 9)  # well inside one order-6 shard
+        reader.tile(tile.x, tile.y, tile.z)
+    assert cold.kind("stamp") == 1, cold.summary()
+    with moczarr.count_requests() as warm:
+        again = tiles.HiveReader(str(store), variable="count")
+        again.tile(tile.x, tile.y, tile.z)
+    assert warm.kind("stamp") == 0 and warm.kind("manifest") == 0, warm.summary()
+
+
+@pytest.mark.layers
+def test_a_tile_outside_the_data_reads_no_leaf_and_is_outside_bounds():
+    reader = tiles.HiveReader(str(fixture_path("zagg/pyramid/store")), variable="count")
+    tile = reader.tms.tile(-100.0, 40.0, 6)
+    with moczarr.count_requests() as seen, pytest.raises(TileOutsideBounds):
+        reader.tile(tile.x, tile.y, tile.z)
+    assert seen.kind("stamp") == 0
+
+
+def test_a_changed_manifest_is_noticed(tmp_path, monkeypatch):
+    from moczarr.testing import write_sample_store
+    from tests.helpers import rewrite_manifest
+
+    store = write_sample_store(tmp_path / "sample") / "elevation"
+    first = tiles.HiveReader(str(store), variable="count")
+    assert tiles.HiveReader(str(store), variable="count").store is first.store  # warm: the same open
+    monkeypatch.setattr(tiles.cache, "REVALIDATE_SECONDS", 0.0)
+    assert tiles.HiveReader(str(store), variable="count").store is first.store  # unchanged bytes: kept
+    rewrite_manifest(store, generated_at="2030-01-01T00:00:00Z")
+    assert tiles.HiveReader(str(store), variable="count").store is not first.store
+    tiles.clear_cache()
+    assert tiles.cache_info() == {"stores": 0, "datasets": 0}
+
+
+# -- windows, parts, previews, statistics, info --------------------------------------------------------------
+@pytest.mark.layers
+def test_time_draws_one_band_per_window_each_its_windows_values():
+    root = fixture_path("zagg/windowed/store")
+    lon, lat = data_centre(root, "count", window="2020")
+    both = tiles.HiveReader(str(root), variable="count", time=("2019-01-01", "2021-01-01"))
+    tile = both.tms.tile(lon, lat, both.maxzoom)
+    img = both.tile(tile.x, tile.y, tile.z)
+    assert img.band_descriptions == ["2019", "2020"]
+    for band, window in enumerate(("2019", "2020")):
+        one = tiles.HiveReader(str(root), variable="count", window=window).tile(tile.x, tile.y, tile.z).array[0]
+        assert np.array_equal(img.array[band].mask, one.mask)
+        assert np.array_equal(img.array[band].data[~one.mask], one.data[~one.mask])
+
+
+@pytest.mark.layers
+def test_part_preview_statistics_and_info_describe_the_data():
+    root = fixture_path("zagg/pyramid/store")
+    reader = tiles.HiveReader(str(root), variable="count")
+    preview = reader.preview(max_size=256)
+    assert max(preview.width, preview.height) <= 256 and preview.crs == "EPSG:4326"
+    assert (~preview.array.mask).any()
+    part = reader.part(reader.bounds, width=64, height=64)
+    assert part.array.shape == (1, 64, 64) and (~part.array.mask).any()
+    stats = reader.statistics(max_size=256)["b1"]
+    held = preview.array[0].compressed()
+    assert stats.max == held.max() and stats.min == held.min() and stats.count == held.size
+    info = reader.info()
+    assert info.bounds == reader.bounds and info.model_extra["levels"] == [8, 6, 4]
+    w, s, e, n = reader.bounds
+    lon, lat = data_centre(root, "count")
+    assert w <= lon <= e and s <= lat <= n
+
+
+# -- typed errors ----------------------------------------------------------------------------------------------
+@pytest.mark.layers
+def test_bad_arguments_raise_one_typed_error_naming_the_choices():
+    root = fixture_path("zagg/pyramid/store")
+    with pytest.raises(LevelError, match=r"cell_order=5 .*levels: 8, 6, 4"):
+        tiles.HiveReader(str(root), variable="count", cell_order=5)
+    with pytest.raises(ArgumentError, match=r"tms='Nowhere'.*WebMercatorQuad"):
+        tiles.HiveReader(str(root), variable="count", tms="Nowhere")
+    lon, lat = data_centre(root, "count")
+    reader = tiles.HiveReader(str(root), variable="h_nope")
+    tile = reader.tms.tile(lon, lat, 5)
+    with pytest.raises(ArgumentError, match=r"variable='h_nope'.*variables: .*count"):
+        reader.tile(tile.x, tile.y, tile.z)
+
+
+@pytest.mark.layers
+def test_a_multi_product_root_needs_product_and_names_its_products():
+    root = fixture_path("multiproduct_hive")
+    with pytest.raises(ProductError, match=r"product= one of atl06, .*atl06_windows"):
+        tiles.HiveReader(str(root), variable="count")
+    with pytest.raises(ProductError, match=r"no product 'nope'; products: atl06"):
+        tiles.HiveReader(str(root), product="nope", variable="count")
+    with pytest.raises(ProductError, match=r"bare store"):
+        tiles.HiveReader(str(root / "atl06"), product="atl06", variable="count")
+
+
+def test_without_the_extra_the_package_names_it(monkeypatch):
+    for name in [m for m in sys.modules if m == "moczarr.tiles" or m.startswith("moczarr.tiles.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "rio_tiler", None)
+    with pytest.raises(MissingExtraError, match=r"moczarr\[tiles\]"):
+        importlib.import_module("moczarr.tiles")
