@@ -204,9 +204,25 @@ def _add(node: Node, tiles_url: str, base, variable: str, layer: dict, span, tms
     if span is not None:
         render["rescale"] = [[span[0], span[1]]]
     render["colormap_name"] = COLORMAP
-    fields["renders"] = {variable: render}
     doc["links"] = doc["links"] + web_map_links(tiles_url, params, tms_ids, variable, title)
-    doc["stac_extensions"] = sorted({*doc.get("stac_extensions", []), WEB_MAP_LINKS, RENDER})
+    extensions = sorted({*doc.get("stac_extensions", []), WEB_MAP_LINKS, RENDER})
+    if node.kind == "item":
+        fields["renders"] = {variable: render}
+        doc["stac_extensions"] = extensions
+    else:  # where pystac writes them: the extensions after the links, the renders last of the extra fields
+        _put(doc, "stac_extensions", extensions, after="links")
+        _put(doc, "renders", {variable: render}, after="item_assets")
+
+
+def _put(doc: dict, key: str, value, *, after: str) -> None:
+    """Set ``doc[key]``, a new key placed right after ``after``, as pystac's ``to_dict`` orders the keys."""
+    if key in doc:
+        doc[key] = value
+        return
+    names = list(doc)
+    rest = {name: doc.pop(name) for name in names[names.index(after) + 1 :]}
+    doc[key] = value
+    doc.update(rest)
 
 
 def _store_url(node: Node, base: str | None) -> str:

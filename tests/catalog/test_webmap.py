@@ -241,6 +241,15 @@ def test_the_documents_validate_and_pystac_reads_the_links_and_renders(served):
             assert render.rescale is not None and render.rescale[0][0] < render.rescale[0][1]
 
 
+def test_every_document_is_what_pystac_writes_of_it(served):
+    """The documents with their links and renders are written in the bytes pystac writes (as every document is)."""
+    dumps = pystac.StacIO.default().json_dumps
+    kinds = {"Collection": pystac.Collection, "Feature": pystac.Item}
+    for path, doc in documents(served["out"]):
+        obj = kinds[doc["type"]].from_dict(doc, migrate=False)
+        assert dumps(obj.to_dict(transform_hrefs=False)) == path.read_text(), path
+
+
 def test_the_stac_api_outputs_and_the_pgstac_ndjson_carry_the_same_links(served):
     out = served["out"]
     static = {d["id"]: (web_map(d), renders(d)) for _, d in documents(out)}
