@@ -49,6 +49,7 @@ from moczarr.errors import ArgumentError
 from moczarr.metadata import is_remote, join_location
 
 from .documents import Node
+from .thumbnails import MAX_CELLS
 
 WEB_MAP_LINKS = "https://stac-extensions.github.io/web-map-links/v1.2.0/schema.json"
 RENDER = "https://stac-extensions.github.io/render/v2.0.0/schema.json"
@@ -146,7 +147,7 @@ def add_web_maps(top: Node, tiles_url: str, base: str | None) -> list[str]:
             if variable not in ranges:
                 notes.append(
                     f"tiles: {doc['id']}: no quicklook drew {variable} (build with --thumbnails; levels over "
-                    "50,000 cells are not drawn): its renders have no rescale"
+                    f"{MAX_CELLS:,} cells are not drawn): its renders have no rescale"
                 )
         for item in node.items:
             hint = item.doc["assets"][ASSET]["xarray:open_kwargs"]
