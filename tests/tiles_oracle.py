@@ -73,7 +73,8 @@ def oracle_values(root, order: int, words: np.ndarray, variable: str, **kw) -> n
 
 
 def expected_order(levels, tms, zoom: int) -> int:
-    """The rule, computed apart: cells (sqrt of the equal HEALPix area) no larger than a pixel, coarsest; else finest."""
+    """The rule, computed apart: the coarsest level whose cells (the root of the equal HEALPix cell area) are no
+    larger than a pixel, else the finest."""
     units = 2 * math.pi * WGS84_A / 360 if tms.crs.to_epsg() in (4326, None) and tms.id == "WorldCRS84Quad" else 1.0
     pixel = tms.matrix(zoom).cellSize * units
     size = {o: math.sqrt(4 * math.pi * EARTH_RADIUS_KM**2 / (12 * 4**o)) * 1000 for o in levels}

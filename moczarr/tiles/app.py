@@ -2,9 +2,10 @@
 
 The routes are titiler's, so any titiler client knows them (under the prefix the router is mounted at):
 ``/tiles/{tileMatrixSetId}/{z}/{x}/{y}[.{format}]`` (``.npy`` gives the raw values and their mask),
-``/{tileMatrixSetId}/tilejson.json``, ``/WMTSCapabilities.xml`` (titiler's WMTS extension: one layer per
-grid), ``/point/{lon},{lat}``, ``/info``, ``/statistics``, ``/preview``, ``/bbox``, ``/feature`` and
-``/{tileMatrixSetId}/map.html``, with titiler's ``rescale=``, ``colormap_name=``, ``colormap=`` and the rest.
+``/{tileMatrixSetId}/tilejson.json``, ``/WMTSCapabilities.xml`` (titiler's WMTS extension: a layer per grid,
+named ``{url}_{tileMatrixSetId}_default`` with ``url=`` as the request gave it), ``/point/{lon},{lat}``,
+``/info``, ``/statistics``, ``/preview``, ``/bbox``, ``/feature`` and ``/{tileMatrixSetId}/map.html``, with
+titiler's ``rescale=``, ``colormap_name=``, ``colormap=`` and the rest.
 Every route takes the store as ``url=`` and the reader's parameters ``product=`` (a product of a
 multi-product root), ``variable=``, ``window=``, ``time=`` (``START/END``) and ``cell_order=``.
 
@@ -114,18 +115,32 @@ class StoreAccess:
         return normalize_location(text)
 
 
+class StoreLocation(str):
+    """A store location checked by :class:`StoreAccess` (what the reader opens); :attr:`given` is the ``url=`` as
+    the request spelled it, which names the store's layers in the WMTS document (``{url}_{grid}_default``)."""
+
+    given: str
+
+
 def path_dependency(access: StoreAccess) -> Callable[..., str]:
-    """titiler's path dependency: the store location of a request's ``url=``, or HTTP 403 (:class:`StoreAccess`)."""
+    """titiler's path dependency: the :class:`StoreLocation` of a request's ``url=``, or HTTP 403
+    (:class:`StoreAccess`)."""
 
     def store_location(
         url: Annotated[str, Query(description="The store (or product) URL: a folder or an object-store URL")],
     ) -> str:
         try:
-            return access.check(url)
+            location = StoreLocation(access.check(url))
         except PermissionError as exc:
             raise HTTPException(status.HTTP_403_FORBIDDEN, str(exc)) from None
+        location.given = url
+        return location
 
     return store_location
+
+
+def _layer_name(src_path: Any) -> str:
+    return getattr(src_path, "given", str(src_path))
 
 
 def reader_dependency(storage_options: dict | None = None) -> type[DefaultDependency]:
@@ -175,7 +190,7 @@ def tiler_factory(
         path_dependency=path_dependency(StoreAccess(allow)),
         reader_dependency=reader_dependency(storage_options),
         router_prefix=router_prefix,
-        extensions=[wmtsExtension()],
+        extensions=[wmtsExtension(layer_identifier_provider=_layer_name)],
         **factory_options,
     )
 
@@ -214,6 +229,7 @@ def create_app(*, allow: Sequence[str], storage_options: dict | None = None) -> 
 __all__ = [
     "STATUS_CODES",
     "StoreAccess",
+    "StoreLocation",
     "add_error_handlers",
     "create_app",
     "path_dependency",
