@@ -140,7 +140,9 @@ GRIDS = ["WebMercatorQuad", "WorldCRS84Quad", "UPSArcticWGS84Quad"]
 
 @pytest.mark.layers
 @pytest.mark.parametrize("grid", GRIDS)
-@pytest.mark.parametrize("store,variable", [("zagg/pyramid/store", "count"), ("serc_hive", "h_mean")])
+@pytest.mark.parametrize(
+    "store,variable", [("zagg/pyramid/store", "count"), ("serc_hive", "h_mean"), ("overview_hive/atl06", "h_max")]
+)
 def test_tile_pixels_are_the_cells_holding_their_centres(grid, store, variable):
     root = fixture_path(store)
     reader = tiles.HiveReader(str(root), tms=morecantile.tms.get(grid), variable=variable)
@@ -328,3 +330,23 @@ def test_without_the_extra_the_package_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "rio_tiler", None)
     with pytest.raises(MissingExtraError, match=r"moczarr\[tiles\]"):
         importlib.import_module("moczarr.tiles")
+
+
+@pytest.mark.layers
+def test_readers_in_many_threads_draw_what_one_thread_draws():
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = fixture_path("zagg/pyramid/store")
+    lon, lat = data_centre(root, "count")
+    tms = morecantile.tms.get("WebMercatorQuad")
+    wanted = [tms.tile(lon + dx, lat + dy, z) for z in (5, 7) for dx in (-0.5, 0, 0.5) for dy in (-0.5, 0.5)]
+
+    def draw(tile):
+        img = tiles.HiveReader(str(root), variable="count").tile(tile.x, tile.y, tile.z)
+        return img.array.filled(-1)
+
+    alone = [draw(t) for t in wanted]
+    tiles.clear_cache()
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(draw, wanted * 2))
+    assert all(np.array_equal(a, b) for a, b in zip(alone * 2, together, strict=True))
