@@ -22,7 +22,9 @@ the latency proxy of ``bench_s3.py`` at ``+--latency-ms`` per request, unless
   manifest, root MOC, the stamps of the leaves the tile meets, then its chunks);
 - ``warm``: the tile's level already opened (the tile asked once before);
 - ``x1``: one client, one tile at a time; ``x{clients}``: that many tiles
-  asked at once (cold: all after one forgetting, so they share one open).
+  asked at once (cold: all after one forgetting, so they share one open);
+  ``reader``: ``HiveReader.tile`` called in this thread, no HTTP nor
+  rendering (what the server adds is the difference).
 
 beside the floor of one tile, computed from the leaves the tile meets (the
 shards holding its pixels' cells, found without the reader) and never from
@@ -133,6 +135,16 @@ class Plan:
         shards = np.unique(mortie.clip2order(self.manifest.shard_order, words[words != 0]))
         return [self.leaves[int(s)] for s in shards if int(s) in self.leaves]
 
+    def pixel_seconds(self, tile) -> float:
+        """Seconds to take ``tile``'s pixel centres to lon/lat (pyproj) and to cells (mortie): work every tile does
+        beside reading, which the floors leave out."""
+        import mortie
+
+        t0 = time.perf_counter()
+        lon, lat = oracle_lonlat(self.tms, tile, 256)
+        mortie.geo2mort(lat, lon, order=self.manifest.cell_order)
+        return time.perf_counter() - t0
+
     def files(self, leaves: list[str]) -> tuple[list[Path], list[Path]]:
         """The stamps and the variable's chunks of ``leaves``."""
         roots = [self.store / ids.leaf_path(d, None, self.manifest.path_grouping) for d in leaves]
@@ -161,13 +173,22 @@ class Plan:
 
 
 # -- the measurement ----------------------------------------------------------------------------------
-def measure(server: str, url: str, tiles, clients: int) -> dict[str, list[float]]:
-    """Latencies (s) of ``tiles`` by case: cold/warm, one client and ``clients`` at once."""
-    from moczarr.tiles import clear_cache
+def measure(server: str, url: str, tiles, clients: int, options: dict | None = None) -> dict[str, list[float]]:
+    """Latencies (s) of ``tiles`` by case: cold/warm, one client and ``clients`` at once; and ``reader``, the
+    reader's own ``tile()`` in this thread, no HTTP (what the server adds is the difference)."""
+    from moczarr.tiles import HiveReader, clear_cache
 
     params = urllib.parse.urlencode({"url": url, "variable": VARIABLE})
     urls = [f"{server}/tiles/{GRID}/{t.z}/{t.x}/{t.y}.npy?{params}" for t in tiles]
     out: dict[str, list[float]] = {"cold x1": [], "warm x1": [], f"cold x{clients}": [], f"warm x{clients}": []}
+    out["cold reader"], out["warm reader"] = [], []
+    for t in tiles:
+        for case in ("cold reader", "warm reader"):
+            if case.startswith("cold"):
+                clear_cache()
+            t0 = time.perf_counter()
+            HiveReader(url, tms=t_grid(), variable=VARIABLE, storage_options=options).tile(t.x, t.y, t.z)
+            out[case].append(time.perf_counter() - t0)
     for u in urls:
         clear_cache()
         out["cold x1"].append(fetch(u))
@@ -181,6 +202,12 @@ def measure(server: str, url: str, tiles, clients: int) -> dict[str, list[float]
             out[f"warm x{clients}"] += list(pool.map(fetch, batch))
             out[f"warm x{clients}"] += list(pool.map(fetch, batch))
     return out
+
+
+def t_grid():
+    import morecantile
+
+    return morecantile.tms.get(GRID)
 
 
 def report(place: str, results: dict[str, list[float]], tile_floor: float, open_floor: float, args) -> None:
@@ -263,7 +290,11 @@ def main() -> None:
     for z, tiles in sets.items():
         measured = [plan.local_floors(t) for t in tiles for _ in range(3)]
         floors[z] = [statistics.median(f[i] for f in measured) for i in range(4)]
-        print(f"zoom {z}: {len(tiles)} tiles, a tile meets {floors[z][2]:g} leaves (median)")
+        pixels = statistics.median(plan.pixel_seconds(t) for t in tiles for _ in range(3))
+        print(
+            f"zoom {z}: {len(tiles)} tiles, a tile meets {floors[z][2]:g} leaves (median); its 65,536 pixel "
+            f"centres to cells (pyproj, then mortie) take {pixels * 1e3:.1f} ms, not in the floor"
+        )
     header = f"{'place':<12}{'case':<12}{'n':>5}{'floor ms':>10}{'p50 ms':>9}{'p95 ms':>9}{'p50/fl':>9}{'p95/fl':>9}"
     print(header + f"{'avg':>6}")
     with serve_asgi(create_app(allow=[os.fspath(store)])) as server:
@@ -290,7 +321,7 @@ def main() -> None:
                 tile_s, open_s, chunks, stamps = floors[z]
                 s3_tile = tile_s + max(1, math.ceil(chunks / args.limit)) * latency
                 s3_open = open_s + (1 + max(1, math.ceil(stamps / args.limit))) * latency
-                results = measure(server, "s3://bench/tiles", tiles, args.clients)
+                results = measure(server, "s3://bench/tiles", tiles, args.clients, options)
                 report(f"s3 z{z}", results, s3_tile, s3_open, args)
         print(f"(most requests in flight at the proxy: {proxy_stats(endpoint)['max_in_flight']})")
     finally:
