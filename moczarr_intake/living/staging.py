@@ -1,22 +1,22 @@
 """Putting a staged catalog in place: a reader, or a run stopped at any moment, meets one whole generation.
 
 A build writes the whole catalog (an update: the documents it changes) into
-a temporary sibling of its output folder, ``.OUT.xxxxxxxx.tmp``. Then
-:func:`switch` makes the new generation and puts it in place:
+a temporary sibling of its output folder, ``.OUT.xxxxxxxx.tmp``
+(:func:`staging_folder`; every file written there new). Then :func:`switch`
+makes that folder the new generation and puts it in place:
 
-1. a second sibling folder is filled with **hard links** to every file of
-   the current ``OUT`` (every one, the build's and any other file placed
-   there, except those the new generation replaces or no longer has: the
-   stale ones), its folders created;
-2. the staged files are renamed into it (:func:`os.replace`: each a new
-   file; a file of the current generation is never opened for writing, so
-   the previous generation is never modified through the links it shares);
-3. **one exchange** swaps the two folders (Linux ``renameat2`` with
+1. every other file of the current ``OUT`` is **hard-linked** into it (the
+   build's, and any file someone placed in ``OUT``), except those the new
+   generation no longer has (the stale ones), ``OUT``'s folders made there
+   with their permissions. No file of the current generation is ever
+   opened for writing, so nothing written reaches it through the links it
+   shares; every placed file is a new one;
+2. **one exchange** swaps the two folders (Linux ``renameat2`` with
    ``RENAME_EXCHANGE``, macOS ``renamex_np`` with ``RENAME_SWAP``:
    :func:`exchange`), so ``OUT`` is the new generation, whole, from one
    instant on; a first build renames its folder to ``OUT`` instead (a
-   symlinked ``OUT``: its target is what is swapped);
-4. the previous generation, now in the sibling folder, is removed (a file
+   symlinked ``OUT``: its target is what is swapped, the link stays);
+3. the previous generation, now in the sibling folder, is removed (a file
    some other program created in ``OUT`` while the run was writing is moved
    into the new generation first, not lost).
 
@@ -67,7 +67,6 @@ import errno
 import functools
 import os
 import re
-import secrets
 import shutil
 import stat
 import sys
@@ -78,8 +77,10 @@ from pathlib import Path
 
 #: the environment variable naming the step :func:`pause` stops at (a test hook)
 PAUSE_ENV = "MOCZARR_CATALOG_PAUSE"
-#: the steps a run can be paused at, in the order a run passes them (``roots`` only when placing file by file;
-#: ``moving`` and ``deleting`` there mean half of the waves placed and half of the stale files removed)
+#: the steps a run can be paused at, in the order a run passes them: ``linked`` (the new generation complete
+#: beside ``OUT``), ``swapped`` (exchanged; the previous one beside ``OUT``), ``deleting`` (half of the previous
+#: one removed); placing file by file, ``moving`` (half of the waves placed), ``roots`` (the STAC root placed),
+#: ``deleting`` (half of the stale files removed)
 PAUSE_STEPS = ("locked", "staged", "linked", "moving", "roots", "swapped", "deleting")
 
 #: ``errno`` values of an exchange this system or filesystem cannot do (nothing was changed)
@@ -118,56 +119,47 @@ def switch(
 ) -> str | None:
     """Make ``out`` the new generation: its files, with those of ``staged`` in place of theirs, less the stale ones.
 
-    Stale: a file found below ``scope`` (the files and folders of ``out``
-    this catalog owns) that ``staged`` does not hold (``claims``: when
-    given, only the files it claims). Every other file of ``out`` is kept.
-    The switch is one exchange of two folders (see the module docstring);
-    where it cannot be, the files are placed into ``out`` in :func:`order`
-    (``last``: the entry documents and the record), ``before_in_place``
-    called first. Returns None, or the one ``note:`` line saying the catalog
-    was placed file by file, and why. ``staged`` is left empty.
+    ``staged``: a folder beside ``out`` (:func:`staging_folder`), which
+    becomes the new generation. Stale: a file found below ``scope`` (the
+    files and folders of ``out`` this catalog owns) that ``staged`` does not
+    hold (``claims``: when given, only the files it claims). Every other
+    file of ``out`` is kept. The switch is one exchange of two folders (see
+    the module docstring); where it cannot be, the files are placed into
+    ``out`` in :func:`order` (``last``: the entry documents and the record),
+    ``before_in_place`` called first. Returns None, or the one ``note:``
+    line saying the catalog was placed file by file, and why. ``staged`` is
+    gone or empty afterwards.
     """
     pause("staged")
     target = Path(os.path.realpath(out))
-    keys = files_below(staged)
     if not os.path.lexists(target):  # a first build: its folder renamed in
-        fresh = _new_folder(target)
-        try:
-            _fill(staged, fresh, keys)
-            os.rename(fresh, target)
-        except BaseException:
-            shutil.rmtree(fresh, ignore_errors=True)
-            raise
+        os.chmod(staged, 0o777 & ~_umask())
+        os.rename(staged, target)
         return None
+    placed = set(files_below(staged))
     scope = list(scope)
-    placed = set(keys)
     stale = [k for k in files_below(target, scope) if k not in placed and (claims is None or claims(k))]
     why = _cannot_exchange(target)
-    if why is not None:
-        return _in_place(staged, out, target, last, scope, claims, before_in_place, why)
-    fresh = _new_folder(target)
-    swapped = False
-    try:
+    linked: list[str] = []
+    if why is None:
         try:
-            linked = _link_tree(target, fresh, placed.union(stale))
+            linked = _link_tree(target, staged, placed.union(stale))
         except OSError as e:
             if e.errno not in _CANNOT_LINK:
                 raise
-            shutil.rmtree(fresh, ignore_errors=True)
-            return _in_place(staged, out, target, last, scope, claims, before_in_place, "no hard links here")
+            why = "no hard links here"  # what was linked is placed onto itself below: a rename that does nothing
+    if why is None:
+        _prune(staged, stale)
         pause("linked")
-        _fill(staged, fresh, keys)
-        _prune(fresh, stale)
-        swapped = exchange(fresh, target)
-        if not swapped:
-            why = "this filesystem cannot exchange two folders"
-            return _in_place(fresh, out, target, last, scope, claims, before_in_place, why)
-        pause("swapped")
-        _drop(fresh, target, placed.union(stale, linked))
-    finally:
-        if not swapped:
-            shutil.rmtree(fresh, ignore_errors=True)
-    return None
+        if exchange(staged, target):
+            pause("swapped")
+            _drop(staged, target, placed.union(stale, linked))
+            return None
+        why = "this filesystem cannot exchange two folders"
+    if before_in_place is not None:
+        before_in_place()
+    move_in(staged, target, last=last, scope=scope, claims=claims)
+    return f"note: {out}: placed file by file ({why}): a run killed meanwhile may leave files of both generations"
 
 
 def exchange(a: Path, b: Path) -> bool:
@@ -223,55 +215,33 @@ def _cannot_exchange(target: Path) -> str | None:
     return None
 
 
-def _in_place(staged, out, target, last, scope, claims, before_in_place, why: str) -> str:
-    """:func:`switch` where the exchange cannot be done: :func:`move_in`, then the note saying so."""
-    if before_in_place is not None:
-        before_in_place()
-    move_in(staged, target, last=last, scope=scope, claims=claims)
-    return f"note: {out}: placed file by file ({why}): a run killed meanwhile may leave files of both generations"
-
-
-def _new_folder(target: Path) -> Path:
-    """A new empty folder beside ``target``, named as its staging folders are (:func:`sweep` removes it), with
-    the default permissions (it becomes the catalog)."""
-    while True:
-        path = target.parent / f".{target.name}.{secrets.token_hex(4)}.tmp"
-        try:
-            path.mkdir()
-        except FileExistsError:
-            continue
-        return path
+def _umask() -> int:
+    """The process's file mode creation mask (read by setting it, then set back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _link_tree(current: Path, fresh: Path, skip: set[str]) -> list[str]:
-    """Hard-link every file of ``current`` except ``skip`` into the empty folder ``fresh`` (a symlink as itself),
-    every folder made with its permissions; returns the relative paths linked."""
+    """Hard-link every file of ``current`` except ``skip`` into ``fresh`` (a symlink as itself), every folder of
+    ``current`` made there with its permissions; returns the relative paths linked."""
     linked = []
     os.chmod(fresh, stat.S_IMODE(current.stat().st_mode))
     todo = [""]
     while todo:
         rel = todo.pop()
-        with os.scandir(current / rel) as entries:
+        with os.scandir(os.path.join(current, rel)) as entries:
             for entry in entries:
                 key = f"{rel}/{entry.name}" if rel else entry.name
+                dst = os.path.join(fresh, key)
                 if entry.is_dir(follow_symlinks=False):
-                    os.mkdir(fresh / key)
-                    os.chmod(fresh / key, stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode))
+                    os.makedirs(dst, exist_ok=True)
+                    os.chmod(dst, stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode))
                     todo.append(key)
                 elif key not in skip:
-                    os.link(entry.path, fresh / key, follow_symlinks=False)
+                    os.link(entry.path, dst, follow_symlinks=False)
                     linked.append(key)
     return linked
-
-
-def _fill(staged: Path, fresh: Path, keys: Sequence[str]) -> None:
-    """Rename the files ``keys`` of ``staged`` into ``fresh`` (each replacing a link, if there is one)."""
-    for i, key in enumerate(keys):
-        if i == len(keys) // 2:
-            pause("moving")
-        dst = fresh / key
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(staged / key, dst)
 
 
 def _drop(previous: Path, current: Path, known: set[str]) -> None:
@@ -290,7 +260,7 @@ def _drop(previous: Path, current: Path, known: set[str]) -> None:
         if i == len(files) // 2:
             pause("deleting")
         with contextlib.suppress(FileNotFoundError):
-            (previous / key).unlink()
+            os.unlink(os.path.join(previous, key))
     shutil.rmtree(previous, ignore_errors=True)
 
 
@@ -314,14 +284,15 @@ def order(keys: Iterable[str], last: Sequence[str]) -> list[list[str]]:
 def files_below(folder: Path, scope: Iterable[str] = ("",)) -> list[str]:
     """The relative paths of the files below ``folder/<each of scope>`` (a folder or a file; missing ones skipped)."""
     found = []
+    root = os.fspath(folder)
     for part in scope:
-        base = folder / part if part else folder
-        if base.is_file():
+        base = os.path.join(root, part) if part else root
+        if os.path.isfile(base):
             found.append(part)
             continue
         for parent, _, names in os.walk(base):
-            rel = Path(parent).relative_to(folder).as_posix()
-            found += [name if rel == "." else f"{rel}/{name}" for name in names]
+            rel = parent[len(root) + 1 :].replace(os.sep, "/")
+            found += [f"{rel}/{name}" if rel else name for name in names]
     return sorted(found)
 
 

@@ -177,7 +177,7 @@ def generations(snapshots):
 
 
 #: the steps of a local run in order; a run killed before ``swapped`` leaves the previous generation
-STEPS = ["staged", "linked", "moving", "swapped", "deleting"]
+STEPS = ["staged", "linked", "swapped", "deleting"]
 
 
 @pytest.mark.parametrize("command", ["build", "update"])
