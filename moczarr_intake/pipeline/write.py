@@ -57,8 +57,8 @@ class CatalogJob(NamedTuple):
 
 def write_catalog(entries: CatalogEntries, out: Path, policy: HrefPolicy, inputs: BuildRecordInputs, *, progress):
     """Write STAC (and its API outputs), both YAML flavours and the record to a temporary sibling of ``out``, then
-    move them in: the whole catalog, or only what changed when an update can keep the rest
-    (:mod:`~moczarr_intake.living.reuse`).
+    switch ``out`` to the new generation (:func:`~moczarr_intake.living.staging.switch`): the whole catalog, or
+    only what changed when an update can keep the rest (:mod:`~moczarr_intake.living.reuse`).
 
     Returns the :class:`~moczarr_intake.stac.ApiOutputs` (paths in the temporary folder, or in ``out`` for an
     update that kept some), with the lines naming the Items they leave out in ``notes``. A local catalog is
