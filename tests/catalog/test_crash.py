@@ -169,11 +169,16 @@ def generations(snapshots):
     arguments, the catalog's folder, what is in it (``before``) and what a fresh build of the stores writes
     there (``after``)."""
     args, out, before, after = snapshots
+    _restore(out, before)
+    return args, out, before, after
+
+
+def _restore(out: Path, files: dict[str, bytes]) -> None:
+    """``out`` holding ``files``, alone in its folder."""
     shutil.rmtree(out.parent)
-    for key, payload in before.items():
+    for key, payload in files.items():
         (out / key).parent.mkdir(parents=True, exist_ok=True)
         (out / key).write_bytes(payload)
-    return args, out, before, after
 
 
 #: the steps of a local run in order; a run killed before ``swapped`` leaves the previous generation
@@ -194,6 +199,41 @@ def test_a_run_killed_at_any_step_leaves_one_whole_generation_and_the_next_run_c
     assert main([*map(str, cli)]) == 0
     assert _files(out) == after
     assert not _beside(out)  # cleaned by the next run
+
+
+@pytest.fixture(scope="module")
+def one_product_changed(sample, tmp_path_factory):
+    """As :func:`snapshots`, the stores changed in one product only: an update writes that product's documents
+    and keeps the others'."""
+    base = tmp_path_factory.mktemp("partial")
+    prefix = _stores(sample, base / "stores")
+    args = ["build", prefix, "--discover", "--href-base", HREF, "--stores-root", prefix]
+    out = base / "runs" / "cat"
+    states = []
+    for changed in (False, True):
+        if changed:
+            rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
+        shutil.rmtree(out.parent, ignore_errors=True)
+        assert main([*map(str, args), "--out", str(out)]) == 0
+        states.append(_files(out))
+    return out, states[0], states[1]
+
+
+@pytest.mark.parametrize("step", ["linked", "swapped"])
+def test_a_partial_update_killed_leaves_one_generation_and_the_next_keeps_the_unchanged_files(
+    one_product_changed, step
+):
+    out, before, after = one_product_changed
+    _restore(out, before)
+    kept = [k for k in before if k.endswith("/collection.json") and "elevation_yearly" not in k]
+    assert kept and all(before[k] == after[k] for k in kept)
+    inodes = {k: (out / k).stat().st_ino for k in kept}
+    Paused(["update", out], step, cwd=out.parent).kill()
+    assert _files(out) == (before if step == "linked" else after)
+    assert main(["update", str(out)]) == 0
+    assert _files(out) == after
+    assert {k: (out / k).stat().st_ino for k in kept} == inodes  # linked into each generation, never rewritten
+    assert not _beside(out)
 
 
 #: a ``moczarr-catalog`` whose system cannot exchange two folders (the file-by-file placement)
