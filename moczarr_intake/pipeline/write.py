@@ -129,6 +129,7 @@ def _write_staged(job: CatalogJob, reuse: Reuse | None) -> ApiOutputs | None:
         beside = _stage_beside(job, reuse, staged, ndjson, tmp)
         api = staged.pending.wait()
         api.notes = [f"note: {w.message}" for w in staged.left_out if issubclass(w.category, MoczarrWarning)]
+        api.notes += [f"note: {line}" for line in staged.catalog.notes]
         if (note := _place(job, reuse, tmp, beside)) is not None:
             api.notes.append(note)
         if reuse is not None:
@@ -180,6 +181,7 @@ def _stage_stac(job: CatalogJob, reuse: Reuse | None, tmp: Path, started: list) 
             progress=job.progress,
             license=licence,
             license_url=licence_url,
+            tiles_url=options.tiles_url,
         )
     ((documents, pending),) = made
     return _Staged(catalog, documents, pending, left_out)
