@@ -105,11 +105,16 @@ class Reuse:
         }
 
     def place(
-        self, staged: Path, out: Path, names: Iterable[str], before_in_place: Callable[[], None] | None = None
+        self,
+        staged: Path,
+        out: Path,
+        names: Iterable[str],
+        before_in_place: Callable[[], None] | None = None,
+        in_place: str | None = None,
     ) -> str | None:
         """Switch the local catalog ``out`` to a generation with the staged partial build in it
         (:func:`~.staging.switch`; ``names``: the entry documents and the record, placed last when it has to
-        place file by file, after ``before_in_place``). Returns its note, if any.
+        place file by file, after ``before_in_place``, or because of ``in_place``). Returns its note, if any.
 
         The written products' folders and STAC API files are this write's:
         a file below them that the build has no longer (an Item gone, a
@@ -125,6 +130,7 @@ class Reuse:
             scope=[*(self.folders[cid] for cid in self.written), f"{STAC}/{API_ITEMS}", f"{STAC}/{API_COLLECTIONS}"],
             claims=lambda key: key.startswith(folders) or _api_owner(key, self.folders) in owned,
             before_in_place=before_in_place,
+            in_place=in_place,
         )
 
 

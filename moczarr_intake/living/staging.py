@@ -37,7 +37,10 @@ catalog per run that writes (an ``update`` that finds nothing changed
 writes nothing).
 
 **Where the exchange is unavailable** (another system; a filesystem
-without it; ``OUT`` a mount point; a filesystem without hard links) the run
+without it; ``OUT`` a mount point; a filesystem without hard links), or
+where ``OUT`` holds a store of the catalog (its files are not the
+catalog's to link and swap: a store is large, and its writer may be
+writing into it), the run
 says so in one ``note:`` line and places the staged files into ``OUT`` file
 by file (:func:`move_in`), with the weaker guarantee of earlier releases:
 every document reachable from an entry document (``stac/catalog.json``,
@@ -116,6 +119,7 @@ def switch(
     scope: Iterable[str],
     claims: Callable[[str], bool] | None = None,
     before_in_place: Callable[[], None] | None = None,
+    in_place: str | None = None,
 ) -> str | None:
     """Make ``out`` the new generation: its files, with those of ``staged`` in place of theirs, less the stale ones.
 
@@ -126,9 +130,10 @@ def switch(
     file of ``out`` is kept. The switch is one exchange of two folders (see
     the module docstring); where it cannot be, the files are placed into
     ``out`` in :func:`order` (``last``: the entry documents and the record),
-    ``before_in_place`` called first. Returns None, or the one ``note:``
-    line saying the catalog was placed file by file, and why. ``staged`` is
-    gone or empty afterwards.
+    ``before_in_place`` called first; ``in_place``: the reason to place file
+    by file even where the exchange is available. Returns None, or the one
+    ``note:`` line saying the catalog was placed file by file, and why.
+    ``staged`` is gone or empty afterwards.
     """
     pause("staged")
     target = Path(os.path.realpath(out))
@@ -139,7 +144,7 @@ def switch(
     placed = set(files_below(staged))
     scope = list(scope)
     stale = [k for k in files_below(target, scope) if k not in placed and (claims is None or claims(k))]
-    why = _cannot_exchange(target)
+    why = in_place or _cannot_exchange(target)
     linked: list[str] = []
     if why is None:
         try:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from moczarr.errors import MoczarrWarning
+from moczarr.metadata import is_remote
 
 from ..model.options import BuildOptions, check_license
 
@@ -230,10 +231,10 @@ def _place(job: CatalogJob, reuse: Reuse | None, tmp: Path, beside: list[str]) -
     """The staged catalog put in place: whole, only what changed (``reuse``), or into its empty staging folder.
 
     A local catalog switches to the new generation in one step
-    (:func:`~..living.staging.switch`); returns None, or the ``note:`` line
-    saying it was placed file by file instead (the lock then says this run
-    is writing, so that the next run rewrites the whole catalog should this
-    one die).
+    (:func:`~..living.staging.switch`), unless a store of it sits inside
+    ``out``; returns None, or the ``note:`` line saying it was placed file
+    by file instead (the lock then says this run is writing, so that the
+    next run rewrites the whole catalog should this one die).
     """
     from ..living.lock import held
     from ..living.outstore import ROOT_DOCUMENTS
@@ -256,12 +257,24 @@ def _place(job: CatalogJob, reuse: Reuse | None, tmp: Path, beside: list[str]) -
             if (tmp / name).exists():
                 os.replace(tmp / name, out / name)
     elif reuse is not None:  # a local catalog: the written products' documents replace theirs
-        note = reuse.place(tmp, out, last, before_in_place=writing)
+        note = reuse.place(tmp, out, last, before_in_place=writing, in_place=_store_inside(job.entries, out))
     else:
-        note = switch(tmp, out, last=last, scope=[*OUTPUTS, *beside], before_in_place=writing)
+        scope = [*OUTPUTS, *beside]
+        note = switch(
+            tmp, out, last=last, scope=scope, before_in_place=writing, in_place=_store_inside(job.entries, out)
+        )
     if lock is not None:
         lock.written()
     return note
+
+
+def _store_inside(entries: CatalogEntries, out: Path) -> str | None:
+    """``the store ROOT sits inside it`` when a local store of the catalog is inside ``out``, else None."""
+    real = Path(os.path.realpath(out))
+    for root in [s.root for s in entries.stores] + [m.info.path for m in entries.moraine]:
+        if not is_remote(root) and Path(os.path.realpath(root)).is_relative_to(real):
+            return f"the store {root} sits inside it"
+    return None
 
 
 def _api_files(out: Path, keys: dict[str, str] | None) -> tuple[list[Path], list[Path]]:

@@ -371,3 +371,22 @@ def test_the_library_takes_the_catalog_lock_itself(sample, s3):
         publish("s3://crash/lib-cat", "postgresql://nobody@127.0.0.1:9/none", storage_options=options)
     with pytest.raises(CatalogLockedError, match=r"pid 4242 on elsewhere\.example"):
         update("s3://crash/lib-cat", storage_options=options)
+
+
+def test_a_catalog_holding_its_store_is_placed_file_by_file_and_says_so_once(sample, tmp_path, capsys):
+    """A store inside ``--out`` (relative hrefs) is not the catalog's to link and swap: the run places the
+    catalog file by file, in one ``note:`` line."""
+    out = tmp_path / "cat"
+    store = link_copy(sample, out / "sample")
+    chunk = next(p for p in store.rglob("*") if p.is_file())
+    inode = chunk.stat().st_ino
+    for _ in range(2):
+        capsys.readouterr()
+        assert main(["build", str(store), "--out", str(out)]) == 0
+        notes = [line for line in capsys.readouterr().err.splitlines() if "placed file by file" in line]
+        assert notes == [
+            f"note: {out}: placed file by file (the store {store} sits inside it): "
+            "a run killed meanwhile may leave files of both generations"
+        ]
+    assert chunk.stat().st_ino == inode and (out / "stac" / "catalog.json").is_file()
+    assert not _beside(out)
