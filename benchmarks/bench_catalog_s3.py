@@ -27,7 +27,9 @@ folder below the scratch folder, so the figures are the reads), and prints
   the limit), ``ms`` (median of ``--runs``), ``ratio`` = ms / floor;
 - ``read ms``: the part of the build spent reading (the rest writes the
   catalog's documents locally), and ``in flight``: the most the proxy saw;
-- ``cpu ms/product``: the build's own CPU (reads and writing) per product;
+- ``cpu ms/product``: the build's own CPU (reads and writing, the
+  stac-geoparquet threads included) per product, and ``of it read``: the
+  part spent during the read phase (the rest writes the catalog);
 - ``cpu s``: the CPU seconds of the build's process, the server and the
   proxy (Linux ``/proc``): the floor assumes a server that costs nothing,
   while here all three share the machine's cores.
@@ -130,19 +132,22 @@ def lay_out_buckets(served: Path, server: str, upstream: str, n: int, tag: str) 
 
 class Timed:
     """The time spent in the catalog's read phase (locating or discovering the roots, then reading them), measured
-    around :func:`reading.read_roots`."""
+    around :func:`reading.read_roots`, and this process's CPU seconds meanwhile (nothing else of the build runs
+    then)."""
 
     def __init__(self):
         self.seconds = 0.0
+        self.cpu = 0.0
         self._orig = reading.read_roots
 
     def __enter__(self):
         def timed(*args, **kwargs):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             try:
                 return self._orig(*args, **kwargs)
             finally:
                 self.seconds += time.perf_counter() - t0
+                self.cpu += time.process_time() - c0
 
         reading.read_roots = timed
         return self
@@ -175,9 +180,9 @@ def default_scratch() -> str | None:
 
 def one_build(
     roots, options, endpoint, discover: bool, pids: list[int], scratch: Path
-) -> tuple[float, float, int, int, list, int]:
-    """``(seconds, read seconds, requests, most in flight, CPU seconds of pids, bucket lookups)`` of one build into
-    a temporary folder below ``scratch``."""
+) -> tuple[float, float, int, int, list, int, float]:
+    """``(seconds, read seconds, requests, most in flight, CPU seconds of pids, bucket lookups, read CPU seconds)``
+    of one build into a temporary folder below ``scratch``."""
     with tempfile.TemporaryDirectory(dir=scratch) as out:
         proxy_stats(endpoint)
         before = [cpu_seconds(pid) for pid in pids]
@@ -188,12 +193,12 @@ def one_build(
         cpu = [cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
         seen = proxy_stats(endpoint)["max_in_flight"]
     heads = counter["HEAD", "bucket"]
-    return seconds, timed.seconds, counter.gets + counter.lists + heads, seen, cpu, heads
+    return seconds, timed.seconds, counter.gets + counter.lists + heads, seen, cpu, heads, timed.cpu
 
 
 HEADER = (
     f"{'case':<34}{'requests':>9}{'/product':>9}{'floor ms':>10}{'ms':>8}{'ratio':>7}{'read ms':>9}"
-    f"{'read/floor':>11}{'in flight':>10}{'cpu ms/product':>15}  cpu s (build/server/proxy)"
+    f"{'read/floor':>11}{'in flight':>10}{'cpu ms/product':>15}{'of it read':>11}  cpu s (build/server/proxy)"
 )
 
 
@@ -296,13 +301,13 @@ def print_row(label: str, n: int, runs: list, latency: float, limit: int) -> Non
     read = statistics.median(r[1] for r in runs)
     requests, seen, heads = runs[-1][2], max(r[3] for r in runs), runs[-1][5]
     cpu = [statistics.median(r[4][i] for r in runs) for i in range(len(runs[0][4]))]
+    read_cpu = statistics.median(r[6] for r in runs)
     floor = requests * latency / limit
     lookups = f"  lookups {heads}" if heads else ""
     print(
         f"{label:<34}{requests:>9}{requests / n:>9.1f}{floor * 1e3:>10.0f}{seconds * 1e3:>8.0f}"
-        f"{seconds / floor:>6.1f}x{read * 1e3:>9.0f}{read / floor:>10.1f}x{seen:>10}{cpu[0] / n * 1e3:>15.1f}  "
-        + "/".join(f"{c:.1f}" for c in cpu)
-        + lookups,
+        f"{seconds / floor:>6.1f}x{read * 1e3:>9.0f}{read / floor:>10.1f}x{seen:>10}"
+        f"{cpu[0] / n * 1e3:>15.1f}{read_cpu / n * 1e3:>11.1f}  " + "/".join(f"{c:.1f}" for c in cpu) + lookups,
         flush=True,
     )
 

@@ -1,4 +1,4 @@
-"""An HTTP server class for the suite's servers on 127.0.0.1.
+"""The suite's HTTP servers on 127.0.0.1: a folder (http.server) or an ASGI application (uvicorn).
 
 ``http.server``'s listen backlog is 5: a burst of the reader's concurrent GETs
 overflows it, the kernel drops the other handshakes, and each dropped client
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -51,3 +52,26 @@ def serve_folder(folder: Path, *, cors: bool = False) -> Iterator[str]:
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
+
+
+@contextmanager
+def serve_asgi(app) -> Iterator[str]:
+    """An ASGI ``app`` served by uvicorn on 127.0.0.1 in a thread (quietly); yields its URL, stops it after."""
+    import socket
+
+    import uvicorn
+
+    sock = socket.create_server(("127.0.0.1", 0), backlog=BurstServer.request_queue_size)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("the ASGI server stopped before it started")
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

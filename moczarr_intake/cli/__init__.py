@@ -1,7 +1,8 @@
 """``moczarr-catalog``: build STAC and Intake catalogs for morton-hive stores, keep them current, publish them.
 
 One module per command (:data:`COMMANDS`), each adding its parser and calling
-the library (:func:`moczarr_intake.build`, ``update``, ``publish``).
+the library (:func:`moczarr_intake.build`, ``update``, ``publish``; ``serve`` runs
+:mod:`moczarr.tiles.app`).
 :func:`main` is the command: every failure one ``error:`` line on stderr, never
 a traceback (:data:`DESCRIPTION` is what ``--help`` prints; the exit statuses
 are listed there).
@@ -17,11 +18,11 @@ import sys
 
 from moczarr.errors import MoczarrError
 
-from . import build, demo, publish, show, update, verify
+from . import build, demo, publish, serve, show, update, verify
 from .common import one_line
 
 #: the commands, in the order ``--help`` lists them: each module's ``add_parser`` and ``run``
-COMMANDS = [build, show, demo, verify, update, publish]
+COMMANDS = [build, show, demo, verify, update, publish, serve]
 
 DESCRIPTION = """\
 Build STAC and Intake catalogs for morton-hive stores and moraine pyramids,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +42,7 @@ from ..pgstac.publish import CATALOG_FIELD, COLLECTIONS_NDJSON, ITEMS_NDJSON, nd
 from ..roots.discover import HIVE
 from ..stac import API_COLLECTIONS, API_ITEMS
 from .record import BuildRecord
-from .staging import move_in
+from .staging import switch
 
 #: the folder of the static catalog below the output
 STAC = "stac"
@@ -104,23 +104,33 @@ class Reuse:
             if key.startswith(folders) or _api_owner(key, self.folders) in self.keep
         }
 
-    def move_in(self, staged: Path, out: Path, names: Iterable[str]) -> None:
-        """Put a staged partial build into the local catalog ``out`` (:func:`~.staging.move_in`: leaves first, the
-        entry documents and the record, ``names``, last).
+    def place(
+        self,
+        staged: Path,
+        out: Path,
+        names: Iterable[str],
+        before_in_place: Callable[[], None] | None = None,
+        in_place: str | None = None,
+    ) -> str | None:
+        """Switch the local catalog ``out`` to a generation with the staged partial build in it
+        (:func:`~.staging.switch`; ``names``: the entry documents and the record, placed last when it has to
+        place file by file, after ``before_in_place``, or because of ``in_place``). Returns its note, if any.
 
         The written products' folders and STAC API files are this write's:
         a file below them that the build has no longer (an Item gone, a
-        Collection's stac-geoparquet file split otherwise) is removed once
-        everything is in place; every other file of ``out`` is kept.
+        Collection's stac-geoparquet file split otherwise) is left out of
+        the new generation; every other file of ``out`` is kept.
         """
         folders = tuple(f"{self.folders[cid]}/" for cid in self.written)
         owned = set(self.written)
-        move_in(
+        return switch(
             staged,
             out,
             last=list(names),
             scope=[*(self.folders[cid] for cid in self.written), f"{STAC}/{API_ITEMS}", f"{STAC}/{API_COLLECTIONS}"],
             claims=lambda key: key.startswith(folders) or _api_owner(key, self.folders) in owned,
+            before_in_place=before_in_place,
+            in_place=in_place,
         )
 
 

@@ -39,8 +39,9 @@ def redacted(url: str) -> str:
     return re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://).*@", r"\1***@", url, flags=re.DOTALL)
 
 
-def check_url(value: str | None, flag: str) -> str | None:
-    """``value`` without its trailing ``/`` when it is an absolute http(s), s3, gs or az URL with a host.
+def check_url(value: str | None, flag: str, schemes: tuple[str, ...] = URL_SCHEMES) -> str | None:
+    """``value`` without its trailing ``/`` when it is an absolute URL with a host and a scheme of ``schemes``
+    (default: http(s), s3, gs or az).
 
     Raises :class:`ArgumentError` naming ``flag`` otherwise (``ftp:/x``, ``not-a-url``, ``https://``), and
     for a URL holding a ``user:password@``: a credential would be written where the URL is, so it is
@@ -52,10 +53,9 @@ def check_url(value: str | None, flag: str) -> str | None:
         return None
     parts = urlsplit(value)
     shown = redacted(value)
-    if parts.scheme.lower() not in URL_SCHEMES or not parts.netloc or not is_url(value):
+    if parts.scheme.lower() not in schemes or not parts.netloc or not is_url(value):
         raise ArgumentError(
-            f"{flag} {shown!r} is not an absolute URL: give scheme://host/path with a scheme of "
-            f"{', '.join(URL_SCHEMES)}"
+            f"{flag} {shown!r} is not an absolute URL: give scheme://host/path with a scheme of {', '.join(schemes)}"
         )
     if "@" in value.split("://", 1)[1]:  # userinfo, or a secret holding a "/" that cut the address short
         raise ArgumentError(
@@ -189,6 +189,13 @@ class BuildOptions:
         metavar="URL",
     )
     license: str | None = _option(None, "license (an SPDX id or a URL) of products whose manifest records none")
+    #: the base URL of a moczarr tile server: each Item and Collection gets web-map links and a render to it
+    tiles_url: str | None = _option(
+        None,
+        "the base URL of a moczarr tile server (titiler's routes): web-map links (xyz, tilejson, wmts) and a render "
+        "on every Item and Collection, so a map shows the data (needs published store hrefs: --href-base)",
+        metavar="URL",
+    )
     #: fail (nothing written) when any product had to be degraded: :class:`~moczarr_intake.errors.DegradedBuildError`
     strict: bool = _option(False, "fail (exit 1, nothing written) when any product had to be degraded")
     #: a dask.distributed scheduler address: the per-store reads run on that cluster
@@ -200,14 +207,18 @@ class BuildOptions:
 
         Raises :class:`ArgumentError` naming the flag: ``href_base`` and
         ``catalog_url`` must be absolute http(s), s3, gs or az URLs,
+        ``tiles_url`` an absolute http(s) URL (a browser requests its tiles),
         ``stores_root`` a local folder given with ``href_base``, ``license``
         an SPDX license identifier or an http(s) URL.
         """
         href_base = check_url(self.href_base, "--href-base")
         catalog_url = check_url(self.catalog_url, "--catalog-url")
+        tiles_url = check_url(self.tiles_url, "--tiles-url", ("http", "https"))
         stores_root = check_stores_root(self.stores_root, href_base)
         check_license(self.license)
-        return dataclasses.replace(self, href_base=href_base, catalog_url=catalog_url, stores_root=stores_root)
+        return dataclasses.replace(
+            self, href_base=href_base, catalog_url=catalog_url, tiles_url=tiles_url, stores_root=stores_root
+        )
 
     def recorded(self) -> dict:
         """The options a build record keeps, by name, in field order (without the storage options)."""

@@ -8,7 +8,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from moczarr.errors import ContentError, MoczarrWarning
+from moczarr.errors import ArgumentError, ContentError, MoczarrWarning
 
 from ..errors import DegradedBuildError, warning_lines
 from ..model.access import withheld_options
@@ -52,6 +52,8 @@ def build_into(
     policy = HrefPolicy.for_roots(reading.locations, out, options.href_base, options.stores_root)
     for location in reading.locations:  # a store outside --stores-root is refused before anything is written
         policy.locate(location)
+    if options.tiles_url:
+        check_tile_addresses(reading, policy, options.catalog_url)
     inputs = BuildRecordInputs(reading, list(roots), options, out_location, previous)
     api = write_catalog(entries, out, policy, inputs, progress=progress)
     notes += _output_notes(policy, storage_options, api.skipped) + api.notes
@@ -66,6 +68,20 @@ def build_into(
         api_items=[out / "stac" / p.parent.name / p.name for p in api.items],
         api_collections=[out / "stac" / p.parent.name / p.name for p in api.collections],
     )
+
+
+def check_tile_addresses(reading: Reading, policy: HrefPolicy, catalog_url: str | None) -> None:
+    """Refuse ``--tiles-url`` when a store's published address would be a path of this machine (or relative in a
+    catalog published at no URL): the tile server, elsewhere, could not open it. Raises :class:`ArgumentError`."""
+    from ..model.hrefs import INSIDE, MACHINE
+
+    for summary in reading.summaries:
+        kind, _ = policy.locate(summary.root)
+        if kind == MACHINE or (kind == INSIDE and catalog_url is None):
+            raise ArgumentError(
+                f"--tiles-url: the store {summary.root} would be written as a path of this machine, which the "
+                "tile server cannot open: give --href-base (the URL the stores are served at)"
+            )
 
 
 def degrade_reasons(product: ProductSummary) -> list[str]:

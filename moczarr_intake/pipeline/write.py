@@ -1,18 +1,19 @@
 """A catalog's documents written: STAC (and its API outputs), both Intake YAMLs, the pgstac ndjson and the build
-record, staged in a temporary sibling of the output and moved in (:mod:`~moczarr_intake.living.staging`), or
-only what changed when an update can keep the rest (:mod:`~moczarr_intake.living.reuse`)."""
+record, staged in a temporary sibling of the output and switched in as one new generation
+(:mod:`~moczarr_intake.living.staging`), the whole catalog or only what changed when an update can keep the rest
+(:mod:`~moczarr_intake.living.reuse`)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
-import tempfile
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from moczarr.errors import MoczarrWarning
+from moczarr.metadata import is_remote
 
 from ..model.options import BuildOptions, check_license
 
@@ -57,8 +58,8 @@ class CatalogJob(NamedTuple):
 
 def write_catalog(entries: CatalogEntries, out: Path, policy: HrefPolicy, inputs: BuildRecordInputs, *, progress):
     """Write STAC (and its API outputs), both YAML flavours and the record to a temporary sibling of ``out``, then
-    move them in: the whole catalog, or only what changed when an update can keep the rest
-    (:mod:`~moczarr_intake.living.reuse`).
+    switch ``out`` to the new generation (:func:`~moczarr_intake.living.staging.switch`): the whole catalog, or
+    only what changed when an update can keep the rest (:mod:`~moczarr_intake.living.reuse`).
 
     Returns the :class:`~moczarr_intake.stac.ApiOutputs` (paths in the temporary folder, or in ``out`` for an
     update that kept some), with the lines naming the Items they leave out in ``notes``. A local catalog is
@@ -111,9 +112,10 @@ class _Staged(NamedTuple):
 def _write_staged(job: CatalogJob, reuse: Reuse | None) -> ApiOutputs | None:
     """:func:`write_catalog` with ``reuse`` (None: write the whole catalog); None when the partial write cannot be
     done right (the STAC API outputs are no longer written: a changed product names a path of this machine)."""
+    from ..living.staging import staging_folder
+
     out = job.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    tmp = staging_folder(out)
     started: list = []  # pending API outputs, made before the documents are written
     try:
         staged = _stage_stac(job, reuse, tmp, started)
@@ -128,7 +130,9 @@ def _write_staged(job: CatalogJob, reuse: Reuse | None) -> ApiOutputs | None:
         beside = _stage_beside(job, reuse, staged, ndjson, tmp)
         api = staged.pending.wait()
         api.notes = [f"note: {w.message}" for w in staged.left_out if issubclass(w.category, MoczarrWarning)]
-        _place(job, reuse, tmp, beside)
+        api.notes += [f"note: {line}" for line in staged.catalog.notes]
+        if (note := _place(job, reuse, tmp, beside)) is not None:
+            api.notes.append(note)
         if reuse is not None:
             hashed = job.inputs.out_location is not None
             api.items, api.collections = _api_files(out, job.record.documents if hashed else None)
@@ -178,6 +182,7 @@ def _stage_stac(job: CatalogJob, reuse: Reuse | None, tmp: Path, started: list) 
             progress=job.progress,
             license=licence,
             license_url=licence_url,
+            tiles_url=options.tiles_url,
         )
     ((documents, pending),) = made
     return _Staged(catalog, documents, pending, left_out)
@@ -222,29 +227,54 @@ def _stage_beside(job: CatalogJob, reuse: Reuse | None, staged: _Staged, ndjson,
     )
 
 
-def _place(job: CatalogJob, reuse: Reuse | None, tmp: Path, beside: list[str]) -> None:
-    """The staged catalog put in place: whole, only what changed (``reuse``), or into its empty staging folder."""
+def _place(job: CatalogJob, reuse: Reuse | None, tmp: Path, beside: list[str]) -> str | None:
+    """The staged catalog put in place: whole, only what changed (``reuse``), or into its empty staging folder.
+
+    A local catalog switches to the new generation in one step
+    (:func:`~..living.staging.switch`), unless a store of it sits inside
+    ``out``; returns None, or the ``note:`` line saying it was placed file
+    by file instead (the lock then says this run is writing, so that the
+    next run rewrites the whole catalog should this one die).
+    """
     from ..living.lock import held
     from ..living.outstore import ROOT_DOCUMENTS
     from ..living.record import RECORD_NAME
-    from ..living.staging import move_in
+    from ..living.staging import switch
 
     out = job.out
     lock = held(out)
-    if lock is not None:  # the next run learns from it that this one died writing, should it
-        lock.note(writing=True)
+
+    def writing() -> None:  # the next run learns from it that this one died writing, should it
+        if lock is not None:
+            lock.note(writing=True)
+
     last = [*ROOT_DOCUMENTS, RECORD_NAME]
+    note = None
     if job.inputs.out_location is not None:  # the staging folder of an object-storage output: the upload places it
+        writing()
         out.mkdir(parents=True, exist_ok=True)
         for name in [*OUTPUTS, *beside]:
             if (tmp / name).exists():
                 os.replace(tmp / name, out / name)
     elif reuse is not None:  # a local catalog: the written products' documents replace theirs
-        reuse.move_in(tmp, out, last)
+        note = reuse.place(tmp, out, last, before_in_place=writing, in_place=_store_inside(job.entries, out))
     else:
-        move_in(tmp, out, last=last, scope=[*OUTPUTS, *beside])
+        scope = [*OUTPUTS, *beside]
+        note = switch(
+            tmp, out, last=last, scope=scope, before_in_place=writing, in_place=_store_inside(job.entries, out)
+        )
     if lock is not None:
         lock.written()
+    return note
+
+
+def _store_inside(entries: CatalogEntries, out: Path) -> str | None:
+    """``the store ROOT sits inside it`` when a local store of the catalog is inside ``out``, else None."""
+    real = Path(os.path.realpath(out))
+    for root in [s.root for s in entries.stores] + [m.info.path for m in entries.moraine]:
+        if not is_remote(root) and Path(os.path.realpath(root)).is_relative_to(real):
+            return f"the store {root} sits inside it"
+    return None
 
 
 def _api_files(out: Path, keys: dict[str, str] | None) -> tuple[list[Path], list[Path]]:

@@ -4,8 +4,9 @@ One module per job: :mod:`.fields` (what a product's documents say), :mod:`.docu
 (Items, Collections and Catalogs as plain dicts, made once), :mod:`.save` (their places,
 links, store addresses, quicklooks and bytes), :mod:`.build` (the catalog, from roots to files),
 :mod:`.validate` (offline schema validation), :mod:`.thumbnails` (quicklook
-PNGs), :mod:`.geoparquet` (the Items as stac-geoparquet, for a STAC API
-server), :mod:`.open` (open an Item or Collection with the reader it names).
+PNGs), :mod:`.webmap` (web-map links and renders to a tile server), :mod:`.geoparquet`
+(the Items as stac-geoparquet, for a STAC API server), :mod:`.open` (open an Item or
+Collection with the reader it names).
 """
 
 from moczarr.metadata import geometry_bbox, window_interval

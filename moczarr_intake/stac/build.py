@@ -21,7 +21,7 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from ..model.entries import CatalogEntries, catalog_entries
 from ..model.hrefs import HrefPolicy
 from ..model.naming import root_labels, slug
 from . import documents as docs
-from . import save
+from . import save, webmap
 from .fields import asset_sizes, make_product, product_title
 from .geoparquet import STRUCTURAL_RELS, ApiDocuments, PendingApiOutputs, check_api_names, start_api_outputs
 from .moraine import moraine_stac_item
@@ -49,12 +49,14 @@ class StacCatalog:
     ``base``: the absolute path or URL of the catalog folder (None: not
     written, no document has a place); ``documents``: the location-free
     copies of its Collections and Items (:func:`.save.api_documents`, those an
-    update keeps left out), once written.
+    update keeps left out), once written; ``notes``: lines the build reports about them.
     """
 
     top: docs.Node
     base: str | None = None
     documents: ApiDocuments | None = None
+    #: what the build says of its documents (a render without rescale, :func:`.webmap.add_web_maps`)
+    notes: list[str] = field(default_factory=list)
 
     def self_hrefs(self) -> dict[str, str]:
         """``{id: where its document lives}`` of every Collection (kept ones too) and of the root's Items."""
@@ -183,6 +185,7 @@ def build_stac(
     api_outputs: bool = True,
     keep: Collection[str] = (),
     entries: CatalogEntries | None = None,
+    tiles_url: str | None = None,
 ) -> pystac.Catalog:
     """A static STAC catalog over one or many morton-hive store roots (local or URLs) and moraine pyramids.
 
@@ -217,17 +220,21 @@ def build_stac(
     Item is written, drawn or listed in the STAC API outputs. ``entries``: the
     products and pyramids already named (:func:`~moczarr_intake.entries.catalog_entries`
     of ``summaries`` and ``moraine``, e.g. with the ids a previous build
-    recorded); by default they are named here. Returns the top
+    recorded); by default they are named here. ``tiles_url`` (needs
+    ``out_dir``): the base URL of a moczarr tile server, to which every
+    product Collection and level Item gets web-map links and a render
+    (:mod:`.webmap`; their rescale from the quicklooks' read). Returns the top
     Catalog (pystac objects: :func:`write_stac` writes the same without them).
     Without thumbnails no request is made beyond the summaries'.
     Raises :class:`moczarr.errors.ArgumentError` for no root, a root given
-    twice, or thumbnails without ``out_dir``.
+    twice, thumbnails or ``tiles_url`` without ``out_dir``, or ``tiles_url``
+    with a store whose address is a path of this machine.
     """
     stac = write_stac(
         roots, out_dir, storage_options=storage_options, catalog_id=catalog_id, title=title, thumbnails=thumbnails,
         summaries=summaries, moraine=moraine, progress=progress, relative_to=relative_to, policy=policy,
         catalog_url=catalog_url, license=license, license_url=license_url, dest_dir=dest_dir,
-        api_outputs=api_outputs, keep=keep, entries=entries,
+        api_outputs=api_outputs, keep=keep, entries=entries, tiles_url=tiles_url,
     )  # fmt: skip
     return stac.to_pystac()
 
@@ -253,6 +260,7 @@ def write_stac(
     before_write: Callable[[StacCatalog], None] | None = None,
     keep: Collection[str] = (),
     entries: CatalogEntries | None = None,
+    tiles_url: str | None = None,
 ) -> StacCatalog:
     """:func:`build_stac` without pystac objects: the catalog's documents, made once as plain dicts and written.
 
@@ -263,6 +271,8 @@ def write_stac(
     """
     if thumbnails and out_dir is None:
         raise ArgumentError("thumbnails=True writes PNG files: pass out_dir")
+    if tiles_url and out_dir is None:
+        raise ArgumentError("tiles_url links published store addresses: pass out_dir")
     moraine = list(moraine or [])
     report, bar = _progress(progress)
     stores = _store_summaries(roots, summaries, moraine, storage_options, report)
@@ -290,6 +300,8 @@ def write_stac(
         save.draw_thumbnails(top, dest, storage_options)
     save.spell_addresses(top, policy, out_dir)
     save.link(top, stac.base if catalog_url else None)
+    if tiles_url:
+        stac.notes += webmap.add_web_maps(top, tiles_url.rstrip("/"), stac.base)
     stac.documents = save.api_documents(top, stac.base, keep)
     if before_write is not None:
         before_write(stac)

@@ -45,7 +45,7 @@ from .fields import (
     set_version_and_scheme,
     temporal_extent,
 )
-from .thumbnails import PNG_TYPE
+from .thumbnails import PNG_TYPE, Quicklook
 
 STAC_VERSION = pystac.get_stac_version()
 #: the place of the whole sphere, a Collection's spatial extent when its store records none
@@ -56,7 +56,8 @@ WHOLE_SPHERE = [-180.0, -90.0, 180.0, 90.0]
 class Node:
     """A document of the catalog and where it sits: its place (``path``, posix, below the catalog folder), parent,
     children (Catalogs and Collections) and Items. A ``kept`` node (a Collection an update keeps) is linked to,
-    never written; ``product``: the product a Collection describes (for its quicklooks)."""
+    never written; ``product``: the product a Collection describes (for its quicklooks); ``quicklook``: what a
+    level Item's quicklook drew (:class:`.thumbnails.Quicklook`, its value range the Item's render rescale)."""
 
     doc: dict
     kind: Literal["catalog", "collection", "item"]
@@ -68,6 +69,7 @@ class Node:
     product: Product | None = None
     license_link: dict | None = None  # a Collection's link to its license, after its root link
     moraine: Any = None  # the pyramid a moraine Item describes (for its quicklook)
+    quicklook: Quicklook | None = None
 
     @property
     def title(self) -> str | None:

@@ -25,7 +25,7 @@ from ..model.hrefs import HrefPolicy, local_path
 from .documents import Node
 from .fields import JSON_TYPE
 from .geoparquet import STRUCTURAL_RELS, ApiDocuments
-from .thumbnails import PNG_TYPE, draw_level_thumbnail, draw_moraine_thumbnail, draw_thumbnail
+from .thumbnails import PNG_TYPE, draw_moraine_thumbnail, draw_thumbnail, level_quicklook
 
 GEOJSON_TYPE = "application/geo+json"
 
@@ -157,7 +157,7 @@ def _draw_collection(node: Node, dest: Path, storage_options) -> None:
         hint = item.doc["assets"]["data"]["xarray:open_kwargs"]
         item_dir = dest / posixpath.dirname(item.path)
         item_dir.mkdir(parents=True, exist_ok=True)
-        what = draw_level_thumbnail(
+        drawn = level_quicklook(
             prod.product_root,
             hint["cell_order"],
             item_dir / "thumbnail.png",
@@ -165,8 +165,9 @@ def _draw_collection(node: Node, dest: Path, storage_options) -> None:
             all_time=bool(hint.get("all_time")),
             storage_options=storage_options,
         )
-        if what:
-            item.doc["assets"]["thumbnail"] = _thumbnail("./thumbnail.png", f"quicklook: {what}")
+        if drawn is not None:
+            item.quicklook = drawn
+            item.doc["assets"]["thumbnail"] = _thumbnail("./thumbnail.png", f"quicklook: {drawn.what}")
             target = target or item
     if target is not None:
         rel = os.path.relpath(dest / posixpath.dirname(target.path) / "thumbnail.png", folder).replace(os.sep, "/")

@@ -1,7 +1,8 @@
 """Quicklook PNGs written with a catalog: data drawn in lon/lat, or the coverage outline as a fallback.
 
 - :func:`draw_level_thumbnail`: one hive level, its first dense numeric variable
-  on its cells (mortie cell polygons) in an equirectangular lon/lat frame;
+  on its cells (mortie cell polygons) in an equirectangular lon/lat frame
+  (:func:`level_quicklook`: the same, with the variable and value range it drew);
 - :func:`draw_moraine_thumbnail`: a moraine level (raster, or the rasterized
   grid of a point cloud) as an image;
 - :func:`draw_thumbnail`: a product's shard footprint (no data), when no level can be drawn.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from dataclasses import dataclass
 
 import mortie
 import numpy as np
@@ -32,14 +34,25 @@ MAX_CELLS = 50_000
 _ANCHORS = np.array([[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]], dtype=float)
 
 
+def value_range(values: np.ndarray) -> tuple[float, float] | None:
+    """The 2nd and 98th percentiles of the finite ``values`` (the range a quicklook's colours span); None: none."""
+    v = np.asarray(values, dtype=float)
+    finite = np.isfinite(v)
+    if not finite.any():
+        return None
+    lo, hi = np.percentile(v[finite], [2, 98])
+    return float(lo), float(hi)
+
+
 def colorize(values: np.ndarray) -> np.ndarray:
     """RGBA uint8 of ``values`` scaled between their 2nd and 98th percentiles; NaN -> transparent."""
     v = np.asarray(values, dtype=float)
     out = np.zeros((*v.shape, 4), dtype=np.uint8)
     finite = np.isfinite(v)
-    if not finite.any():
+    span = value_range(v)
+    if span is None:
         return out
-    lo, hi = np.percentile(v[finite], [2, 98])
+    lo, hi = span
     t = np.clip((v - lo) / (hi - lo), 0, 1) if hi > lo else np.full(v.shape, 0.5)
     t = np.where(finite, t, 0) * (len(_ANCHORS) - 1)
     i = np.minimum(t.astype(int), len(_ANCHORS) - 2)
@@ -79,6 +92,16 @@ def _rings(geoms) -> list[np.ndarray]:
     return [np.column_stack([r[:, 0] - 360.0 * np.round((r[:, 0].mean() - ref) / 360.0), r[:, 1]]) for r in out]
 
 
+@dataclass(frozen=True)
+class Quicklook:
+    """What a level quicklook drew: ``what`` (variable, units, order), the ``variable`` and the range its colours
+    span (:func:`value_range` of the level's values; None when it has no finite value)."""
+
+    what: str
+    variable: str
+    value_range: tuple[float, float] | None
+
+
 def draw_level_thumbnail(
     store_root, cell_order: int, path, *, window=None, all_time=False, storage_options=None, size: int = 256
 ) -> str | None:
@@ -88,6 +111,20 @@ def draw_level_thumbnail(
 
     None (nothing written) when the level does not open, has no dense numeric
     variable, no cell, or more than :data:`MAX_CELLS` cells.
+    """
+    drawn = level_quicklook(
+        store_root, cell_order, path, window=window, all_time=all_time, storage_options=storage_options, size=size
+    )
+    return drawn.what if drawn is not None else None
+
+
+def level_quicklook(
+    store_root, cell_order: int, path, *, window=None, all_time=False, storage_options=None, size: int = 256
+) -> Quicklook | None:
+    """:func:`draw_level_thumbnail`, returning what it drew as a :class:`Quicklook` (None: nothing drawn).
+
+    The value range is the one read the quicklook makes: a catalog's renders take their rescale from it
+    (:mod:`.webmap`), never from another pass over the data.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
@@ -116,7 +153,8 @@ def draw_level_thumbnail(
             draw.polygon(xy(ring), fill=tuple(int(c) for c in color))
     image.save(path, format="PNG")
     units = ds[name].attrs.get("units")
-    return f"{name}" + (f" ({units})" if isinstance(units, str) else "") + f" at cell order {cell_order}"
+    what = f"{name}" + (f" ({units})" if isinstance(units, str) else "") + f" at cell order {cell_order}"
+    return Quicklook(what, name, value_range(values))
 
 
 def draw_moraine_thumbnail(info, path, *, storage_options=None, size: int = 256) -> str | None:

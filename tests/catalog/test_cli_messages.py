@@ -22,7 +22,7 @@ from tests.helpers import catalog_script as script
 from tests.helpers import run_catalog as run
 
 SAMPLE = REPO / "catalogs" / "sample"
-COMMANDS = ["build", "show", "demo", "verify", "update", "publish"]
+COMMANDS = ["build", "show", "demo", "verify", "update", "publish", "serve"]
 #: reST and Sphinx markup a terminal shows as noise
 MARKUP = re.compile(r"``|:(func|class|mod|data|meth|attr):")
 

@@ -1,11 +1,15 @@
 """Killed runs and concurrent runs: the installed ``moczarr-catalog`` stopped with SIGKILL at named steps.
 
 Each run is a real process, paused at a step of :mod:`moczarr_intake.living.staging`
-through its test hook (``MOCZARR_CATALOG_PAUSE``), then killed. What it
-leaves must be readable (every document reachable from the entry documents
-is whole and every href resolves), hold no third generation, and the next run
-must converge to exactly what a fresh build writes, including deleting what
-the killed run meant to delete. Object storage is moto's real S3 server.
+through its test hook (``MOCZARR_CATALOG_PAUSE``), then killed. What a local
+run leaves must be one whole generation: every file byte for byte the
+previous catalog's or, once the folders are exchanged, the new one's (a fresh
+build of each state is the reference). Where the exchange is unavailable,
+and on object storage, it must be readable (every document reachable from
+the entry documents is whole and every href resolves) and hold no third
+generation. The next run must converge to exactly what a fresh build writes,
+including deleting what the killed run meant to delete, and remove what the
+killed run left beside the catalog. Object storage is moto's real S3 server.
 """
 
 from __future__ import annotations
@@ -53,9 +57,9 @@ def _change(sample: Path, prefix: Path) -> None:
 class Paused:
     """A ``moczarr-catalog`` process paused at ``step`` (its marker line read from stderr), killed by its pid."""
 
-    def __init__(self, args, step: str, cwd: Path, env: dict | None = None):
+    def __init__(self, args, step: str, cwd: Path, env: dict | None = None, script: list[str] | None = None):
         full = {**os.environ, PAUSE_ENV: step, "NO_PROXY": "127.0.0.1,localhost", **(env or {})}
-        command = [sys.executable, catalog_script(), *map(str, args)]
+        command = [sys.executable, *(script or [catalog_script()]), *map(str, args)]
         self.proc = subprocess.Popen(command, cwd=cwd, env=full, stderr=subprocess.PIPE, text=True)
         assert self.proc.stderr is not None
         lines = []
@@ -121,68 +125,143 @@ def _local_reader(out: Path):
 
 
 def _check_left(out: Path, before: dict[str, bytes], after: dict[str, bytes]) -> None:
-    """What a killed run left: readable, and every file of the previous or the new generation (no third)."""
+    """What a run killed while placing file by file left: readable, every file of the previous or the new
+    generation (no third)."""
     assert not _reachable(_local_reader(out), "stac/catalog.json", ["catalog.yaml", "catalog_v2.yaml"])
     left = _files(out)
     foreign = [k for k, v in left.items() if v != before.get(k) and v != after.get(k)]
     assert not foreign, foreign
 
 
-@pytest.fixture
-def generations(sample, tmp_path):
-    """A catalog of the stores (``before``), the stores changed, and what a fresh build of them writes there
-    (``after``); the catalog left as it was before."""
-    prefix = _stores(sample, tmp_path / "stores")
+def _beside(out: Path) -> list[str]:
+    """What runs left beside the catalog: staging folders, generations, the lock file."""
+    return sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
+
+
+#: a file a user placed in the catalog's folder, which no build owns: every generation keeps it
+USER_FILE = "README.operator.txt"
+
+
+@pytest.fixture(scope="module")
+def snapshots(sample, tmp_path_factory):
+    """Stores changed after a catalog was built of them: the build's arguments, the catalog's folder, and every
+    file of a fresh build of the stores before the change (``before``) and after it (``after``), each into that
+    folder (its pgstac lines name it) holding only :data:`USER_FILE`."""
+    base = tmp_path_factory.mktemp("crash")
+    prefix = _stores(sample, base / "stores")
     args = ["build", prefix, "--discover", "--href-base", HREF, "--stores-root", prefix]
-    out = tmp_path / "cat"
-    assert main([*map(str, args), "--out", str(out)]) == 0
-    before = _files(out)
-    _change(sample, prefix)
-    assert main([*map(str, args), "--out", str(out)]) == 0  # at the same place: the pgstac lines name it
-    after = _files(out)
-    shutil.rmtree(out)
-    for key, payload in before.items():
-        (out / key).parent.mkdir(parents=True, exist_ok=True)
-        (out / key).write_bytes(payload)
+    out = base / "runs" / "cat"
+    states = []
+    for change in (None, _change):
+        if change is not None:
+            change(sample, prefix)
+        shutil.rmtree(out.parent, ignore_errors=True)
+        out.mkdir(parents=True)
+        (out / USER_FILE).write_text("placed by the operator\n")
+        assert main([*map(str, args), "--out", str(out)]) == 0
+        states.append(_files(out))
+    return args, out, states[0], states[1]
+
+
+@pytest.fixture
+def generations(snapshots):
+    """The catalog of the stores before their change, alone in its folder (the stores changed): the build's
+    arguments, the catalog's folder, what is in it (``before``) and what a fresh build of the stores writes
+    there (``after``)."""
+    args, out, before, after = snapshots
+    _restore(out, before)
     return args, out, before, after
 
 
-@pytest.mark.parametrize("step", ["moving", "roots", "deleting"])
-def test_a_build_killed_over_a_catalog_leaves_it_readable_and_the_next_run_converges(
-    generations, tmp_path, step, capsys
-):
+def _restore(out: Path, files: dict[str, bytes]) -> None:
+    """``out`` holding ``files``, alone in its folder."""
+    shutil.rmtree(out.parent)
+    for key, payload in files.items():
+        (out / key).parent.mkdir(parents=True, exist_ok=True)
+        (out / key).write_bytes(payload)
+
+
+#: the steps of a local run in order; a run killed before ``swapped`` leaves the previous generation
+STEPS = ["staged", "linked", "swapped", "deleting"]
+
+
+@pytest.mark.parametrize("command", ["build", "update"])
+@pytest.mark.parametrize("step", STEPS)
+def test_a_run_killed_at_any_step_leaves_one_whole_generation_and_the_next_run_converges(generations, step, command):
     args, out, before, after = generations
     assert before != after and set(before) - set(after) and set(after) - set(before)
-    Paused([*args, "--out", out], step, cwd=tmp_path).kill()
-    _check_left(out, before, after)
-    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".cat.")]
-    assert leftovers  # the killed run's staging folder (and lock) are there
-    if step == "roots":  # its ndjson may be of either generation: publish refuses, before any connection
-        assert main(["publish", str(out), "--pgstac", "postgresql://nobody@127.0.0.1:9/none"]) == 2
-        assert "the catalog was left unsettled (moczarr-catalog build, pid " in capsys.readouterr().err
-    assert main([*map(str, args), "--out", str(out)]) == 0
+    cli = [*args, "--out", out] if command == "build" else ["update", out]
+    Paused(cli, step, cwd=out.parent).kill()
+    left = _files(out)
+    assert left == (before if STEPS.index(step) < STEPS.index("swapped") else after)  # never a mix
+    assert left[USER_FILE] == before[USER_FILE]
+    assert _beside(out)  # the killed run's staging folders (or the previous generation) and its lock
+    assert main([*map(str, cli)]) == 0
     assert _files(out) == after
-    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".cat.")]  # cleaned by the next run
+    assert not _beside(out)  # cleaned by the next run
 
 
-@pytest.mark.parametrize("step", ["staged", "moving"])
-def test_an_update_killed_while_writing_is_mended_by_the_next_update(generations, tmp_path, step):
-    _, out, before, after = generations
-    out2 = tmp_path / "cat2"
-    shutil.copytree(out, out2)  # the same catalog, for a kill-free reference update below
-    Paused(["update", out], step, cwd=tmp_path).kill()
-    _check_left(out, before, after)
-    if step == "staged":
-        assert _files(out) == before  # nothing was moved yet: the previous catalog, whole
+@pytest.fixture(scope="module")
+def one_product_changed(sample, tmp_path_factory):
+    """As :func:`snapshots`, the stores changed in one product only: an update writes that product's documents
+    and keeps the others'."""
+    base = tmp_path_factory.mktemp("partial")
+    prefix = _stores(sample, base / "stores")
+    args = ["build", prefix, "--discover", "--href-base", HREF, "--stores-root", prefix]
+    out = base / "runs" / "cat"
+    states = []
+    for changed in (False, True):
+        if changed:
+            rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
+        shutil.rmtree(out.parent, ignore_errors=True)
+        assert main([*map(str, args), "--out", str(out)]) == 0
+        states.append(_files(out))
+    return out, states[0], states[1]
+
+
+@pytest.mark.parametrize("step", ["linked", "swapped"])
+def test_a_partial_update_killed_leaves_one_generation_and_the_next_keeps_the_unchanged_files(
+    one_product_changed, step
+):
+    out, before, after = one_product_changed
+    _restore(out, before)
+    kept = [k for k in before if k.endswith("/collection.json") and "elevation_yearly" not in k]
+    assert kept and all(before[k] == after[k] for k in kept)
+    inodes = {k: (out / k).stat().st_ino for k in kept}
+    Paused(["update", out], step, cwd=out.parent).kill()
+    assert _files(out) == (before if step == "linked" else after)
     assert main(["update", str(out)]) == 0
     assert _files(out) == after
-    lock = tmp_path / ".cat.moczarr-lock"
-    assert not lock.exists()
+    assert {k: (out / k).stat().st_ino for k in kept} == inodes  # linked into each generation, never rewritten
+    assert not _beside(out)
 
 
-def test_two_updates_at_once_one_refuses_naming_the_other(generations, tmp_path, capsys):
+#: a ``moczarr-catalog`` whose system cannot exchange two folders (the file-by-file placement)
+NO_EXCHANGE = (
+    "import sys; from moczarr_intake.living import staging; staging._swap_function = lambda: None; "
+    "from moczarr_intake.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+@pytest.mark.parametrize("step", ["moving", "roots"])
+def test_where_no_exchange_a_killed_run_leaves_resolving_hrefs_and_publish_waits_for_the_next_run(
+    generations, step, capsys
+):
+    args, out, before, after = generations
+    Paused([*args, "--out", out], step, cwd=out.parent, script=["-c", NO_EXCHANGE]).kill()
+    _check_left(out, before, after)
+    assert _files(out) not in (before, after)  # the weaker guarantee: files of both generations
+    capsys.readouterr()
+    assert main(["publish", str(out), "--pgstac", "postgresql://nobody@127.0.0.1:9/none"]) == 2
+    assert "the catalog was left unsettled (moczarr-catalog build, pid " in capsys.readouterr().err
+    assert main(["update", str(out)]) == 0  # this one exchanges: the whole catalog written again
+    assert _files(out) == after
+    assert not _beside(out)
+
+
+def test_two_updates_at_once_one_refuses_naming_the_other(generations, capsys):
     _, out, _, after = generations
-    first = Paused(["update", out], "locked", cwd=tmp_path)
+    first = Paused(["update", out], "locked", cwd=out.parent)
     try:
         capsys.readouterr()
         assert main(["update", str(out)]) == 2
@@ -292,3 +371,22 @@ def test_the_library_takes_the_catalog_lock_itself(sample, s3):
         publish("s3://crash/lib-cat", "postgresql://nobody@127.0.0.1:9/none", storage_options=options)
     with pytest.raises(CatalogLockedError, match=r"pid 4242 on elsewhere\.example"):
         update("s3://crash/lib-cat", storage_options=options)
+
+
+def test_a_catalog_holding_its_store_is_placed_file_by_file_and_says_so_once(sample, tmp_path, capsys):
+    """A store inside ``--out`` (relative hrefs) is not the catalog's to link and swap: the run places the
+    catalog file by file, in one ``note:`` line."""
+    out = tmp_path / "cat"
+    store = link_copy(sample, out / "sample")
+    chunk = next(p for p in store.rglob("*") if p.is_file())
+    inode = chunk.stat().st_ino
+    for _ in range(2):
+        capsys.readouterr()
+        assert main(["build", str(store), "--out", str(out)]) == 0
+        notes = [line for line in capsys.readouterr().err.splitlines() if "placed file by file" in line]
+        assert notes == [
+            f"note: {out}: placed file by file (the store {store} sits inside it): "
+            "a run killed meanwhile may leave files of both generations"
+        ]
+    assert chunk.stat().st_ino == inode and (out / "stac" / "catalog.json").is_file()
+    assert not _beside(out)

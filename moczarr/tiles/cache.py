@@ -1,0 +1,207 @@
+"""Opened stores and levels, kept across readers: a small bounded LRU, thread-safe, that notices a changed store.
+
+A reader is made per request by a server, so everything costly lives here,
+keyed by what names an open: the URL, the product, ``window``/``time`` and the
+storage options. An entry holds the storage handle, the manifest, the level
+table, the root MOC's shards (so a tile outside the data costs no read) and the
+level Datasets already opened for the tiles asked so far, each scoped to the
+shards a tile's pixels fall in (the opener's AOI path), at most
+:data:`MAX_DATASETS` of them. At most every :data:`REVALIDATE_SECONDS` an entry
+re-reads the manifest and the root ``coverage.moc`` (two small GETs) and, when
+their bytes changed, is dropped and opened anew; a leaf replaced in place under
+an unchanged manifest and root MOC is noticed only by :func:`clear_cache`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time as clock
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from ..errors import LevelOmittedError, NotAHiveStoreError, ProductError
+from ..format.coverage import ROOT_MOC_NAME
+from ..format.declaration import pyramid_levels
+from ..format.manifest import MANIFEST_NAME, Manifest
+from ..format.roster import list_products, read_manifest
+from ..openers.leaves import root_shards
+from ..openers.pyramid import open_level_in
+from ..openers.times import window_or_time
+from ..places import Place, footprint
+from ..storage import Storage
+
+#: Opened stores kept at once (least recently used dropped first).
+MAX_STORES = 16
+#: Level Datasets (one per level and set of shards) kept per store.
+MAX_DATASETS = 64
+#: Seconds between two checks that a store's manifest and root MOC are unchanged.
+REVALIDATE_SECONDS = 5.0
+#: A footprint of more shards than this is not drawn for the bounds (the whole globe is given instead).
+MAX_FOOTPRINT_SHARDS = 20_000
+
+_lock = threading.Lock()
+_stores: OrderedDict[tuple, OpenedStore] = OrderedDict()
+
+
+@dataclass
+class OpenedStore:
+    """One store (or product) opened for tiles: its handle, manifest, levels, shards, bounds and level Datasets."""
+
+    key: tuple
+    storage: Storage
+    manifest: Manifest
+    window: Any  # a window label, a TimeRange (time=) or None
+    orders: tuple[int, ...]
+    node_orders: dict[int, int]
+    shards: np.ndarray | None
+    bounds: tuple[float, float, float, float]
+    token: str
+    checked: float
+    omitted: set[int] = field(default_factory=set)
+    datasets: OrderedDict = field(default_factory=OrderedDict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def levels(self) -> tuple[int, ...]:
+        """The cell orders a map can read, finest first (declared levels with nothing stamped left out)."""
+        return tuple(o for o in self.orders if o not in self.omitted)
+
+    def level(self, order: int, shards: np.ndarray) -> xr.Dataset:
+        """The level at ``order`` scoped to the cells below ``shards`` (sorted unique words), opened once.
+
+        Raises :class:`~moczarr.errors.LevelOmittedError` for a level with
+        nothing materialized (and remembers it: :attr:`levels` leaves it out).
+        """
+        key = (order, hashlib.sha256(shards.tobytes()).hexdigest())
+        with self.lock:
+            if key in self.datasets:
+                self.datasets.move_to_end(key)
+                return self.datasets[key]
+        try:
+            ds = open_level_in(self.storage, self.manifest, order, self.window, Place(words=shards))
+        except LevelOmittedError:
+            with self.lock:
+                self.omitted.add(order)
+            raise
+        with self.lock:
+            self.datasets[key] = ds
+            while len(self.datasets) > MAX_DATASETS:
+                self.datasets.popitem(last=False)
+        return ds
+
+
+def cache_key(url, product, window, time, storage_options) -> tuple:
+    """What names an open: the URL, product, window, time span and storage options (as canonical text)."""
+    options = json.dumps(storage_options or {}, sort_keys=True, default=repr)
+    span = None if time is None else tuple(str(t) for t in time)
+    return (str(url), product, window, span, options)
+
+
+def opened_store(url, product=None, window=None, time=None, storage_options=None) -> OpenedStore:
+    """The cached open of ``url`` (and ``product``), opening it (or opening it again, if it changed) as needed.
+
+    Raises :class:`~moczarr.errors.ProductError` for a multi-product root
+    without ``product=`` (naming its products), a product it does not hold, or
+    ``product=`` on a bare store; the openers' errors otherwise.
+    """
+    key = cache_key(url, product, window, time, storage_options)
+    due = False
+    with _lock:
+        entry = _stores.get(key)
+        if entry is not None:
+            _stores.move_to_end(key)
+            due = clock.monotonic() - entry.checked >= REVALIDATE_SECONDS
+            if due:
+                entry.checked = clock.monotonic()  # one thread re-reads; the others keep the entry meanwhile
+    if entry is not None and (not due or _token(entry.storage) == entry.token):
+        return entry
+    entry = _open(key, url, product, window, time, storage_options)
+    with _lock:
+        _stores[key] = entry
+        _stores.move_to_end(key)
+        while len(_stores) > MAX_STORES:
+            _stores.popitem(last=False)
+    return entry
+
+
+def clear_cache() -> None:
+    """Forget every opened store and level (the next reader opens again)."""
+    with _lock:
+        _stores.clear()
+
+
+def cache_info() -> dict:
+    """``{"stores": n, "datasets": n}``: what the cache holds now."""
+    with _lock:
+        entries = list(_stores.values())
+    return {"stores": len(entries), "datasets": sum(len(e.datasets) for e in entries)}
+
+
+def _open(key, url, product, window, time, storage_options) -> OpenedStore:
+    storage = _product_storage(Storage.open(url, storage_options), product)
+    token = _token(storage)
+    manifest = read_manifest(storage)
+    shards = root_shards(storage, manifest)
+    levels = pyramid_levels(manifest)
+    return OpenedStore(
+        key=key,
+        storage=storage,
+        manifest=manifest,
+        window=window_or_time(window, time, manifest.location),
+        orders=tuple(lv.cell_order for lv in levels),
+        node_orders={lv.cell_order: lv.node_order for lv in levels},
+        shards=shards,
+        bounds=_bounds(shards),
+        token=token,
+        checked=clock.monotonic(),
+    )
+
+
+def _product_storage(storage: Storage, product: str | None) -> Storage:
+    """The storage of the store to read: ``storage`` itself, or its product ``product``."""
+    where = storage.describe()
+    if product is None:
+        try:
+            read_manifest(storage)
+        except NotAHiveStoreError:
+            products = list_products(storage)
+            if products:
+                raise ProductError(
+                    f"{where} is a multi-product root: pass product= one of {', '.join(products)} "
+                    "(or the product's own URL)"
+                ) from None
+            raise
+        return storage
+    products = list_products(storage)
+    if not products:
+        raise ProductError(f"{where} is a bare store, not a multi-product root: drop product={product!r}")
+    if product not in products:
+        raise ProductError(f"{where} holds no product {product!r}; products: {', '.join(products)}")
+    return storage.child(product)
+
+
+def _token(storage: Storage) -> str:
+    """A digest of the manifest's and the root MOC's bytes (absent ones included as such)."""
+    digest = hashlib.sha256()
+    for payload in storage.get_many([MANIFEST_NAME, ROOT_MOC_NAME]):
+        digest.update(b"-" if payload is None else hashlib.sha256(payload).digest())
+    return digest.hexdigest()
+
+
+def _bounds(shards: np.ndarray | None) -> tuple[float, float, float, float]:
+    """``(west, south, east, north)`` of the shards' footprint; the globe without shards or across the antimeridian."""
+    if shards is None or shards.size == 0 or shards.size > MAX_FOOTPRINT_SHARDS:
+        return (-180.0, -90.0, 180.0, 90.0)
+    bbox, _ = footprint(shards)
+    if bbox is None:
+        return (-180.0, -90.0, 180.0, 90.0)
+    west, south, east, north = bbox
+    if west > east:
+        west, east = -180.0, 180.0
+    return (float(west), float(south), float(east), float(north))

@@ -1,0 +1,352 @@
+"""The tile reader (moczarr.tiles): every pixel of a tile against an independent oracle, in each grid.
+
+The oracle never goes through the reader's pixel path: a pixel's centre from
+morecantile's tile bounds and an affine transform, its lon/lat from pyproj, its
+authalic latitude from the closed-form WGS84 formula, its HEALPix NESTED id at
+the level from cdshealpix, that id as the store's packed word by mortie's
+documented ``norm2mort`` (nested id = base cell * 4**order + in-base address),
+and its value from ``open_level`` over the whole level.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import sys
+import warnings
+
+import astropy.units as u
+import cdshealpix
+import morecantile
+import mortie
+import numpy as np
+import pytest
+from astropy.coordinates import Latitude, Longitude
+from pyproj import Transformer
+from rasterio.transform import from_bounds
+from rio_tiler.errors import TileOutsideBounds
+
+import moczarr
+import moczarr.tiles as tiles
+from moczarr.errors import ArgumentError, LevelError, MissingExtraError, ProductError
+from tests.helpers import fixture_path
+
+WGS84_A = 6378137.0
+WGS84_F = 1 / 298.257223563
+EARTH_RADIUS_KM = 6371.0088
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    tiles.clear_cache()
+    yield
+    tiles.clear_cache()
+
+
+# -- the oracle ---------------------------------------------------------------------------------------------
+def authalic(lat_deg: np.ndarray) -> np.ndarray:
+    """Authalic latitude (degrees) of WGS84 geodetic latitudes: beta = asin(q(phi) / q(90))."""
+    e = math.sqrt(WGS84_F * (2 - WGS84_F))
+
+    def q(s):
+        return (1 - e * e) * (s / (1 - e * e * s * s) - np.log((1 - e * s) / (1 + e * s)) / (2 * e))
+
+    s = np.sin(np.radians(lat_deg))
+    return np.degrees(np.arcsin(np.clip(q(s) / q(1.0), -1, 1)))
+
+
+def oracle_lonlat(tms, tile, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each pixel centre of ``tile`` as lon/lat: the tile's affine applied to (col + 0.5, row + 0.5)."""
+    affine = from_bounds(*tms.xy_bounds(tile), size, size)
+    cols, rows = np.meshgrid(np.arange(size) + 0.5, np.arange(size) + 0.5)
+    x, y = affine @ (cols, rows)
+    to_ll = Transformer.from_crs(tms.crs.to_wkt(), "EPSG:4326", always_xy=True)
+    lon, lat = to_ll.transform(x, y)
+    return np.asarray(lon), np.asarray(lat)
+
+
+def oracle_words(lon: np.ndarray, lat: np.ndarray, order: int) -> np.ndarray:
+    """The packed word of the cell at ``order`` holding each point: cdshealpix's NESTED id, through ``norm2mort``."""
+    ok = np.isfinite(lon) & np.isfinite(lat) & (np.abs(lat) <= 90)
+    ipix = cdshealpix.nested.lonlat_to_healpix(
+        Longitude(np.where(ok, lon, 0) * u.deg), Latitude(authalic(np.where(ok, lat, 0)) * u.deg), order
+    ).astype(np.int64)
+    words = mortie.norm2mort(ipix & ((1 << (2 * order)) - 1), ipix >> (2 * order), order)
+    return np.where(ok, np.asarray(words, dtype=np.uint64), np.uint64(0))
+
+
+def oracle_values(root, order: int, words: np.ndarray, variable: str, **kw) -> np.ma.MaskedArray:
+    """``variable`` at each word from ``open_level`` (whole level); masked where no cell or no value."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
+        ds = moczarr.open_level(root, order, **kw)
+    morton = ds["morton"].values
+    values = ds[variable].values
+    at = np.clip(np.searchsorted(morton, words), 0, max(morton.size - 1, 0))
+    held = (morton.size > 0) & (morton[at] == words) & (words != 0)
+    out = np.where(held, values[at], 0).astype(values.dtype)
+    mask = ~held | (np.isnan(out) if out.dtype.kind == "f" else False)
+    return np.ma.MaskedArray(out, mask=mask)
+
+
+def expected_order(levels, tms, zoom: int) -> int:
+    """The rule, computed apart: the coarsest level whose cells (the root of the equal HEALPix cell area) are no
+    larger than a pixel, else the finest."""
+    units = 2 * math.pi * WGS84_A / 360 if tms.crs.to_epsg() in (4326, None) and tms.id == "WorldCRS84Quad" else 1.0
+    pixel = tms.matrix(zoom).cellSize * units
+    size = {o: math.sqrt(4 * math.pi * EARTH_RADIUS_KM**2 / (12 * 4**o)) * 1000 for o in levels}
+    fitting = [o for o in levels if size[o] <= pixel]
+    return min(fitting) if fitting else max(levels)
+
+
+def check_tile(reader, root, tile, variable, **kw) -> int:
+    """Compare every pixel of ``tile`` with the oracle; return the count of pixels holding a value."""
+    img = reader.tile(tile.x, tile.y, tile.z)
+    order = expected_order(reader.levels, reader.tms, tile.z) if reader.cell_order is None else reader.cell_order
+    assert img.metadata["cell_order"] == order
+    lon, lat = oracle_lonlat(reader.tms, tile, img.width)
+    expected = oracle_values(root, order, oracle_words(lon, lat, order), variable, **kw)
+    got = img.array[0]
+    assert np.array_equal(got.mask, expected.mask), (
+        f"{tile}: masks differ at {np.argwhere(got.mask != expected.mask)[:5]}"
+    )
+    assert np.array_equal(got.data[~got.mask], expected.data[~expected.mask]), f"{tile}: values differ"
+    return int((~got.mask).sum())
+
+
+def data_centre(root, variable: str, **kw) -> tuple[float, float]:
+    """The centre (lon, lat) of the store's median cell holding a (non-zero) value of ``variable``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
+        ds = moczarr.cell_centers(moczarr.open_hive(root, **kw))
+    values = ds[variable].values
+    occupied = np.flatnonzero(np.isfinite(values) & (values != 0))
+    at = occupied[occupied.size // 2]
+    return float(ds["lon"].values[at]), float(ds["lat"].values[at])
+
+
+def first_numeric(root, **kw) -> str:
+    """``count`` when the store has it, else its first numeric variable (the shared stores name theirs apart)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
+        ds = moczarr.open_hive(root, **kw)
+    names = [str(n) for n, v in ds.data_vars.items() if v.dtype.kind in "iuf" and v.dims == ("cells",)]
+    return "count" if "count" in names else names[0]
+
+
+# -- tiles against the oracle ---------------------------------------------------------------------------------
+GRIDS = ["WebMercatorQuad", "WorldCRS84Quad", "UPSArcticWGS84Quad"]
+
+
+@pytest.mark.layers
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize(
+    "store,variable", [("zagg/pyramid/store", "count"), ("serc_hive", "h_mean"), ("overview_hive/atl06", "h_max")]
+)
+def test_tile_pixels_are_the_cells_holding_their_centres(grid, store, variable):
+    root = fixture_path(store)
+    reader = tiles.HiveReader(str(root), tms=morecantile.tms.get(grid), variable=variable)
+    lon, lat = data_centre(root, variable)
+    held = 0
+    for zoom in (reader.maxzoom - 2, reader.maxzoom, reader.maxzoom + 2):
+        held += check_tile(reader, root, reader.tms.tile(lon, lat, max(zoom, 0)), variable)
+    assert held > 0  # the tiles meet the data: the comparison compared values
+
+
+@pytest.mark.layers
+@pytest.mark.parametrize("grid", ["UPSAntarcticWGS84Quad", "WorldCRS84Quad"])
+def test_polar_tiles_of_a_windowed_product(grid):
+    root = fixture_path("multiproduct_hive")
+    variable = first_numeric(root / "atl06_windows", window="2019")
+    reader = tiles.HiveReader(
+        str(root), product="atl06_windows", window="2019", tms=morecantile.tms.get(grid), variable=variable
+    )
+    lon, lat = data_centre(root / "atl06_windows", variable, window="2019")
+    assert lat < -60
+    held = sum(
+        check_tile(reader, root / "atl06_windows", reader.tms.tile(lon, lat, z), variable, window="2019")
+        for z in (max(reader.maxzoom - 1, 0), reader.maxzoom + 1)
+    )
+    assert held > 0
+
+
+@pytest.mark.layers
+def test_an_overview_level_asked_by_cell_order_is_drawn_from_it():
+    root = fixture_path("zagg/pyramid/store")
+    reader = tiles.HiveReader(str(root), variable="count", cell_order=4)
+    lon, lat = data_centre(root, "count")
+    assert check_tile(reader, root, reader.tms.tile(lon, lat, 5), "count") > 0
+
+
+# -- the level rule --------------------------------------------------------------------------------------------
+@pytest.mark.layers
+@pytest.mark.parametrize(
+    "grid,read",
+    # a CRS84 pixel at zoom 0 (78 km) is smaller than an order-6 cell (102 km): every zoom reads order 8
+    [("WebMercatorQuad", {6, 8}), ("WorldCRS84Quad", {8}), ("UPSAntarcticWGS84Quad", {6, 8})],
+)
+def test_each_zoom_reads_the_coarsest_level_no_larger_than_a_pixel_else_the_finest(grid, read):
+    reader = tiles.HiveReader(str(fixture_path("zagg/pyramid/store")), tms=grid, variable="count")
+    assert reader.levels == (8, 6, 4)
+    picked = {z: reader.order_for_zoom(z) for z in range(8)}
+    assert picked == {z: expected_order((8, 6, 4), reader.tms, z) for z in picked}
+    assert set(picked.values()) == read
+
+
+def test_pick_order_is_the_rule():
+    cell = {o: math.sqrt(4 * math.pi * EARTH_RADIUS_KM**2 / (12 * 4**o)) * 1000 for o in (4, 6, 8)}
+    assert tiles.pick_order([4, 6, 8], cell[4] * 1.01) == 4  # every level fits: the coarsest
+    assert tiles.pick_order([4, 6, 8], cell[4] * 0.99) == 6  # order 4 is larger than the pixel
+    assert tiles.pick_order([4, 6, 8], cell[8] * 1.0001) == 8
+    assert tiles.pick_order([4, 6, 8], cell[8] * 0.5) == 8  # none fits: the finest
+
+
+# -- points ------------------------------------------------------------------------------------------------
+@pytest.mark.layers
+@pytest.mark.parametrize("cell_order", [None, 6])
+def test_point_is_open_level_sel_of_the_cell_holding_it(cell_order):
+    root = fixture_path("zagg/pyramid/store")
+    reader = tiles.HiveReader(str(root), variable="count", cell_order=cell_order)
+    order = 8 if cell_order is None else cell_order
+    ds = moczarr.open_level(root, order)
+    lon, lat = data_centre(root, "count")
+    word = oracle_words(np.array([lon]), np.array([lat]), order)
+    expected = ds["count"].sel(morton=word).values
+    got = reader.point(lon, lat)
+    assert got.band_descriptions == ["count"]
+    assert not got.array.mask.any() and got.array.data.tolist() == expected.tolist()
+
+
+@pytest.mark.layers
+def test_a_point_no_cell_holds_is_masked():
+    reader = tiles.HiveReader(str(fixture_path("zagg/pyramid/store")), variable="count")
+    assert reader.point(-100.0, 40.0).array.mask.all()
+
+
+# -- what a read costs ---------------------------------------------------------------------------------------
+@pytest.mark.layers
+def test_a_tile_reads_only_the_leaves_its_pixels_fall_in_and_a_warm_tile_reads_none_again():
+    root = fixture_path("zagg/single_8")  # eight leaves
+    store = root / "store" if (root / "store").is_dir() else root
+    lon, lat = data_centre(store, "count")
+    with moczarr.count_requests() as cold:
+        reader = tiles.HiveReader(str(store), variable="count")
+        tile = reader.tms.tile(lon, lat, 9)  # well inside one order-6 shard
+        reader.tile(tile.x, tile.y, tile.z)
+    assert cold.kind("stamp") == 1, cold.summary()
+    with moczarr.count_requests() as warm:
+        again = tiles.HiveReader(str(store), variable="count")
+        again.tile(tile.x, tile.y, tile.z)
+    assert warm.kind("stamp") == 0 and warm.kind("manifest") == 0, warm.summary()
+
+
+@pytest.mark.layers
+def test_a_tile_outside_the_data_reads_no_leaf_and_is_outside_bounds():
+    reader = tiles.HiveReader(str(fixture_path("zagg/pyramid/store")), variable="count")
+    tile = reader.tms.tile(-100.0, 40.0, 6)
+    with moczarr.count_requests() as seen, pytest.raises(TileOutsideBounds):
+        reader.tile(tile.x, tile.y, tile.z)
+    assert seen.kind("stamp") == 0
+
+
+def test_a_changed_manifest_is_noticed(tmp_path, monkeypatch):
+    from moczarr.testing import write_sample_store
+    from tests.helpers import rewrite_manifest
+
+    store = write_sample_store(tmp_path / "sample") / "elevation"
+    first = tiles.HiveReader(str(store), variable="count")
+    assert tiles.HiveReader(str(store), variable="count").store is first.store  # warm: the same open
+    monkeypatch.setattr(tiles.cache, "REVALIDATE_SECONDS", 0.0)
+    assert tiles.HiveReader(str(store), variable="count").store is first.store  # unchanged bytes: kept
+    rewrite_manifest(store, generated_at="2030-01-01T00:00:00Z")
+    assert tiles.HiveReader(str(store), variable="count").store is not first.store
+    tiles.clear_cache()
+    assert tiles.cache_info() == {"stores": 0, "datasets": 0}
+
+
+# -- windows, parts, previews, statistics, info --------------------------------------------------------------
+@pytest.mark.layers
+def test_time_draws_one_band_per_window_each_its_windows_values():
+    root = fixture_path("zagg/windowed/store")
+    lon, lat = data_centre(root, "count", window="2020")
+    both = tiles.HiveReader(str(root), variable="count", time=("2019-01-01", "2021-01-01"))
+    tile = both.tms.tile(lon, lat, both.maxzoom)
+    img = both.tile(tile.x, tile.y, tile.z)
+    assert img.band_descriptions == ["2019", "2020"]
+    for band, window in enumerate(("2019", "2020")):
+        one = tiles.HiveReader(str(root), variable="count", window=window).tile(tile.x, tile.y, tile.z).array[0]
+        assert np.array_equal(img.array[band].mask, one.mask)
+        assert np.array_equal(img.array[band].data[~one.mask], one.data[~one.mask])
+
+
+@pytest.mark.layers
+def test_part_preview_statistics_and_info_describe_the_data():
+    root = fixture_path("zagg/pyramid/store")
+    reader = tiles.HiveReader(str(root), variable="count")
+    preview = reader.preview(max_size=256)
+    assert max(preview.width, preview.height) <= 256 and preview.crs == "EPSG:4326"
+    assert (~preview.array.mask).any()
+    part = reader.part(reader.bounds, width=64, height=64)
+    assert part.array.shape == (1, 64, 64) and (~part.array.mask).any()
+    stats = reader.statistics(max_size=256)["b1"]
+    held = preview.array[0].compressed()
+    assert stats.max == held.max() and stats.min == held.min() and stats.count == held.size
+    info = reader.info()
+    assert info.bounds == reader.bounds and info.model_extra["levels"] == [8, 6, 4]
+    w, s, e, n = reader.bounds
+    lon, lat = data_centre(root, "count")
+    assert w <= lon <= e and s <= lat <= n
+
+
+# -- typed errors ----------------------------------------------------------------------------------------------
+@pytest.mark.layers
+def test_bad_arguments_raise_one_typed_error_naming_the_choices():
+    root = fixture_path("zagg/pyramid/store")
+    with pytest.raises(LevelError, match=r"cell_order=5 .*levels: 8, 6, 4"):
+        tiles.HiveReader(str(root), variable="count", cell_order=5)
+    with pytest.raises(ArgumentError, match=r"tms='Nowhere'.*WebMercatorQuad"):
+        tiles.HiveReader(str(root), variable="count", tms="Nowhere")
+    lon, lat = data_centre(root, "count")
+    reader = tiles.HiveReader(str(root), variable="h_nope")
+    tile = reader.tms.tile(lon, lat, 5)
+    with pytest.raises(ArgumentError, match=r"variable='h_nope'.*variables: .*count"):
+        reader.tile(tile.x, tile.y, tile.z)
+
+
+@pytest.mark.layers
+def test_a_multi_product_root_needs_product_and_names_its_products():
+    root = fixture_path("multiproduct_hive")
+    with pytest.raises(ProductError, match=r"product= one of atl06, .*atl06_windows"):
+        tiles.HiveReader(str(root), variable="count")
+    with pytest.raises(ProductError, match=r"no product 'nope'; products: atl06"):
+        tiles.HiveReader(str(root), product="nope", variable="count")
+    with pytest.raises(ProductError, match=r"bare store"):
+        tiles.HiveReader(str(root / "atl06"), product="atl06", variable="count")
+
+
+def test_without_the_extra_the_package_names_it(monkeypatch):
+    for name in [m for m in sys.modules if m == "moczarr.tiles" or m.startswith("moczarr.tiles.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "rio_tiler", None)
+    with pytest.raises(MissingExtraError, match=r"moczarr\[tiles\]"):
+        importlib.import_module("moczarr.tiles")
+
+
+@pytest.mark.layers
+def test_readers_in_many_threads_draw_what_one_thread_draws():
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = fixture_path("zagg/pyramid/store")
+    lon, lat = data_centre(root, "count")
+    tms = morecantile.tms.get("WebMercatorQuad")
+    wanted = [tms.tile(lon + dx, lat + dy, z) for z in (5, 7) for dx in (-0.5, 0, 0.5) for dy in (-0.5, 0.5)]
+
+    def draw(tile):
+        img = tiles.HiveReader(str(root), variable="count").tile(tile.x, tile.y, tile.z)
+        return img.array.filled(-1)
+
+    alone = [draw(t) for t in wanted]
+    tiles.clear_cache()
+    with ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(draw, wanted * 2))
+    assert all(np.array_equal(a, b) for a, b in zip(alone * 2, together, strict=True))
