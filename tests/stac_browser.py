@@ -2,11 +2,15 @@
 
 STAC Browser ships as sources only; :func:`install` builds the pinned release once into a
 cache folder (``npm pack``, ``npm install``, ``npm run build`` in hash history mode, so a plain
-static server serves it; a few minutes), ``$MOCZARR_STAC_BROWSER`` or
+static server serves it; about three minutes), ``$MOCZARR_STAC_BROWSER`` or
 ``~/.cache/moczarr-stac-browser/<version>``. ``python3 -m tests.stac_browser`` builds it and
 prints the folder (``.ci/run`` does, and exports it). Chromium is Debian's ``chromium`` (or
 ``$MOCZARR_CHROMIUM``), driven by Playwright; the page reaches nothing but 127.0.0.1 (the
 basemap's tiles are refused), so a map shows only what the catalog and its servers draw.
+:func:`show` opens a STAC document's page and screenshots its map once drawn (a :class:`MapShot`:
+the pixels and the view's extent, to place a lon/lat on them); :func:`published_sample` serves
+what a page shows: the sample's stores, its catalog built with ``--tiles-url`` and the tile
+server (:func:`tile_server`, the real ``moczarr-catalog serve``).
 
 :func:`missing` says which piece is absent: the tests skip on it locally and fail on it under
 ``CI=true`` or when ``$MOCZARR_STAC_BROWSER`` names the bundle (:func:`required`). This module
@@ -18,16 +22,20 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -119,6 +127,56 @@ def install(dest: Path) -> Path:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return dest
+
+
+@contextmanager
+def tile_server(allow: str) -> Iterator[str]:
+    """``moczarr-catalog serve --port 0 --allow ALLOW`` running; yields the URL its first line names.
+
+    Its later lines are read on (a full pipe would stop the server) and kept in the failure's message.
+    """
+    env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+    command = [sys.executable, "-m", "moczarr_intake.cli", "serve", "--port", "0", "--allow", allow]
+    proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    lines = [proc.stderr.readline()]
+    drain = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)  # type: ignore[arg-type]
+    drain.start()
+    try:
+        found = re.match(r"serving (http://127\.0\.0\.1:\d+) ", lines[0])
+        assert found, "moczarr-catalog serve did not start: " + "".join(lines)
+        yield found[1]
+    finally:
+        proc.kill()
+        proc.wait(30)
+        drain.join(5)
+
+
+@contextmanager
+def published_sample(base: Path) -> Iterator[SimpleNamespace]:
+    """The sample's catalog built with ``--tiles-url``, its stores and its tile server, all served on 127.0.0.1.
+
+    The sample (``moczarr.testing``) is written into ``base/stores`` and catalogued into
+    ``base/cat`` (``--thumbnails``, whose reads give the renders their rescale); ``base`` is
+    served with CORS, as a portal's bucket is, and the build gets ``--href-base`` and
+    ``--catalog-url`` pointing there and ``--tiles-url`` at ``moczarr-catalog serve``.
+    Yields ``base``, ``url`` (``base``'s) and ``tiles`` (the tile server's).
+    """
+    from moczarr.testing import write_sample_store
+    from moczarr_intake import cli
+    from tests.loopback import serve_folder
+
+    stores = base / "stores"
+    write_sample_store(stores / "sample")
+    with serve_folder(base, cors=True) as url, tile_server(f"{url}/stores") as tiles:
+        args = ["build", str(stores / "sample"), "--out", str(base / "cat"), "--thumbnails", "--tiles-url", tiles]
+        args += ["--href-base", f"{url}/stores", "--stores-root", str(stores), "--catalog-url", f"{url}/cat"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the sample's reader warnings, each tested elsewhere
+            built = cli.main(args)
+        if built != 0:
+            raise AssertionError(f"moczarr-catalog {' '.join(args)} failed")
+        yield SimpleNamespace(base=base, url=url, tiles=tiles)
 
 
 # -- the map ----------------------------------------------------------------------------------------------
