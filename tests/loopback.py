@@ -28,10 +28,22 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+class _CorsHandler(_QuietHandler):
+    """Every response readable by a page of another origin (a web app reading a catalog served beside it)."""
+
+    def end_headers(self):
+        self.send_header("Access-Control-Allow-Origin", "*")
+        super().end_headers()
+
+
 @contextmanager
-def serve_folder(folder: Path) -> Iterator[str]:
-    """``folder`` served by ``http.server`` on 127.0.0.1 (quietly, a :class:`BurstServer`); yields its URL."""
-    httpd = BurstServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(folder)))
+def serve_folder(folder: Path, *, cors: bool = False) -> Iterator[str]:
+    """``folder`` served by ``http.server`` on 127.0.0.1 (quietly, a :class:`BurstServer`); yields its URL.
+
+    ``cors=True`` lets pages of any origin read it (``Access-Control-Allow-Origin: *``).
+    """
+    handler = _CorsHandler if cors else _QuietHandler
+    httpd = BurstServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
