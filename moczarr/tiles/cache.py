@@ -39,6 +39,7 @@ from ..openers.pyramid import open_level_in
 from ..openers.times import window_or_time
 from ..places import Place, footprint
 from ..storage import Storage
+from .pixels import clear_grid_cells
 
 #: Opened stores kept at once (least recently used dropped first).
 MAX_STORES = 16
@@ -194,9 +195,10 @@ def opened_store(url, product=None, window=None, time=None, storage_options=None
 
 
 def clear_cache() -> None:
-    """Forget every opened store and level (the next reader opens again)."""
+    """Forget every opened store and level (the next reader opens again) and every grid's cells."""
     with _lock:
         _stores.clear()
+    clear_grid_cells()
 
 
 def cache_info() -> dict:

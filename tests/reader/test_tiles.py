@@ -30,6 +30,7 @@ from rio_tiler.errors import TileOutsideBounds
 
 import moczarr
 import moczarr.tiles as tiles
+from moczarr.dataplane.reads import CellsSource
 from moczarr.errors import ArgumentError, LevelError, MissingExtraError, ProductError, StoreNotFoundError
 from tests.helpers import fixture_path
 
@@ -317,6 +318,62 @@ def test_a_failed_open_is_shared_by_its_waiters_and_not_kept(tmp_path):
     assert all(isinstance(f, StoreNotFoundError) and str(root) in str(f) for f in failed), failed
     write_sample_store(root)
     assert open_reader(0).levels  # the failure was not kept: the store, now there, opens
+
+
+@pytest.mark.layers
+def test_a_tile_builds_the_read_of_its_variable_alone(monkeypatch):
+    root = fixture_path("zagg/pyramid/store")
+    reader = tiles.HiveReader(str(root), variable="count")
+    tile = reader.tms.tile(*data_centre(root, "count"), reader.maxzoom)
+    picked = []
+    real_pick = CellsSource.pick
+
+    def pick(source, *args, **kwargs):
+        picked.append(source.name)
+        return real_pick(source, *args, **kwargs)
+
+    monkeypatch.setattr(CellsSource, "pick", pick)
+    with moczarr.count_requests() as seen:
+        held = check_tile(reader, root, tile, "count")
+    assert held > 0
+    assert picked == ["count"]  # of the level's nine variables, the drawn one's read alone was built
+    assert seen.kind("chunk:data") > 0
+
+
+def test_a_grid_s_cells_are_computed_once_and_kept_within_their_bound(monkeypatch):
+    from moczarr.tiles import pixels
+
+    calls = []
+    real = pixels.cell_words
+    monkeypatch.setattr(pixels, "cell_words", lambda *a: calls.append(a[2]) or real(*a))
+    tms = morecantile.tms.get("WebMercatorQuad")
+    crs = tiles.levels.tms_crs(tms)
+    bounds = [tuple(tms.xy_bounds(morecantile.Tile(x, 5, 4))) for x in (3, 4)]
+    first = pixels.grid_cells(crs, bounds[0], 256, 256, 6)
+    assert pixels.grid_cells(crs, bounds[0], 256, 256, 6) is first and calls == [6]
+    pixels.grid_cells(crs, bounds[0], 256, 256, 7)  # another order: other cells
+    assert calls == [6, 7]
+    monkeypatch.setattr(pixels, "MAX_GRID_CELLS_BYTES", first.nbytes)
+    pixels.grid_cells(crs, bounds[1], 256, 256, 6)  # over the bound: the least recently asked dropped
+    pixels.grid_cells(crs, bounds[0], 256, 256, 6)
+    assert calls == [6, 7, 6, 6]
+
+
+@pytest.mark.parametrize("grid", ["WebMercatorQuad", "WorldCRS84Quad", "UPSArcticWGS84Quad"])
+def test_a_grid_s_lonlat_and_cells_are_each_pixel_s_own(grid):
+    from moczarr.tiles import pixels
+
+    tms = morecantile.tms.get(grid)
+    crs = tiles.levels.tms_crs(tms)
+    for tile in (morecantile.Tile(0, 0, 1), tms.tile(20.0, 60.0, 7), tms.tile(100.0, 75.0, 4)):
+        bounds = tuple(tms.xy_bounds(tile))
+        lon, lat = pixels.grid_lonlat(crs, bounds, 256, 256)
+        want_lon, want_lat = pixels.to_lonlat(crs, *pixels.pixel_centres(bounds, 256, 256))
+        assert np.array_equal(lon, want_lon, equal_nan=True) and np.array_equal(lat, want_lat, equal_nan=True)
+        words = pixels.cell_words(lon, lat, 9)
+        cells = pixels.grid_cells(crs, bounds, 256, 256, 9)
+        assert np.array_equal(np.where(cells.inverse >= 0, cells.words[cells.inverse], 0), words)
+        assert np.all(np.diff(cells.words.astype(np.float64)) > 0) and 0 not in cells.words
 
 
 def test_a_changed_manifest_is_noticed(tmp_path, monkeypatch):
