@@ -21,6 +21,7 @@ import morecantile
 import mortie
 import numpy as np
 import xarray as xr
+from dask.base import compute
 from morecantile import Tile, TileMatrixSet
 from rasterio.crs import CRS as RioCRS
 from rasterio.features import bounds as feature_bounds
@@ -33,7 +34,7 @@ from rio_tiler.io.base import BaseReader
 from rio_tiler.models import BandStatistics, ImageData, Info, PointData
 from rio_tiler.utils import CRS_to_uri, get_array_statistics
 
-from ..dataplane.assemble import COORD, pick_cells
+from ..dataplane.assemble import CELLS, COORD, pick_cells
 from ..errors import ArgumentError
 from ..format.coverage import meets
 from .cache import OpenedStore, opened_store
@@ -139,9 +140,13 @@ class HiveReader(BaseReader):
         variable = self._variable(ds, order)
         pos = ds.xindexes[COORD].ranges.find(cells.words)  # type: ignore[attr-defined]
         held = pos >= 0
-        da = pick_cells(ds[[variable]], cells=pos[held])[variable]
+        # the drawn variable alone, without the cell coordinates a pick would carry along and nothing reads
+        one = ds[[variable]].drop_vars([n for n, c in ds.coords.items() if CELLS in c.dims])
+        da = pick_cells(one, cells=pos[held])[variable].transpose(..., CELLS)
         names = [str(w) for w in da["window"].values] if "window" in da.dims else [variable]
-        picked = np.asarray(da.transpose(..., "cells").values).reshape(len(names), -1)
+        # in this thread: a tile's reads are batched below dask, and a server runs many tiles at once
+        (picked,) = compute(da.data, scheduler="synchronous")
+        picked = np.asarray(picked).reshape(len(names), -1)
         values = np.zeros((len(names), cells.words.size + 1), dtype=picked.dtype)  # the last: no cell
         values[:, :-1][:, held] = picked
         known = np.append(held, False)
