@@ -8,14 +8,16 @@ level Datasets already opened for the tiles asked so far, each scoped to the
 shards a tile's pixels fall in (the opener's AOI path), at most
 :data:`MAX_DATASETS` of them. Each store and each level is opened once however
 many requests ask for it at once (:class:`SingleFlight`: the others wait for
-that open, and share its error, which is not kept). At most every :data:`REVALIDATE_SECONDS` an entry
-re-reads the manifest and the root ``coverage.moc`` (two small GETs) and, when
-their bytes changed, is dropped and opened anew; a leaf replaced in place under
-an unchanged manifest and root MOC is noticed only by :func:`clear_cache`.
+that open, and share its error, which is not kept). At most every
+:data:`REVALIDATE_SECONDS` an entry re-reads the manifest and the root
+``coverage.moc`` (two small GETs) and, when their bytes changed, is dropped and
+opened anew; a leaf replaced in place under an unchanged manifest and root MOC
+is noticed only by :func:`clear_cache`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -101,13 +103,18 @@ class OpenedStore:
     orders: tuple[int, ...]
     node_orders: dict[int, int]
     shards: np.ndarray | None
-    bounds: tuple[float, float, float, float]
     token: str
     checked: float
     omitted: set[int] = field(default_factory=set)
     datasets: OrderedDict = field(default_factory=OrderedDict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     opening: SingleFlight[xr.Dataset] = field(default_factory=SingleFlight)
+
+    @functools.cached_property
+    def bounds(self) -> tuple[float, float, float, float]:
+        """``(west, south, east, north)`` of the shards' footprint (the globe without shards or across the
+        antimeridian), drawn when first asked: a tile never needs it."""
+        return _bounds(self.shards)
 
     @property
     def levels(self) -> tuple[int, ...]:
@@ -222,7 +229,6 @@ def _open(key, url, product, window, time, storage_options) -> OpenedStore:
         orders=tuple(lv.cell_order for lv in levels),
         node_orders={lv.cell_order: lv.node_order for lv in levels},
         shards=shards,
-        bounds=_bounds(shards),
         token=token,
         checked=clock.monotonic(),
     )

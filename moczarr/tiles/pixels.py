@@ -39,8 +39,11 @@ class GridCells:
     def of(cls, words: np.ndarray) -> GridCells:
         """The cells of ``words`` (any shape; 0 where no cell holds the point)."""
         words = np.asarray(words, dtype=np.uint64)
-        uniq, found = np.unique(words.ravel(), return_inverse=True)
-        inverse = found.astype(np.int32).reshape(words.shape)
+        flat = words.ravel()
+        # neighbouring pixels mostly share a cell: sort the first word of each run of equal words, not every word
+        starts = np.flatnonzero(np.concatenate([[True], flat[1:] != flat[:-1]]))
+        uniq, found = np.unique(flat[starts], return_inverse=True)
+        inverse = np.repeat(found.astype(np.int32), np.diff(np.append(starts, flat.size))).reshape(words.shape)
         if uniq.size and uniq[0] == 0:  # sorted: the no-cell word comes first
             uniq, inverse = uniq[1:], inverse - 1
         return cls(uniq, inverse)

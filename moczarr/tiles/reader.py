@@ -91,7 +91,11 @@ class HiveReader(BaseReader):
         self.store = opened_store(self.input, self.product, self.window, self.time, self.storage_options)
         self.cell_order = check_cell_order(self.cell_order, self.store.orders, self.store.manifest.location)
         self.crs = WGS84_CRS
-        self.bounds = self.store.bounds
+
+    @property
+    def bounds(self) -> tuple[float, float, float, float]:  # type: ignore[override]  # drawn when first asked
+        """The box (lon/lat) of the store's root MOC footprint; the globe without one."""
+        return self.store.bounds
 
     # -- levels ----------------------------------------------------------------------------------------
     @property
