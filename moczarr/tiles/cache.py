@@ -6,19 +6,25 @@ storage options. An entry holds the storage handle, the manifest, the level
 table, the root MOC's shards (so a tile outside the data costs no read) and the
 level Datasets already opened for the tiles asked so far, each scoped to the
 shards a tile's pixels fall in (the opener's AOI path), at most
-:data:`MAX_DATASETS` of them. At most every :data:`REVALIDATE_SECONDS` an entry
-re-reads the manifest and the root ``coverage.moc`` (two small GETs) and, when
-their bytes changed, is dropped and opened anew; a leaf replaced in place under
-an unchanged manifest and root MOC is noticed only by :func:`clear_cache`.
+:data:`MAX_DATASETS` of them. Each store and each level is opened once however
+many requests ask for it at once (:class:`SingleFlight`: the others wait for
+that open, and share its error, which is not kept). At most every
+:data:`REVALIDATE_SECONDS` an entry re-reads the manifest and the root
+``coverage.moc`` (two small GETs) and, when their bytes changed, is dropped and
+opened anew; a leaf replaced in place under an unchanged manifest and root MOC
+is noticed only by :func:`clear_cache`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
 import time as clock
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +41,7 @@ from ..openers.pyramid import open_level_in
 from ..openers.times import window_or_time
 from ..places import Place, footprint
 from ..storage import Storage
+from .pixels import clear_grid_cells
 
 #: Opened stores kept at once (least recently used dropped first).
 MAX_STORES = 16
@@ -45,8 +52,44 @@ REVALIDATE_SECONDS = 5.0
 #: A footprint of more shards than this is not drawn for the bounds (the whole globe is given instead).
 MAX_FOOTPRINT_SHARDS = 20_000
 
+
+class SingleFlight[T]:
+    """At most one call per key at a time: a caller of a key already in flight waits for that call's outcome.
+
+    The outcome is shared, never kept: once the call returns or raises, the
+    next caller of the key calls again (a caller caches what it wants kept
+    inside its call, and looks there first).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: dict[Hashable, Future[T]] = {}
+
+    def run(self, key: Hashable, call: Callable[[], T]) -> T:
+        """``call()``, or the outcome of the call of ``key`` in flight (its value, or its exception raised)."""
+        with self._lock:
+            flight = self._calls.get(key)
+            leader = flight is None
+            if flight is None:
+                flight = self._calls[key] = Future()
+        if not leader:
+            return flight.result()
+        try:
+            value = call()
+        except BaseException as exc:
+            flight.set_exception(exc)
+            raise
+        else:
+            flight.set_result(value)
+            return value
+        finally:
+            with self._lock:
+                del self._calls[key]
+
+
 _lock = threading.Lock()
 _stores: OrderedDict[tuple, OpenedStore] = OrderedDict()
+_opening: SingleFlight[OpenedStore] = SingleFlight()
 
 
 @dataclass
@@ -60,12 +103,18 @@ class OpenedStore:
     orders: tuple[int, ...]
     node_orders: dict[int, int]
     shards: np.ndarray | None
-    bounds: tuple[float, float, float, float]
     token: str
     checked: float
     omitted: set[int] = field(default_factory=set)
     datasets: OrderedDict = field(default_factory=OrderedDict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    opening: SingleFlight[xr.Dataset] = field(default_factory=SingleFlight)
+
+    @functools.cached_property
+    def bounds(self) -> tuple[float, float, float, float]:
+        """``(west, south, east, north)`` of the shards' footprint (the globe without shards or across the
+        antimeridian), drawn when first asked: a tile never needs it."""
+        return _bounds(self.shards)
 
     @property
     def levels(self) -> tuple[int, ...]:
@@ -75,14 +124,26 @@ class OpenedStore:
     def level(self, order: int, shards: np.ndarray) -> xr.Dataset:
         """The level at ``order`` scoped to the cells below ``shards`` (sorted unique words), opened once.
 
-        Raises :class:`~moczarr.errors.LevelOmittedError` for a level with
-        nothing materialized (and remembers it: :attr:`levels` leaves it out).
+        Concurrent first asks of one level wait for one open. Raises
+        :class:`~moczarr.errors.LevelOmittedError` for a level with nothing
+        materialized (and remembers it: :attr:`levels` leaves it out).
         """
         key = (order, hashlib.sha256(shards.tobytes()).hexdigest())
+        kept = self._kept(key)
+        return kept if kept is not None else self.opening.run(key, lambda: self._open_level(key, shards))
+
+    def _kept(self, key: tuple) -> xr.Dataset | None:
         with self.lock:
-            if key in self.datasets:
+            ds = self.datasets.get(key)
+            if ds is not None:
                 self.datasets.move_to_end(key)
-                return self.datasets[key]
+            return ds
+
+    def _open_level(self, key: tuple, shards: np.ndarray) -> xr.Dataset:
+        kept = self._kept(key)  # opened by a flight that ended as this one began
+        if kept is not None:
+            return kept
+        order = key[0]
         try:
             ds = open_level_in(self.storage, self.manifest, order, self.window, Place(words=shards))
         except LevelOmittedError:
@@ -106,9 +167,10 @@ def cache_key(url, product, window, time, storage_options) -> tuple:
 def opened_store(url, product=None, window=None, time=None, storage_options=None) -> OpenedStore:
     """The cached open of ``url`` (and ``product``), opening it (or opening it again, if it changed) as needed.
 
-    Raises :class:`~moczarr.errors.ProductError` for a multi-product root
-    without ``product=`` (naming its products), a product it does not hold, or
-    ``product=`` on a bare store; the openers' errors otherwise.
+    Concurrent first requests of one key wait for one open (and share its
+    error). Raises :class:`~moczarr.errors.ProductError` for a multi-product
+    root without ``product=`` (naming its products), a product it does not
+    hold, or ``product=`` on a bare store; the openers' errors otherwise.
     """
     key = cache_key(url, product, window, time, storage_options)
     due = False
@@ -121,19 +183,29 @@ def opened_store(url, product=None, window=None, time=None, storage_options=None
                 entry.checked = clock.monotonic()  # one thread re-reads; the others keep the entry meanwhile
     if entry is not None and (not due or _token(entry.storage) == entry.token):
         return entry
-    entry = _open(key, url, product, window, time, storage_options)
-    with _lock:
-        _stores[key] = entry
-        _stores.move_to_end(key)
-        while len(_stores) > MAX_STORES:
-            _stores.popitem(last=False)
-    return entry
+    stale = entry
+
+    def open_once() -> OpenedStore:
+        with _lock:
+            current = _stores.get(key)
+        if current is not None and current is not stale:  # opened by a flight that ended as this one began
+            return current
+        opened = _open(key, url, product, window, time, storage_options)
+        with _lock:
+            _stores[key] = opened
+            _stores.move_to_end(key)
+            while len(_stores) > MAX_STORES:
+                _stores.popitem(last=False)
+        return opened
+
+    return _opening.run(key, open_once)
 
 
 def clear_cache() -> None:
-    """Forget every opened store and level (the next reader opens again)."""
+    """Forget every opened store and level (the next reader opens again) and every grid's cells."""
     with _lock:
         _stores.clear()
+    clear_grid_cells()
 
 
 def cache_info() -> dict:
@@ -157,7 +229,6 @@ def _open(key, url, product, window, time, storage_options) -> OpenedStore:
         orders=tuple(lv.cell_order for lv in levels),
         node_orders={lv.cell_order: lv.node_order for lv in levels},
         shards=shards,
-        bounds=_bounds(shards),
         token=token,
         checked=clock.monotonic(),
     )

@@ -3,12 +3,17 @@
 Positions go through pyproj (the grid's CRS to WGS84 geodetic lon/lat) and
 cells through mortie (``geo2mort`` at the level's order, under the stores'
 authalic latitude convention), so no projection or HEALPix arithmetic is
-written here.
+written here. A grid's cells depend only on its bounds, CRS, size and order,
+so they are kept (:func:`grid_cells`, at most :data:`MAX_GRID_CELLS_BYTES`):
+a tile asked again costs no pixel work.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 
 import mortie
 import numpy as np
@@ -16,6 +21,36 @@ from pyproj import CRS, Transformer
 
 #: The geodetic lon/lat CRS cells are addressed in (WGS84; x = longitude).
 LONLAT = CRS.from_epsg(4326)
+#: CRSs whose longitude is a function of x alone and latitude of y alone (a grid's axes are transformed once).
+SEPARABLE = (CRS.from_epsg(3857), LONLAT)
+#: Bytes of grid cells kept (a 256x256 tile's are about 260 KB: some 250 tiles).
+MAX_GRID_CELLS_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class GridCells:
+    """The cells holding a grid's points: ``words``, the sorted distinct packed words (never 0), and
+    ``inverse``, each point's position in ``words`` (-1 where no cell holds it), in the grid's shape."""
+
+    words: np.ndarray
+    inverse: np.ndarray
+
+    @classmethod
+    def of(cls, words: np.ndarray) -> GridCells:
+        """The cells of ``words`` (any shape; 0 where no cell holds the point)."""
+        words = np.asarray(words, dtype=np.uint64)
+        flat = words.ravel()
+        # neighbouring pixels mostly share a cell: sort the first word of each run of equal words, not every word
+        starts = np.flatnonzero(np.concatenate([[True], flat[1:] != flat[:-1]]))
+        uniq, found = np.unique(flat[starts], return_inverse=True)
+        inverse = np.repeat(found.astype(np.int32), np.diff(np.append(starts, flat.size))).reshape(words.shape)
+        if uniq.size and uniq[0] == 0:  # sorted: the no-cell word comes first
+            uniq, inverse = uniq[1:], inverse - 1
+        return cls(uniq, inverse)
+
+    @property
+    def nbytes(self) -> int:
+        return self.words.nbytes + self.inverse.nbytes
 
 
 def pixel_centres(bounds, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
@@ -23,10 +58,16 @@ def pixel_centres(bounds, width: int, height: int) -> tuple[np.ndarray, np.ndarr
 
     Row 0 is the top row.
     """
+    xs, ys = pixel_axes(bounds, width, height)
+    return np.meshgrid(xs, ys)
+
+
+def pixel_axes(bounds, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pixel centres' ``x`` (one per column) and ``y`` (one per row, the top row first) over ``bounds``."""
     left, bottom, right, top = map(float, bounds)
     xs = left + (np.arange(width) + 0.5) * ((right - left) / width)
     ys = top - (np.arange(height) + 0.5) * ((top - bottom) / height)
-    return np.meshgrid(xs, ys)
+    return xs, ys
 
 
 @functools.lru_cache(maxsize=64)
@@ -34,14 +75,41 @@ def _to_lonlat(wkt: str) -> Transformer:
     return Transformer.from_crs(CRS.from_wkt(wkt), LONLAT, always_xy=True)
 
 
+@functools.lru_cache(maxsize=64)
+def _separable(wkt: str) -> bool:
+    crs = CRS.from_wkt(wkt)
+    return any(crs.equals(other, ignore_axis_order=True) for other in SEPARABLE)
+
+
 def to_lonlat(crs: CRS, x, y) -> tuple[np.ndarray, np.ndarray]:
     """Longitudes and latitudes (degrees) of points ``x, y`` of ``crs``; NaN where the CRS has no such point."""
     lon, lat = _to_lonlat(crs.to_wkt()).transform(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
-    lon, lat = np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
+    return _checked(np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64))
+
+
+def _checked(lon: np.ndarray, lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bad = ~(np.isfinite(lon) & np.isfinite(lat)) | (np.abs(lat) > 90)
     lon[bad] = np.nan
     lat[bad] = np.nan
     return lon, lat
+
+
+def grid_lonlat(crs: CRS, bounds, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+    """Longitudes and latitudes (``height x width``) of the pixel centres of a grid over ``bounds`` of ``crs``.
+
+    Each point as :func:`to_lonlat` gives it; in a CRS of :data:`SEPARABLE`
+    only the grid's two axes are transformed (the same per-point figures, as
+    a point's longitude there depends on its x alone and its latitude on its y).
+    """
+    xs, ys = pixel_axes(bounds, width, height)
+    wkt = crs.to_wkt()
+    if not _separable(wkt):
+        return to_lonlat(crs, *np.meshgrid(xs, ys))
+    transformer = _to_lonlat(wkt)
+    lon, _ = transformer.transform(xs, np.zeros_like(xs))
+    _, lat = transformer.transform(np.zeros_like(ys), ys)
+    lon, lat = np.meshgrid(np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64))
+    return _checked(lon, lat)
 
 
 def cell_words(lon, lat, order: int) -> np.ndarray:
@@ -52,3 +120,41 @@ def cell_words(lon, lat, order: int) -> np.ndarray:
     if ok.any():
         out[ok] = np.asarray(mortie.geo2mort(lat[ok], lon[ok], order=int(order)), dtype=np.uint64).ravel()
     return out
+
+
+_kept: OrderedDict[tuple, GridCells] = OrderedDict()
+_kept_bytes = 0
+_kept_lock = threading.Lock()
+
+
+def grid_cells(crs: CRS, bounds, width: int, height: int, order: int) -> GridCells:
+    """The cells at ``order`` holding the pixel centres of a ``height x width`` grid over ``bounds`` of ``crs``.
+
+    Computed once per grid (the least recently asked dropped first beyond
+    :data:`MAX_GRID_CELLS_BYTES`); the arrays are shared: never write to them.
+    """
+    global _kept_bytes
+    key = (crs.srs, tuple(map(float, bounds)), int(width), int(height), int(order))
+    with _kept_lock:
+        cells = _kept.get(key)
+        if cells is not None:
+            _kept.move_to_end(key)
+            return cells
+    cells = GridCells.of(cell_words(*grid_lonlat(crs, bounds, width, height), order))
+    cells.words.flags.writeable = False
+    cells.inverse.flags.writeable = False
+    with _kept_lock:
+        if key not in _kept:
+            _kept[key] = cells
+            _kept_bytes += cells.nbytes
+        while _kept_bytes > MAX_GRID_CELLS_BYTES and _kept:
+            _kept_bytes -= _kept.popitem(last=False)[1].nbytes
+    return cells
+
+
+def clear_grid_cells() -> None:
+    """Forget every kept grid's cells."""
+    global _kept_bytes
+    with _kept_lock:
+        _kept.clear()
+        _kept_bytes = 0

@@ -21,6 +21,7 @@ import morecantile
 import mortie
 import numpy as np
 import xarray as xr
+from dask.base import compute
 from morecantile import Tile, TileMatrixSet
 from rasterio.crs import CRS as RioCRS
 from rasterio.features import bounds as feature_bounds
@@ -33,12 +34,12 @@ from rio_tiler.io.base import BaseReader
 from rio_tiler.models import BandStatistics, ImageData, Info, PointData
 from rio_tiler.utils import CRS_to_uri, get_array_statistics
 
-from ..dataplane.assemble import COORD, pick_cells
+from ..dataplane.assemble import CELLS, COORD, pick_cells
 from ..errors import ArgumentError
 from ..format.coverage import meets
 from .cache import OpenedStore, opened_store
 from .levels import cell_size_m, check_cell_order, crs_from_wkt, pick_order, pixel_size_m, zoom_pixel_size_m
-from .pixels import cell_words, pixel_centres, to_lonlat
+from .pixels import GridCells, cell_words, grid_cells, to_lonlat
 
 #: The longest side of a ``part``/``preview`` image whose size the caller leaves open.
 MAX_SIZE = 1024
@@ -90,7 +91,11 @@ class HiveReader(BaseReader):
         self.store = opened_store(self.input, self.product, self.window, self.time, self.storage_options)
         self.cell_order = check_cell_order(self.cell_order, self.store.orders, self.store.manifest.location)
         self.crs = WGS84_CRS
-        self.bounds = self.store.bounds
+
+    @property
+    def bounds(self) -> tuple[float, float, float, float]:  # type: ignore[override]  # drawn when first asked
+        """The box (lon/lat) of the store's root MOC footprint; the globe without one."""
+        return self.store.bounds
 
     # -- levels ----------------------------------------------------------------------------------------
     @property
@@ -124,25 +129,33 @@ class HiveReader(BaseReader):
         """The ``variable`` of the cells at ``order`` holding each lon/lat point: ``(bands, *shape)``, masked where
         no cell holds the point or the cell has no value; the band names (the variable, or the windows); and
         whether any point lies in a stored shard."""
-        lon, lat = np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
-        words = cell_words(lon, lat, order)
-        found = words != 0
-        shards = self._shards_of(words[found], order)
+        return self.values_of(GridCells.of(cell_words(lon, lat, order)), order)
+
+    def values_of(self, cells: GridCells, order: int) -> tuple[np.ma.MaskedArray, list[str], bool]:
+        """:meth:`values_at` of the points whose cells at ``order`` are ``cells``.
+
+        Reads only ``variable``, and only the objects holding ``cells``.
+        """
+        shards = self._shards_of(cells.words, order)
         if not shards.size:
             variable = self._variable(None, order)
-            return np.ma.masked_all((1, *lon.shape), dtype=np.float64), [variable], False
+            return np.ma.masked_all((1, *cells.inverse.shape), dtype=np.float64), [variable], False
         ds = self.store.level(order, shards)
         variable = self._variable(ds, order)
-        pos = np.full(words.shape, -1, dtype=np.int64)
-        pos[found] = ds.xindexes[COORD].ranges.find(words[found])  # type: ignore[attr-defined]
+        pos = ds.xindexes[COORD].ranges.find(cells.words)  # type: ignore[attr-defined]
         held = pos >= 0
-        uniq, inverse = np.unique(pos[held], return_inverse=True)
-        da = pick_cells(ds, cells=uniq)[variable]
+        # the drawn variable alone, without the cell coordinates a pick would carry along and nothing reads
+        one = ds[[variable]].drop_vars([n for n, c in ds.coords.items() if CELLS in c.dims])
+        da = pick_cells(one, cells=pos[held])[variable].transpose(..., CELLS)
         names = [str(w) for w in da["window"].values] if "window" in da.dims else [variable]
-        values = np.asarray(da.transpose(..., "cells").values).reshape(len(names), uniq.size)
-        out = np.zeros((len(names), *words.shape), dtype=values.dtype)
-        out[:, held] = values[:, inverse]
-        mask = np.broadcast_to(~held, out.shape).copy()
+        # in this thread: a tile's reads are batched below dask, and a server runs many tiles at once
+        (picked,) = compute(da.data, scheduler="synchronous")
+        picked = np.asarray(picked).reshape(len(names), -1)
+        values = np.zeros((len(names), cells.words.size + 1), dtype=picked.dtype)  # the last: no cell
+        values[:, :-1][:, held] = picked
+        known = np.append(held, False)
+        out = values[:, cells.inverse]  # -1 (no cell) takes the last
+        mask = np.broadcast_to(~known[cells.inverse], out.shape).copy()
         if out.dtype.kind == "f":
             mask |= np.isnan(out)
         return np.ma.MaskedArray(out, mask=mask), names, True
@@ -188,9 +201,7 @@ class HiveReader(BaseReader):
         pyproj_crs = crs_from_wkt(rio_crs.to_wkt())
         if order is None:
             order = self.order_for(pixel_size_m(pyproj_crs, (bounds[2] - bounds[0]) / width))
-        x, y = pixel_centres(bounds, width, height)
-        lon, lat = to_lonlat(pyproj_crs, x, y)
-        data, names, in_data = self.values_at(lon, lat, order)
+        data, names, in_data = self.values_of(grid_cells(pyproj_crs, bounds, width, height, order), order)
         return ImageData(
             data,
             bounds=tuple(bounds),

@@ -13,7 +13,9 @@ from __future__ import annotations
 import importlib
 import math
 import sys
+import threading
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import astropy.units as u
 import cdshealpix
@@ -28,7 +30,8 @@ from rio_tiler.errors import TileOutsideBounds
 
 import moczarr
 import moczarr.tiles as tiles
-from moczarr.errors import ArgumentError, LevelError, MissingExtraError, ProductError
+from moczarr.dataplane.reads import CellsSource
+from moczarr.errors import ArgumentError, LevelError, MissingExtraError, ProductError, StoreNotFoundError
 from tests.helpers import fixture_path
 
 WGS84_A = 6378137.0
@@ -247,6 +250,130 @@ def test_a_tile_outside_the_data_reads_no_leaf_and_is_outside_bounds():
     with moczarr.count_requests() as seen, pytest.raises(TileOutsideBounds):
         reader.tile(tile.x, tile.y, tile.z)
     assert seen.kind("stamp") == 0
+
+
+class Gate:
+    """Counts the callers of a step and of an open; an open waits (30 s at most) until every caller of its step
+    has arrived, so every thread has asked before any open ends and none finds another's result kept."""
+
+    def __init__(self, callers: int):
+        self.callers, self.arrived, self.opened = callers, {}, {}
+        self.cond = threading.Condition()
+
+    def step(self, what: str, call):
+        def arrive(*args, **kwargs):
+            with self.cond:
+                self.arrived[what] = self.arrived.get(what, 0) + 1
+                self.cond.notify_all()
+            return call(*args, **kwargs)
+
+        return arrive
+
+    def open(self, what: str, call):
+        def opening(*args, **kwargs):
+            with self.cond:
+                self.opened[what] = self.opened.get(what, 0) + 1
+                self.cond.wait_for(lambda: self.arrived.get(what, 0) >= self.callers, timeout=30)
+            return call(*args, **kwargs)
+
+        return opening
+
+
+@pytest.mark.layers
+def test_concurrent_first_readers_open_the_store_and_the_level_once(monkeypatch):
+    root = str(fixture_path("zagg/pyramid/store"))
+    tile = morecantile.tms.get("WebMercatorQuad").tile(*data_centre(root, "count"), 5)
+    alone = tiles.HiveReader(root, variable="count").tile(tile.x, tile.y, tile.z).array
+    tiles.clear_cache()
+    gate = Gate(callers=8)
+    monkeypatch.setattr(tiles.cache, "cache_key", gate.step("store", tiles.cache.cache_key))
+    monkeypatch.setattr(tiles.cache.OpenedStore, "level", gate.step("level", tiles.cache.OpenedStore.level))
+    monkeypatch.setattr(tiles.cache, "root_shards", gate.open("store", tiles.cache.root_shards))
+    monkeypatch.setattr(tiles.cache, "open_level_in", gate.open("level", tiles.cache.open_level_in))
+
+    def draw(_):
+        return tiles.HiveReader(root, variable="count").tile(tile.x, tile.y, tile.z).array
+
+    with ThreadPoolExecutor(8) as pool:
+        drawn = list(pool.map(draw, range(8)))
+    assert gate.arrived == {"store": 8, "level": 8}  # every thread asked for both
+    assert gate.opened == {"store": 1, "level": 1}  # and one open served them all
+    assert all(np.array_equal(d.mask, alone.mask) and np.array_equal(d.data, alone.data) for d in drawn)
+    assert tiles.cache_info() == {"stores": 1, "datasets": 1}
+
+
+def test_a_failed_open_is_shared_by_its_waiters_and_not_kept(tmp_path):
+    from moczarr.testing import write_sample_store
+
+    root = tmp_path / "later"
+
+    def open_reader(_):
+        try:
+            return tiles.HiveReader(str(root), product="elevation", variable="count")
+        except StoreNotFoundError as exc:
+            return exc
+
+    with ThreadPoolExecutor(4) as pool:
+        failed = list(pool.map(open_reader, range(4)))
+    assert all(isinstance(f, StoreNotFoundError) and str(root) in str(f) for f in failed), failed
+    write_sample_store(root)
+    assert open_reader(0).levels  # the failure was not kept: the store, now there, opens
+
+
+@pytest.mark.layers
+def test_a_tile_builds_the_read_of_its_variable_alone(monkeypatch):
+    root = fixture_path("zagg/pyramid/store")
+    reader = tiles.HiveReader(str(root), variable="count")
+    tile = reader.tms.tile(*data_centre(root, "count"), reader.maxzoom)
+    picked = []
+    real_pick = CellsSource.pick
+
+    def pick(source, *args, **kwargs):
+        picked.append(source.name)
+        return real_pick(source, *args, **kwargs)
+
+    monkeypatch.setattr(CellsSource, "pick", pick)
+    with moczarr.count_requests() as seen:
+        held = check_tile(reader, root, tile, "count")
+    assert held > 0
+    assert picked == ["count"]  # of the level's nine variables, the drawn one's read alone was built
+    assert seen.kind("chunk:data") > 0
+
+
+def test_a_grid_s_cells_are_computed_once_and_kept_within_their_bound(monkeypatch):
+    from moczarr.tiles import pixels
+
+    calls = []
+    real = pixels.cell_words
+    monkeypatch.setattr(pixels, "cell_words", lambda *a: calls.append(a[2]) or real(*a))
+    tms = morecantile.tms.get("WebMercatorQuad")
+    crs = tiles.levels.tms_crs(tms)
+    bounds = [tuple(tms.xy_bounds(morecantile.Tile(x, 5, 4))) for x in (3, 4)]
+    first = pixels.grid_cells(crs, bounds[0], 256, 256, 6)
+    assert pixels.grid_cells(crs, bounds[0], 256, 256, 6) is first and calls == [6]
+    pixels.grid_cells(crs, bounds[0], 256, 256, 7)  # another order: other cells
+    assert calls == [6, 7]
+    monkeypatch.setattr(pixels, "MAX_GRID_CELLS_BYTES", first.nbytes)
+    pixels.grid_cells(crs, bounds[1], 256, 256, 6)  # over the bound: the least recently asked dropped
+    pixels.grid_cells(crs, bounds[0], 256, 256, 6)
+    assert calls == [6, 7, 6, 6]
+
+
+@pytest.mark.parametrize("grid", ["WebMercatorQuad", "WorldCRS84Quad", "UPSArcticWGS84Quad"])
+def test_a_grid_s_lonlat_and_cells_are_each_pixel_s_own(grid):
+    from moczarr.tiles import pixels
+
+    tms = morecantile.tms.get(grid)
+    crs = tiles.levels.tms_crs(tms)
+    for tile in (morecantile.Tile(0, 0, 1), tms.tile(20.0, 60.0, 7), tms.tile(100.0, 75.0, 4)):
+        bounds = tuple(tms.xy_bounds(tile))
+        lon, lat = pixels.grid_lonlat(crs, bounds, 256, 256)
+        want_lon, want_lat = pixels.to_lonlat(crs, *pixels.pixel_centres(bounds, 256, 256))
+        assert np.array_equal(lon, want_lon, equal_nan=True) and np.array_equal(lat, want_lat, equal_nan=True)
+        words = pixels.cell_words(lon, lat, 9)
+        cells = pixels.grid_cells(crs, bounds, 256, 256, 9)
+        assert np.array_equal(np.where(cells.inverse >= 0, cells.words[cells.inverse], 0), words)
+        assert np.all(np.diff(cells.words.astype(np.float64)) > 0) and 0 not in cells.words
 
 
 def test_a_changed_manifest_is_noticed(tmp_path, monkeypatch):

@@ -226,10 +226,6 @@ def test_sixteen_concurrent_tile_requests_are_all_answered(server):
 
 
 @pytest.mark.layers
-@pytest.mark.xfail(
-    strict=True,
-    reason="moczarr.tiles.cache opens a store (and a level) once per concurrent first request: no single flight yet",
-)
 def test_sixteen_concurrent_first_requests_open_the_store_once(server):
     _, answers, (one, many) = concurrent_cold(server)
     assert [a[0] for a in answers] == [200] * 16
