@@ -17,15 +17,9 @@ import threading
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
-import astropy.units as u
-import cdshealpix
 import morecantile
-import mortie
 import numpy as np
 import pytest
-from astropy.coordinates import Latitude, Longitude
-from pyproj import Transformer
-from rasterio.transform import from_bounds
 from rio_tiler.errors import TileOutsideBounds
 
 import moczarr
@@ -33,10 +27,7 @@ import moczarr.tiles as tiles
 from moczarr.dataplane.reads import CellsSource
 from moczarr.errors import ArgumentError, LevelError, MissingExtraError, ProductError, StoreNotFoundError
 from tests.helpers import fixture_path
-
-WGS84_A = 6378137.0
-WGS84_F = 1 / 298.257223563
-EARTH_RADIUS_KM = 6371.0088
+from tests.tiles_oracle import EARTH_RADIUS_KM, expected_order, oracle_lonlat, oracle_values, oracle_words
 
 
 @pytest.fixture(autouse=True)
@@ -46,62 +37,7 @@ def _fresh_cache():
     tiles.clear_cache()
 
 
-# -- the oracle ---------------------------------------------------------------------------------------------
-def authalic(lat_deg: np.ndarray) -> np.ndarray:
-    """Authalic latitude (degrees) of WGS84 geodetic latitudes: beta = asin(q(phi) / q(90))."""
-    e = math.sqrt(WGS84_F * (2 - WGS84_F))
-
-    def q(s):
-        return (1 - e * e) * (s / (1 - e * e * s * s) - np.log((1 - e * s) / (1 + e * s)) / (2 * e))
-
-    s = np.sin(np.radians(lat_deg))
-    return np.degrees(np.arcsin(np.clip(q(s) / q(1.0), -1, 1)))
-
-
-def oracle_lonlat(tms, tile, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each pixel centre of ``tile`` as lon/lat: the tile's affine applied to (col + 0.5, row + 0.5)."""
-    affine = from_bounds(*tms.xy_bounds(tile), size, size)
-    cols, rows = np.meshgrid(np.arange(size) + 0.5, np.arange(size) + 0.5)
-    x, y = affine @ (cols, rows)
-    to_ll = Transformer.from_crs(tms.crs.to_wkt(), "EPSG:4326", always_xy=True)
-    lon, lat = to_ll.transform(x, y)
-    return np.asarray(lon), np.asarray(lat)
-
-
-def oracle_words(lon: np.ndarray, lat: np.ndarray, order: int) -> np.ndarray:
-    """The packed word of the cell at ``order`` holding each point: cdshealpix's NESTED id, through ``norm2mort``."""
-    ok = np.isfinite(lon) & np.isfinite(lat) & (np.abs(lat) <= 90)
-    ipix = cdshealpix.nested.lonlat_to_healpix(
-        Longitude(np.where(ok, lon, 0) * u.deg), Latitude(authalic(np.where(ok, lat, 0)) * u.deg), order
-    ).astype(np.int64)
-    words = mortie.norm2mort(ipix & ((1 << (2 * order)) - 1), ipix >> (2 * order), order)
-    return np.where(ok, np.asarray(words, dtype=np.uint64), np.uint64(0))
-
-
-def oracle_values(root, order: int, words: np.ndarray, variable: str, **kw) -> np.ma.MaskedArray:
-    """``variable`` at each word from ``open_level`` (whole level); masked where no cell or no value."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
-        ds = moczarr.open_level(root, order, **kw)
-    morton = ds["morton"].values
-    values = ds[variable].values
-    at = np.clip(np.searchsorted(morton, words), 0, max(morton.size - 1, 0))
-    held = (morton.size > 0) & (morton[at] == words) & (words != 0)
-    out = np.where(held, values[at], 0).astype(values.dtype)
-    mask = ~held | (np.isnan(out) if out.dtype.kind == "f" else False)
-    return np.ma.MaskedArray(out, mask=mask)
-
-
-def expected_order(levels, tms, zoom: int) -> int:
-    """The rule, computed apart: the coarsest level whose cells (the root of the equal HEALPix cell area) are no
-    larger than a pixel, else the finest."""
-    units = 2 * math.pi * WGS84_A / 360 if tms.crs.to_epsg() in (4326, None) and tms.id == "WorldCRS84Quad" else 1.0
-    pixel = tms.matrix(zoom).cellSize * units
-    size = {o: math.sqrt(4 * math.pi * EARTH_RADIUS_KM**2 / (12 * 4**o)) * 1000 for o in levels}
-    fitting = [o for o in levels if size[o] <= pixel]
-    return min(fitting) if fitting else max(levels)
-
-
+# -- the oracle (tests/tiles_oracle.py) ------------------------------------------------------------------
 def check_tile(reader, root, tile, variable, **kw) -> int:
     """Compare every pixel of ``tile`` with the oracle; return the count of pixels holding a value."""
     img = reader.tile(tile.x, tile.y, tile.z)
