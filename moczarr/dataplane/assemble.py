@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import posixpath
 import weakref
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, NamedTuple, overload
 
@@ -449,6 +449,7 @@ def build_dataset(
     attrs: dict | None = None,
     batch_bytes: int | None = None,
     verify_chunks: bool = False,
+    variables: Collection[str] | None = None,
 ) -> xr.Dataset:
     """The Dataset of ``parts`` under ``schema``: lazy data variables, the morton index, NESTED ids.
 
@@ -459,6 +460,8 @@ def build_dataset(
     of decoded data of the widest variable, one dask task per batch and variable.
     ``verify_chunks`` checks every object's values against the content hashes
     its part carries (see :class:`~moczarr.dataplane.reads.CellsSource`).
+    ``variables`` names the data variables to build (None: every one; a name
+    the schema lacks builds nothing); the coordinates are built whatever it says.
     """
     if fabricate_cell_ids not in ("auto", True, False):
         raise ArgumentError(f"fabricate_cell_ids must be 'auto', True or False, got {fabricate_cell_ids!r}")
@@ -476,12 +479,15 @@ def build_dataset(
     hashes = [p.hashes for p in live] if verify_chunks else None
     data_vars: dict[str, xr.Variable] = {}
     coords: dict[str, xr.Variable] = {}
+    dims = _other_dims(schema)
     for name, arr in schema.arrays.items():
         if name == COORD:
             continue
+        if variables is not None and name not in variables and name not in dims and name != NESTED:
+            continue
         if arr.cells_axis is None:
             if live:
-                coords_or_vars = coords if name in _other_dims(schema) else data_vars
+                coords_or_vars = coords if name in dims else data_vars
                 coords_or_vars[name] = xr.Variable(
                     arr.dims, lazy_whole_array(storage, arr, live[0], verify_chunks), arr.attrs
                 )

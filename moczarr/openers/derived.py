@@ -11,7 +11,7 @@ raises :class:`~moczarr.errors.LevelOmittedError`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,8 +52,11 @@ def derived_level(
     *,
     lenient: bool,
     verify_chunks: bool,
+    variables: Collection[str] | None = None,
 ) -> xr.Dataset:
     """An overview or column level, from the stamped objects the root MOC's shards name.
+
+    ``variables`` limits the data variables built (None: every one).
 
     Raises :class:`LevelOmittedError` when they cannot be enumerated or none
     is stamped and readable.
@@ -89,7 +92,9 @@ def derived_level(
         "zagg_objects": [o.entry for o in objects],
         "zagg_level": level_attrs,
     }
-    ds = readable_level(storage, level, objects, schema_objects, cover, index_kind, attrs, verify_chunks)
+    ds = readable_level(
+        storage, level, objects, schema_objects, cover, index_kind, attrs, verify_chunks, variables=variables
+    )
     if ds is None:
         raise LevelOmittedError(
             f"{manifest.location}: no {level.artifact} object at cell order {cell_order} is readable; level omitted"
@@ -278,6 +283,8 @@ def readable_level(
     index_kind: str,
     attrs: dict,
     verify_chunks: bool = False,
+    *,
+    variables: Collection[str] | None = None,
 ):
     """The level's Dataset, schema read from the first schema object whose metadata can be used.
 
@@ -300,6 +307,7 @@ def readable_level(
                 {**attrs, "zagg_objects": [o.entry for o in objects]},
                 first,
                 verify_chunks,
+                variables,
             )
         except (StampError, KeyContainmentError, ArrayContractError) as exc:
             _drop(f"{exc}; {level.artifact} object dropped")
@@ -320,6 +328,7 @@ def _objects_dataset(
     attrs: dict,
     schema_object: DerivedObject,
     verify_chunks: bool = False,
+    variables: Collection[str] | None = None,
 ) -> xr.Dataset:
     r, k = level.cell_order, level.node_order
     group = str(r)
@@ -339,7 +348,14 @@ def _objects_dataset(
             schema = read_schema(storage, schema_group, sorted(set(names) | bound))
     check_cells_extent(schema.arrays, lambda a: a.cells_axis, n_cells, storage.describe(schema_group))
     return build_dataset(
-        storage, schema, parts, domain, index_kind=index_kind, attrs=attrs, verify_chunks=verify_chunks
+        storage,
+        schema,
+        parts,
+        domain,
+        index_kind=index_kind,
+        attrs=attrs,
+        verify_chunks=verify_chunks,
+        variables=variables,
     )
 
 

@@ -12,6 +12,7 @@ The steps up to the admitted leaves and their schema are in :mod:`moczarr.opener
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 
 import mortie
 import numpy as np
@@ -142,11 +143,14 @@ def open_source(
     extra_attrs: dict | None = None,
     batch_bytes: int | None = None,
     verify_chunks: bool = False,
+    variables: Collection[str] | None = None,
 ) -> xr.Dataset:
     """:func:`open_hive` on an already-open storage and manifest (shared by the tree openers).
 
     ``window`` may be a :class:`~moczarr.openers.times.TimeRange` (``time=``): each
     overlapping window is opened and the results stacked on ``window``.
+    ``variables`` limits the data variables built (None: every one; see
+    :func:`~moczarr.dataplane.assemble.build_dataset`).
     """
     shards = root_shards(storage, manifest)
     if isinstance(window, TimeRange):
@@ -165,6 +169,7 @@ def open_source(
                 fabricate_cell_ids=fabricate_cell_ids,
                 extra_attrs=extra_attrs,
                 verify_chunks=verify_chunks,
+                variables=variables,
             ),
         )
     window = check_window(manifest, window, lambda: _labels(storage, manifest, shards))
@@ -192,7 +197,17 @@ def open_source(
     attrs = {"morton_hive": {**manifest.summary(), "window": window, **leaf_summary(leaves)}}
     attrs.update(extra_attrs or {})
     return leaves_dataset(
-        storage, manifest, leaves, cover, schema, index_kind, fabricate_cell_ids, attrs, batch_bytes, verify_chunks
+        storage,
+        manifest,
+        leaves,
+        cover,
+        schema,
+        index_kind,
+        fabricate_cell_ids,
+        attrs,
+        batch_bytes,
+        verify_chunks,
+        variables=variables,
     )
 
 
@@ -207,10 +222,13 @@ def leaves_dataset(
     attrs: dict,
     batch_bytes: int | None = None,
     verify_chunks: bool = False,
+    *,
+    variables: Collection[str] | None = None,
 ) -> xr.Dataset:
     """The Dataset of admitted leaves under ``schema``: domain arithmetic, then lazy assembly.
 
-    Reads are checked against each leaf's recorded content hashes when ``verify_chunks``.
+    Reads are checked against each leaf's recorded content hashes when ``verify_chunks``;
+    ``variables`` limits the data variables built (None: every one).
     """
     group = str(manifest.cell_order)
     words = np.fromiter((lf.word for lf in leaves), dtype=np.uint64, count=len(leaves))
@@ -229,6 +247,7 @@ def leaves_dataset(
         attrs=attrs,
         batch_bytes=batch_bytes,
         verify_chunks=verify_chunks,
+        variables=variables,
     )
 
 

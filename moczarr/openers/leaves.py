@@ -21,6 +21,7 @@ from ..errors import (
     CoverageFallbackWarning,
     DebrisWarning,
     MissingLeafWarning,
+    MoczarrError,
     NoCoverageError,
     StaleCoverageError,
     warn,
@@ -157,19 +158,44 @@ def admit_leaves(
             f"(e.g. {missing[0]}): removed out of band, or a stale MOC; left out",
             MissingLeafWarning,
         )
-    admitted: list[Leaf] = []
-    for ref, payload in zip(candidates, payloads, strict=True):  # each document parsed, used and dropped in turn
+    # each document parsed, admitted and dropped in turn (see Leaf); a bad stamp raises only if its box is kept
+    admitted: list[Leaf | MoczarrError] = []
+    boxes: list[np.ndarray] = []
+    for ref, payload in zip(candidates, payloads, strict=True):
         if payload is None:
             continue  # no leaf at all (in ``missing`` above)
         stamp = stamp_of(parse_root(payload, storage.describe(f"{ref.path}/zarr.json")))
         if stamp is None:
             continue
-        if cover is not None:
-            box = box_words(stamp)
-            if box is not None and not meets(box, cover).any():
-                continue
-        admitted.append(Leaf.admit(ref, stamp, storage.describe(ref.path), payload))
-    return admitted
+        box = box_words(stamp) if cover is not None else None
+        boxes.append(np.empty(0, np.uint64) if box is None else box)
+        try:
+            admitted.append(Leaf.admit(ref, stamp, storage.describe(ref.path), payload))
+        except MoczarrError as exc:
+            admitted.append(exc)
+    leaves: list[Leaf] = []
+    for leaf, keep in zip(admitted, _boxes_meet(boxes, cover), strict=True):
+        if not keep:
+            continue
+        if isinstance(leaf, MoczarrError):
+            raise leaf
+        leaves.append(leaf)
+    return leaves
+
+
+def _boxes_meet(boxes: list[np.ndarray], cover: np.ndarray | None) -> np.ndarray:
+    """Per box: does it meet ``cover``? An empty box (none stamped) and no cover keep their leaf. One mortie call."""
+    keep = np.ones(len(boxes), dtype=bool)
+    if cover is None or not boxes:
+        return keep
+    sizes = np.fromiter((b.size for b in boxes), dtype=np.int64, count=len(boxes))
+    if not sizes.any():
+        return keep
+    hit = meets(np.concatenate(boxes), cover)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    boxed = sizes > 0
+    keep[boxed] = np.logical_or.reduceat(hit, starts[boxed])
+    return keep
 
 
 def first_schema(

@@ -15,7 +15,7 @@ level stands.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Literal, overload
 
 import numpy as np
@@ -208,8 +208,14 @@ def open_level_in(
     index_kind: str = "moc",
     named: bool = True,
     verify_chunks: bool = False,
+    variables: Collection[str] | None = None,
 ) -> xr.Dataset:
     """:func:`open_level` on an open storage and manifest (shared by the tree openers).
+
+    ``variables`` names the data variables to build (None, the default: every
+    one; a name the level lacks builds nothing, so a caller checks the
+    result); the coordinates are built whatever it says. The map tiles open a
+    level with the one variable they draw.
 
     ``named=False`` says the level was not named by the caller but taken from
     the declaration (the tree openers): under a ``/1`` declaration a
@@ -229,6 +235,7 @@ def open_level_in(
             index_kind=index_kind,
             named=named,
             verify_chunks=verify_chunks,
+            variables=variables,
         )
     level = _level(manifest, cell_order)
     check_all_time(manifest, window, all_time)
@@ -245,7 +252,7 @@ def open_level_in(
             f"{level.artifact} level with no all-time artifact"
         )
     if level.artifact == "source":
-        return _source_level(storage, manifest, aoi, window, level_attrs, index_kind, verify_chunks)
+        return _source_level(storage, manifest, aoi, window, level_attrs, index_kind, verify_chunks, variables)
     lenient = not named and decl is not None and decl.spec == "zagg-pyramid/1"
     return derived_level(
         storage,
@@ -258,6 +265,7 @@ def open_level_in(
         index_kind,
         lenient=lenient,
         verify_chunks=verify_chunks,
+        variables=variables,
     )
 
 
@@ -293,6 +301,7 @@ def _level_over_time(
     index_kind,
     named,
     verify_chunks: bool,
+    variables: Collection[str] | None = None,
 ) -> xr.Dataset:
     """The level in every window overlapping ``span``, stacked on a ``window`` dimension."""
     check_all_time(manifest, span, all_time)
@@ -312,15 +321,25 @@ def _level_over_time(
             index_kind=index_kind,
             named=named,
             verify_chunks=verify_chunks,
+            variables=variables,
         ),
     )
 
 
 def _source_level(
-    storage: Storage, manifest: Manifest, aoi, window, level_attrs: dict, index_kind: str, verify_chunks: bool
+    storage: Storage,
+    manifest: Manifest,
+    aoi,
+    window,
+    level_attrs: dict,
+    index_kind: str,
+    verify_chunks: bool,
+    variables: Collection[str] | None = None,
 ) -> xr.Dataset:
     """The source level: :func:`~moczarr.openers.hive.open_source`'s Dataset plus the level attrs."""
-    ds = open_source(storage, manifest, aoi, window, index_kind=index_kind, verify_chunks=verify_chunks)
+    ds = open_source(
+        storage, manifest, aoi, window, index_kind=index_kind, verify_chunks=verify_chunks, variables=variables
+    )
     hive = ds.attrs["morton_hive"]
     objects = [{"node": leaf, "window": window, "role": "source"} for leaf in hive["leaves"]]
     ds.attrs.update(zagg_objects=objects, zagg_level=level_attrs)

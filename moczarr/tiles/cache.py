@@ -121,14 +121,17 @@ class OpenedStore:
         """The cell orders a map can read, finest first (declared levels with nothing stamped left out)."""
         return tuple(o for o in self.orders if o not in self.omitted)
 
-    def level(self, order: int, shards: np.ndarray) -> xr.Dataset:
+    def level(self, order: int, shards: np.ndarray, variable: str | None = None) -> xr.Dataset:
         """The level at ``order`` scoped to the cells below ``shards`` (sorted unique words), opened once.
 
+        With ``variable``, only that data variable's arrays are built (and the
+        coordinates): a tile draws one, and building the others is most of a
+        cold open's assembly; a name the level lacks gives a Dataset without it.
         Concurrent first asks of one level wait for one open. Raises
         :class:`~moczarr.errors.LevelOmittedError` for a level with nothing
         materialized (and remembers it: :attr:`levels` leaves it out).
         """
-        key = (order, hashlib.sha256(shards.tobytes()).hexdigest())
+        key = (order, hashlib.sha256(shards.tobytes()).hexdigest(), variable)
         kept = self._kept(key)
         return kept if kept is not None else self.opening.run(key, lambda: self._open_level(key, shards))
 
@@ -143,9 +146,12 @@ class OpenedStore:
         kept = self._kept(key)  # opened by a flight that ended as this one began
         if kept is not None:
             return kept
-        order = key[0]
+        order, _, variable = key
+        variables = None if variable is None else (variable,)
         try:
-            ds = open_level_in(self.storage, self.manifest, order, self.window, Place(words=shards))
+            ds = open_level_in(
+                self.storage, self.manifest, order, self.window, Place(words=shards), variables=variables
+            )
         except LevelOmittedError:
             with self.lock:
                 self.omitted.add(order)

@@ -140,8 +140,13 @@ class HiveReader(BaseReader):
         if not shards.size:
             variable = self._variable(None, order)
             return np.ma.masked_all((1, *cells.inverse.shape), dtype=np.float64), [variable], False
-        ds = self.store.level(order, shards)
-        variable = self._variable(ds, order)
+        variable = self._variable(None, order)
+        ds = self.store.level(order, shards, variable)
+        try:
+            self._variable(ds, order)
+        except ArgumentError:  # the level opened with every variable names those the tile could draw
+            self._variable(self.store.level(order, shards), order)
+            raise
         pos = ds.xindexes[COORD].ranges.find(cells.words)  # type: ignore[attr-defined]
         held = pos >= 0
         # the drawn variable alone, without the cell coordinates a pick would carry along and nothing reads

@@ -1006,3 +1006,17 @@ def test_declaration_and_levels_accept_a_store_root():
     assert pyramid_declaration(root) == pyramid_declaration(manifest_of("spec/pyramid"))
     assert pyramid_levels(str(root)) == pyramid_levels(manifest_of("spec/pyramid"))
     assert pyramid_levels(Storage.open(root)) == pyramid_levels(manifest_of("spec/pyramid"))
+
+
+@pytest.mark.parametrize("order", [8, 6])  # the source level and an overview level
+def test_open_level_in_builds_only_the_named_variables_and_every_coordinate(order):
+    from moczarr.openers.pyramid import open_level_in
+
+    storage = Storage.open(fixture_path("zagg/pyramid/store"))
+    manifest = read_manifest(storage)
+    full = open_level_in(storage, manifest, order)
+    one = open_level_in(storage, manifest, order, variables=["count", "h_nope"])
+    assert len(full.data_vars) > 1
+    assert list(one.data_vars) == ["count"]  # a name the level lacks builds nothing
+    assert set(one.coords) == set(full.coords)
+    xr.testing.assert_identical(one.compute(), full[["count"]].compute())

@@ -276,6 +276,29 @@ def test_a_tile_builds_the_read_of_its_variable_alone(monkeypatch):
     assert seen.kind("chunk:data") > 0
 
 
+@pytest.mark.layers
+@pytest.mark.parametrize("zoom", ["max", 5])  # the source level (order 8) and an overview (order 6)
+def test_a_cold_tile_builds_the_arrays_of_its_variable_alone(monkeypatch, zoom):
+    from moczarr.dataplane import assemble
+
+    root = fixture_path("zagg/pyramid/store")
+    reader = tiles.HiveReader(str(root), variable="count")
+    tile = reader.tms.tile(*data_centre(root, "count"), reader.maxzoom if zoom == "max" else zoom)
+    built: list[str] = []
+    real_build = assemble.lazy_cells_array
+
+    def build(storage, schema, *args, **kwargs):
+        built.append(schema.name)
+        return real_build(storage, schema, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(assemble, "lazy_cells_array", build)
+        reader.tile(tile.x, tile.y, tile.z)
+    assert check_tile(reader, root, tile, "count") > 0  # and drawn right (the oracle opens every variable)
+    assert built and set(built) <= {"count", "cell_ids"}, built  # not the level's eight other variables
+    assert "count" in built
+
+
 def test_a_grid_s_cells_are_computed_once_and_kept_within_their_bound(monkeypatch):
     from moczarr.tiles import pixels
 
