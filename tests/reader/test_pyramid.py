@@ -1008,6 +1008,7 @@ def test_declaration_and_levels_accept_a_store_root():
     assert pyramid_levels(Storage.open(root)) == pyramid_levels(manifest_of("spec/pyramid"))
 
 
+@pytest.mark.layers
 @pytest.mark.parametrize("order", [8, 6])  # the source level and an overview level
 def test_open_level_in_builds_only_the_named_variables_and_every_coordinate(order):
     from moczarr.openers.pyramid import open_level_in
