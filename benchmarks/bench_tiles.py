@@ -259,6 +259,37 @@ def upload_all(endpoint: str, store: Path, bucket: str, prefix: str) -> int:
     return len(files)
 
 
+def measured_gets(endpoint: str, keys: list[str], limit: int) -> float:
+    """Seconds to GET ``keys`` (bucket ``bench``) with plain obstore at ``limit`` in flight: the wire floor this
+    S3 server and proxy give, their own time per request included (the latency floor counts none of it)."""
+    import asyncio
+
+    import obstore
+    from obstore.store import S3Store
+
+    store = S3Store(
+        "bench",
+        endpoint=endpoint,
+        access_key_id=KEY,
+        secret_access_key=SECRET,
+        region=REGION,
+        client_options={"allow_http": True},
+    )
+
+    async def all_of() -> None:
+        gate = asyncio.Semaphore(limit)
+
+        async def one(key: str) -> None:
+            async with gate:
+                await (await obstore.get_async(store, key)).bytes_async()
+
+        await asyncio.gather(*(one(key) for key in keys))
+
+    t0 = time.perf_counter()
+    asyncio.run(all_of())
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", default=os.fspath(REPO.parent / "bench"))
@@ -323,6 +354,13 @@ def main() -> None:
                 s3_open = open_s + (1 + max(1, math.ceil(stamps / args.limit))) * latency
                 results = measure(server, "s3://bench/tiles", tiles, args.clients, options)
                 report(f"s3 z{z}", results, s3_tile, s3_open, args)
+                _, chunk_paths = plan.files(plan.met(tiles[0]))
+                keys = [f"tiles/{path.relative_to(store).as_posix()}" for path in chunk_paths]
+                gets = statistics.median(measured_gets(endpoint, keys, args.limit) for _ in range(3))
+                print(
+                    f"s3 z{z}: the {len(keys)} chunk GETs of one tile alone (plain obstore, {args.limit} in flight): "
+                    f"{gets * 1e3:.1f} ms, against the latency floor's {s3_tile * 1e3:.1f} ms"
+                )
         print(f"(most requests in flight at the proxy: {proxy_stats(endpoint)['max_in_flight']})")
     finally:
         for child in children:
