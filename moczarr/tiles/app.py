@@ -3,7 +3,8 @@
 The routes are titiler's, so any titiler client knows them (under the prefix the router is mounted at):
 ``/tiles/{tileMatrixSetId}/{z}/{x}/{y}[.{format}]`` (``.npy`` gives the raw values and their mask),
 ``/{tileMatrixSetId}/tilejson.json``, ``/WMTSCapabilities.xml`` (titiler's WMTS extension: a layer per grid,
-named ``{url}_{tileMatrixSetId}_default`` with ``url=`` as the request gave it), ``/point/{lon},{lat}``,
+named ``{url}_{tileMatrixSetId}_default`` with ``url=`` as the request gave it;
+``/{tileMatrixSetId}/WMTSCapabilities.xml`` redirects there), ``/point/{lon},{lat}``,
 ``/info``, ``/statistics``, ``/preview``, ``/bbox``, ``/feature`` and ``/{tileMatrixSetId}/map.html``, with
 titiler's ``rescale=``, ``colormap_name=``, ``colormap=`` and the rest.
 Every route takes the store as ``url=`` and the reader's parameters ``product=`` (a product of a
@@ -45,7 +46,7 @@ from fastapi import FastAPI, HTTPException, Query
 from starlette import status
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from titiler.core.dependencies import DefaultDependency
 from titiler.core.errors import DEFAULT_STATUS_CODES, add_exception_handlers
 from titiler.core.factory import ColorMapFactory, TilerFactory, TMSFactory
@@ -185,7 +186,7 @@ def tiler_factory(
     ``add_viewer=``, ...). Mount ``factory.router`` into an application as the module's docstring shows.
     Raises :class:`~moczarr.errors.ArgumentError` for an empty ``allow``.
     """
-    return TilerFactory(
+    factory = TilerFactory(
         reader=HiveReader,
         path_dependency=path_dependency(StoreAccess(allow)),
         reader_dependency=reader_dependency(storage_options),
@@ -193,6 +194,21 @@ def tiler_factory(
         extensions=[wmtsExtension(layer_identifier_provider=_layer_name)],
         **factory_options,
     )
+    _add_wmts_per_grid(factory)
+    return factory
+
+
+def _add_wmts_per_grid(factory: TilerFactory) -> None:
+    """``/{tileMatrixSetId}/WMTSCapabilities.xml``, the route older titiler releases served and clients still
+    ask: a redirect to titiler 2's ``/WMTSCapabilities.xml`` (every grid a layer), the query kept."""
+
+    @factory.router.get("/{tileMatrixSetId}/WMTSCapabilities.xml", include_in_schema=False)
+    def wmts_of_grid(request: Request, tileMatrixSetId: str) -> Response:
+        if tileMatrixSetId not in factory.supported_tms.list():
+            raise HTTPException(status.HTTP_404_NOT_FOUND, f"no tile matrix set {tileMatrixSetId!r}")
+        target = factory.url_for(request, "wmts")
+        query = request.url.query
+        return RedirectResponse(f"{target}?{query}" if query else target, status.HTTP_307_TEMPORARY_REDIRECT)
 
 
 def add_error_handlers(app: FastAPI) -> None:

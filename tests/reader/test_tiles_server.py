@@ -149,6 +149,18 @@ def test_tilejson_and_wmts_point_at_the_server_and_their_tiles_answer(server):
 
 
 @pytest.mark.layers
+def test_the_wmts_route_of_one_grid_answers_the_capabilities(server):
+    """``/{tms}/WMTSCapabilities.xml`` (older titiler's route) leads to the same document, its query kept."""
+    root = fixture_path("zagg/pyramid/store")
+    common = query(url=f"{root}/", variable="count")
+    status, body, kind = get(f"{server}/UPSAntarcticWGS84Quad/WMTSCapabilities.xml?{common}")
+    assert status == 200 and "xml" in kind, body
+    assert body == get(f"{server}/WMTSCapabilities.xml?{common}")[1]
+    status, body, _ = get(f"{server}/NoSuchGrid/WMTSCapabilities.xml?{common}")
+    assert status == 404 and b"NoSuchGrid" in body
+
+
+@pytest.mark.layers
 def test_point_is_the_cell_value_open_level_selects(server):
     root = fixture_path("zagg/pyramid/store")
     lon, lat = data_centre(root, "count")
