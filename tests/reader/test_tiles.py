@@ -14,7 +14,6 @@ import importlib
 import math
 import sys
 import threading
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import morecantile
@@ -27,7 +26,15 @@ import moczarr.tiles as tiles
 from moczarr.dataplane.reads import CellsSource
 from moczarr.errors import ArgumentError, LevelError, MissingExtraError, ProductError, StoreNotFoundError
 from tests.helpers import fixture_path
-from tests.tiles_oracle import EARTH_RADIUS_KM, expected_order, oracle_lonlat, oracle_values, oracle_words
+from tests.tiles_oracle import (
+    EARTH_RADIUS_KM,
+    data_centre,
+    expected_order,
+    first_numeric,
+    oracle_lonlat,
+    oracle_values,
+    oracle_words,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -51,26 +58,6 @@ def check_tile(reader, root, tile, variable, **kw) -> int:
     )
     assert np.array_equal(got.data[~got.mask], expected.data[~expected.mask]), f"{tile}: values differ"
     return int((~got.mask).sum())
-
-
-def data_centre(root, variable: str, **kw) -> tuple[float, float]:
-    """The centre (lon, lat) of the store's median cell holding a (non-zero) value of ``variable``."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
-        ds = moczarr.cell_centers(moczarr.open_hive(root, **kw))
-    values = ds[variable].values
-    occupied = np.flatnonzero(np.isfinite(values) & (values != 0))
-    at = occupied[occupied.size // 2]
-    return float(ds["lon"].values[at]), float(ds["lat"].values[at])
-
-
-def first_numeric(root, **kw) -> str:
-    """``count`` when the store has it, else its first numeric variable (the shared stores name theirs apart)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", moczarr.errors.MoczarrWarning)
-        ds = moczarr.open_hive(root, **kw)
-    names = [str(n) for n, v in ds.data_vars.items() if v.dtype.kind in "iuf" and v.dims == ("cells",)]
-    return "count" if "count" in names else names[0]
 
 
 # -- tiles against the oracle ---------------------------------------------------------------------------------
