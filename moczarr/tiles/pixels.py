@@ -42,8 +42,8 @@ class GridCells:
         flat = words.ravel()
         # neighbouring pixels mostly share a cell: sort the first word of each run of equal words, not every word
         starts = np.flatnonzero(np.concatenate([[True], flat[1:] != flat[:-1]]))
-        uniq, found = np.unique(flat[starts], return_inverse=True)
-        inverse = np.repeat(found.astype(np.int32), np.diff(np.append(starts, flat.size))).reshape(words.shape)
+        uniq, found = _unique_inverse(flat[starts])
+        inverse = np.repeat(found, np.diff(np.append(starts, flat.size))).reshape(words.shape)
         if uniq.size and uniq[0] == 0:  # sorted: the no-cell word comes first
             uniq, inverse = uniq[1:], inverse - 1
         return cls(uniq, inverse)
@@ -51,6 +51,18 @@ class GridCells:
     @property
     def nbytes(self) -> int:
         return self.words.nbytes + self.inverse.nbytes
+
+
+def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)``, the inverse as int32, in one sort (numpy's costs two)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    first = np.empty(ordered.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(values.size, dtype=np.int32)
+    inverse[order] = np.cumsum(first, dtype=np.int32) - 1
+    return ordered[first], inverse
 
 
 def pixel_centres(bounds, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
@@ -70,20 +82,21 @@ def pixel_axes(bounds, width: int, height: int) -> tuple[np.ndarray, np.ndarray]
     return xs, ys
 
 
+# keyed by ``crs.srs``, the text the CRS was made from (``to_wkt()`` costs milliseconds a call)
 @functools.lru_cache(maxsize=64)
-def _to_lonlat(wkt: str) -> Transformer:
-    return Transformer.from_crs(CRS.from_wkt(wkt), LONLAT, always_xy=True)
+def _to_lonlat(srs: str) -> Transformer:
+    return Transformer.from_crs(CRS.from_user_input(srs), LONLAT, always_xy=True)
 
 
 @functools.lru_cache(maxsize=64)
-def _separable(wkt: str) -> bool:
-    crs = CRS.from_wkt(wkt)
+def _separable(srs: str) -> bool:
+    crs = CRS.from_user_input(srs)
     return any(crs.equals(other, ignore_axis_order=True) for other in SEPARABLE)
 
 
 def to_lonlat(crs: CRS, x, y) -> tuple[np.ndarray, np.ndarray]:
     """Longitudes and latitudes (degrees) of points ``x, y`` of ``crs``; NaN where the CRS has no such point."""
-    lon, lat = _to_lonlat(crs.to_wkt()).transform(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+    lon, lat = _to_lonlat(crs.srs).transform(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
     return _checked(np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64))
 
 
@@ -102,10 +115,9 @@ def grid_lonlat(crs: CRS, bounds, width: int, height: int) -> tuple[np.ndarray, 
     a point's longitude there depends on its x alone and its latitude on its y).
     """
     xs, ys = pixel_axes(bounds, width, height)
-    wkt = crs.to_wkt()
-    if not _separable(wkt):
+    if not _separable(crs.srs):
         return to_lonlat(crs, *np.meshgrid(xs, ys))
-    transformer = _to_lonlat(wkt)
+    transformer = _to_lonlat(crs.srs)
     lon, _ = transformer.transform(xs, np.zeros_like(xs))
     _, lat = transformer.transform(np.zeros_like(ys), ys)
     lon, lat = np.meshgrid(np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64))
@@ -117,6 +129,9 @@ def cell_words(lon, lat, order: int) -> np.ndarray:
     lon, lat = np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
     out = np.zeros(lon.shape, dtype=np.uint64)
     ok = np.isfinite(lon) & np.isfinite(lat)
+    if ok.all():  # most grids: no point to leave out, no masked copies
+        words = mortie.geo2mort(lat.ravel(), lon.ravel(), order=int(order))
+        return np.asarray(words, dtype=np.uint64).reshape(lon.shape)
     if ok.any():
         out[ok] = np.asarray(mortie.geo2mort(lat[ok], lon[ok], order=int(order)), dtype=np.uint64).ravel()
     return out
