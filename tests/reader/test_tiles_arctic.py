@@ -7,7 +7,8 @@ overview level, each time the tiles whose corner is the pole, through ``HiveRead
 through the real application; tiles beside the antimeridian and Web Mercator and CRS84 tiles at high
 latitude too. Most pixels of each tile hold data, and each tile differs from its mirror image and from the
 one the neighbouring level would give, so the comparison cannot pass on an empty tile, a flipped row order
-or a wrong level.
+or a wrong level. A point exactly on a polar base cell's meridian, its longitude spelled negative, is not the
+oracle's cell: pinned as a strict xfail (:data:`MERIDIAN_SPELLING`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 import moczarr.tiles as tiles
 from tests.helpers import generated_dir
 from tests.loopback import serve_asgi
-from tests.tiles_oracle import expected_order, expected_tile
+from tests.tiles_oracle import expected_order, expected_tile, oracle_values, oracle_words
 
 app_module = pytest.importorskip("moczarr.tiles.app")
 
@@ -115,6 +116,27 @@ def test_high_latitude_tiles_are_the_oracle_s(root, grid, lon, lat, zoom):
     assert_is_oracle(img.array[0], root, reader.tms, tile, order, 0.5)
 
 
+#: why a point on a polar base cell's meridian spelled with a negative longitude is not the oracle's
+MERIDIAN_SPELLING = (
+    "mortie.geo2mort (the reader's pixels.cell_words, under HiveReader.point) puts a point lying exactly on a "
+    "polar cap's base-cell meridian, when its longitude is spelled negative (-180, -90, even -0.0), in the cell "
+    "west of the meridian, and the same point spelled 180, 270 or 0.0 (and cdshealpix, the oracle) in the cell "
+    "east of it: one place, two answers. Tile pixel centres never lie on those meridians (a half pixel off every "
+    "tile edge), so tiles are right; a point, or a part/preview whose pixel centres fall on -90 or -180, is not"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=MERIDIAN_SPELLING)
+@pytest.mark.parametrize("lon,lat", [(-180.0, 70.0), (-90.0, 75.0), (-180.0, 89.9)])
+def test_a_point_on_a_base_cell_meridian_is_the_oracle_s_whichever_way_its_longitude_is_spelled(root, lon, lat):
+    reader = tiles.HiveReader(str(root), variable=VARIABLE)
+    east = oracle_words(np.array([lon + 360.0]), np.array([lat]), 7)
+    assert np.array_equal(east, oracle_words(np.array([lon]), np.array([lat]), 7))  # the oracle: one cell
+    want = oracle_values(root, 7, east, VARIABLE)
+    assert reader.point(lon + 360.0, lat).array.tolist() == want.tolist()  # spelled positive: the oracle's
+    assert reader.point(lon, lat).array.tolist() == want.tolist()
+
+
 # -- over HTTP -----------------------------------------------------------------------------------------------
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -145,15 +167,19 @@ def server(root):
         yield url
 
 
+def served_levels(server: str, params: str) -> list[int]:
+    """The levels the server's ``/info`` names."""
+    status, body = get(f"{server}/info?{params}")
+    assert status == 200, body
+    return json.loads(body)["levels"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("zoom", POLE_ZOOMS)
 def test_npy_tiles_meeting_at_the_pole_are_the_oracle_s(server, root, zoom):
     params = urllib.parse.urlencode({"url": str(root), "variable": VARIABLE})
-    status, body = get(f"{server}/info?{params}")
-    assert status == 200, body
-    levels = json.loads(body)["levels"]
     tms = morecantile.tms.get(ARCTIC)
-    order = expected_order(levels, tms, zoom)
+    order = expected_order(served_levels(server, params), tms, zoom)
     for tile in pole_tiles(tms, zoom):
         status, body = get(f"{server}/tiles/{ARCTIC}/{zoom}/{tile.x}/{tile.y}.npy?{params}")
         assert status == 200, body
@@ -167,4 +193,4 @@ def test_an_npy_web_mercator_tile_at_high_latitude_is_the_oracle_s(server, root)
     tile = tms.tile(179.9, 80.0, 4)
     status, body = get(f"{server}/tiles/WebMercatorQuad/{tile.z}/{tile.x}/{tile.y}.npy?{params}")
     assert status == 200, body
-    assert_is_oracle(npy(body), root, tms, tile, 7, 0.5)
+    assert_is_oracle(npy(body), root, tms, tile, expected_order(served_levels(server, params), tms, 4), 0.5)
