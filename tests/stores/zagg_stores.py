@@ -26,7 +26,9 @@ timestamps), which only the writer can know; they are read as raw JSON from
 the object's ``zarr.json`` next to input-computed rosters and values.
 
 The generated tree mirrors the names of ``../shared/fixtures`` (see
-:data:`STORES`), so a test names a store the same way in either layer.
+:data:`STORES`), so a test names a store the same way in either layer; the
+one store of its own is ``arctic_hive`` (data from 65°N to the North pole,
+which no shared store holds), read from :func:`tests.helpers.generated_dir`.
 :func:`write_all` writes them all into one folder; the cache in
 :mod:`tests.stores.cache` calls it once per zagg version and generator source.
 """
@@ -181,6 +183,26 @@ SERC_CELLS = {
     ("4331421", None): ("433142121", "433142124", "433142132", "433142141", "433142143"),
     ("4331422", None): ("433142224",),
 }
+
+
+def _north_of(shards: tuple[str, ...], order: int, lat: float, seed: int) -> dict:
+    """The fixed cells of ``shards``: each order-``order`` child whose centre lies at or north of ``lat``, but a
+    seeded tenth left empty (holes a map tile's mask must show)."""
+    rng = np.random.default_rng(seed)
+    cells = {}
+    for shard in shards:
+        (word,) = np.asarray(mortie.decimal_to_word(np.asarray([shard])), dtype=np.uint64).reshape(-1)
+        kids = np.sort(np.asarray(mortie.generate_morton_children(word, order), dtype=np.uint64))
+        centre_lat = np.asarray(mortie.mort2geo(kids)[0], dtype=np.float64)
+        kept = kids[(centre_lat >= lat) & (rng.random(kids.size) >= 0.1)]
+        assert kept.size, f"shard {shard} has no cell north of {lat}"
+        cells[(shard, None)] = tuple(MortonIndexArray.from_words(kept).decimal_repr())
+    return cells
+
+
+#: The Arctic: the order-2 cells of the four northern polar base cells' pole quarters (each base cell's
+#: ``4`` child touches the pole; base cells 2 and 3 meet at the antimeridian), occupied from 65°N to the pole.
+ARCTIC = tuple(f"{base}4{child}" for base in "1234" for child in "1234")
 #: One leaf 11213 (shard order 4, cell order 6) in chunks of order 5 with four occupied cells, an unlocated
 #: digest, a /2 column at order 5, no root MOC: the shape of zagg's conformance stores spec/minimal, spec/versioned.
 SPEC_LIKE = {
@@ -243,6 +265,11 @@ STORES: dict[str, dict[str, Product]] = {
         )
     },
     "serc_hive": {"": Product(SERC, debris=(SERC_DEBRIS,), cells=SERC_CELLS, seed=21)},
+    "arctic_hive": {
+        "": Product(
+            ARCTIC, shard_order=2, cell_order=7, pyramid=_v1([1, 0]), cells=_north_of(ARCTIC, 7, 65.0, 62), seed=61
+        )
+    },
     "serc_hive_pg3": {
         "": Product(("433142241", "433142242", "-433412214"), shard_order=8, cell_order=10, path_grouping=3, seed=22)
     },
