@@ -432,7 +432,9 @@ def _shapely_covers(geom, order: int) -> list[np.ndarray]:
     if kind in ("GeometryCollection", "MultiPoint") or (kind.startswith("Multi") and kind != "MultiPolygon"):
         return [c for part in shapely.get_parts(geom) for c in _shapely_covers(part, order)]
     if kind == "Point":
-        return [np.atleast_1d(np.asarray(mortie.geo2mort(geom.y, geom.x, order=order), dtype=np.uint64))]
+        # the longitude in [0, 360): mortie's cell of a point on a polar base cell's meridian depends on its spelling
+        word = mortie.geo2mort(geom.y, np.mod(geom.x, 360.0), order=order)
+        return [np.atleast_1d(np.asarray(word, dtype=np.uint64))]
     dense = shapely.segmentize(geom, edge_step_deg(order))
     if kind in ("Polygon", "MultiPolygon"):
         return [np.asarray(mortie.from_geometry(dense, order=order, moc=True), dtype=np.uint64)]

@@ -126,7 +126,9 @@ def grid_lonlat(crs: CRS, bounds, width: int, height: int) -> tuple[np.ndarray, 
 
 def cell_words(lon, lat, order: int) -> np.ndarray:
     """The packed morton word of the cell at ``order`` holding each point; 0 (no cell) where a point is NaN."""
-    lon, lat = np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
+    # longitudes in [0, 360): mortie puts a point on a polar base cell's meridian spelled negative (-180, -90,
+    # -0.0) in the cell west of it and the same point spelled 180, 270 or 0 in the cell east of it
+    lon, lat = np.mod(np.asarray(lon, dtype=np.float64), 360.0), np.asarray(lat, dtype=np.float64)
     out = np.zeros(lon.shape, dtype=np.uint64)
     ok = np.isfinite(lon) & np.isfinite(lat)
     if ok.all():  # most grids: no point to leave out, no masked copies

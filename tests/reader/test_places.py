@@ -335,6 +335,13 @@ def test_bbox_takes_mortie_longitudes_modulo_360():
     assert BBox(0, -10, 360, 10).width == 360
 
 
+@pytest.mark.parametrize("lon,lat", [(-180.0, 70.0), (-90.0, 75.0), (-0.0, 80.0), (-180.0, -70.0)])
+def test_a_point_on_a_polar_base_cell_meridian_is_one_cell_however_its_longitude_is_spelled(lon, lat):
+    east = aoi_cover(shapely.Point(lon + 360.0, lat), 7)
+    assert east.size == 1
+    np.testing.assert_array_equal(aoi_cover(shapely.Point(lon, lat), 7), east)
+
+
 def test_canonical_words_is_mortie_strict():
     words = np.asarray(
         mortie.decimal_to_word(np.asarray(["4331421", "-31123", "1", "-6", "4" + "1" * 29], dtype=object)),

@@ -7,8 +7,8 @@ overview level, each time the tiles whose corner is the pole, through ``HiveRead
 through the real application; tiles beside the antimeridian and Web Mercator and CRS84 tiles at high
 latitude too. Most pixels of each tile hold data, and each tile differs from its mirror image and from the
 one the neighbouring level would give, so the comparison cannot pass on an empty tile, a flipped row order
-or a wrong level. A point exactly on a polar base cell's meridian, its longitude spelled negative, is not the
-oracle's cell: pinned as a strict xfail (:data:`MERIDIAN_SPELLING`).
+or a wrong level. A point exactly on a polar base cell's meridian is the oracle's cell however its longitude is
+spelled (mortie's own answer there depends on the spelling: the reader takes longitudes in [0, 360)).
 """
 
 from __future__ import annotations
@@ -116,17 +116,6 @@ def test_high_latitude_tiles_are_the_oracle_s(root, grid, lon, lat, zoom):
     assert_is_oracle(img.array[0], root, reader.tms, tile, order, 0.5)
 
 
-#: why a point on a polar base cell's meridian spelled with a negative longitude is not the oracle's
-MERIDIAN_SPELLING = (
-    "mortie.geo2mort (the reader's pixels.cell_words, under HiveReader.point) puts a point lying exactly on a "
-    "polar cap's base-cell meridian, when its longitude is spelled negative (-180, -90, even -0.0), in the cell "
-    "west of the meridian, and the same point spelled 180, 270 or 0.0 (and cdshealpix, the oracle) in the cell "
-    "east of it: one place, two answers. Tile pixel centres never lie on those meridians (a half pixel off every "
-    "tile edge), so tiles are right; a point, or a part/preview whose pixel centres fall on -90 or -180, is not"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=MERIDIAN_SPELLING)
 @pytest.mark.parametrize("lon,lat", [(-180.0, 70.0), (-90.0, 75.0), (-180.0, 89.9)])
 def test_a_point_on_a_base_cell_meridian_is_the_oracle_s_whichever_way_its_longitude_is_spelled(root, lon, lat):
     reader = tiles.HiveReader(str(root), variable=VARIABLE)
