@@ -27,7 +27,9 @@ the latency proxy of ``bench_s3.py`` at ``+--latency-ms`` per request, unless
   at once, ``n`` = ``--clients`` or the zoom's tiles when fewer (cold: all
   after one forgetting, so they share the store's open); ``reader``:
   ``HiveReader.tile`` called in this process, no HTTP nor rendering (what the
-  server adds is the difference).
+  server adds is the difference). Each zoom's first tile is asked once,
+  untimed, by the reader and the server before: what a process pays once
+  (imports) is no tile's.
 
 beside the floor of one tile, computed from the leaves the tile meets (the
 shards holding its pixels' cells, found without the reader) and never from
@@ -42,8 +44,8 @@ the server:
   in one round, then the stamps) plus the local floor (the decoding);
 - ``x{n}``: the ``n`` tiles share the machine's cores (``os.cpu_count()``), so
   their floor is the sum of their local floors over the cores (``n x`` the
-  tile's, and the stamps of its open, ``/ cores``; the store's open is one);
-  over S3 their round trips overlap, so the latency part is one tile's. (The
+  tile's, and the stamps of its open, ``/ cores``, and never below one
+  tile's; the store's open is one); over S3 their round trips overlap, so the latency part is one tile's. (The
   reader's in-flight limit is one per opened store, which the ``n`` tiles
   share: the rounds their GETs take at that limit are printed after the table.)
 
