@@ -6,8 +6,10 @@
 The store is ``{work}/single_{leaves}/store``, written first when missing with
 ``../shared/tools/zagg_write.py`` (``$MOCZARR_SHARED/tools``; run with this
 interpreter: the test extra holds zagg). The server is the real application under uvicorn on 127.0.0.1,
-in a thread of this process (so the reader's request counter sees its
-requests); the clients are ``urllib`` threads. Tiles are ``.npy`` tiles of
+in a thread of this process (so that forgetting its caches makes the cold cases). The clients are
+the map client's: threads of a child process (this script with ``--serve-clients``, started once), so
+that, as a browser's, their Python never competes with the server's for its GIL; each keeps its
+HTTP/1.1 connection alive across requests. Tiles are ``.npy`` tiles of
 WebMercatorQuad at each zoom of ``--zoom-offsets`` above the one whose pixels
 first reach the store's cells (the tilejson's ``maxzoom``: a zoomed-out view
 meeting hundreds of leaves; +3: a close view meeting tens), centred on
@@ -21,10 +23,13 @@ the latency proxy of ``bench_s3.py`` at ``+--latency-ms`` per request, unless
 - ``cold``: every opened store and level forgotten first (the store's
   manifest, root MOC, the stamps of the leaves the tile meets, then its chunks);
 - ``warm``: the tile's level already opened (the tile asked once before);
-- ``x1``: one client, one tile at a time; ``x{clients}``: that many tiles
-  asked at once (cold: all after one forgetting, so they share one open);
-  ``reader``: ``HiveReader.tile`` called in this thread, no HTTP nor
-  rendering (what the server adds is the difference).
+- ``x1``: one client, one tile at a time; ``x{n}``: ``n`` distinct tiles asked
+  at once, ``n`` = ``--clients`` or the zoom's tiles when fewer (cold: all
+  after one forgetting, so they share the store's open); ``reader``:
+  ``HiveReader.tile`` called in this process, no HTTP nor rendering (what the
+  server adds is the difference). Each zoom's first tile is asked once,
+  untimed, by the reader and the server before: what a process pays once
+  (imports) is no tile's.
 
 beside the floor of one tile, computed from the leaves the tile meets (the
 shards holding its pixels' cells, found without the reader) and never from
@@ -32,14 +37,27 @@ the server:
 
 - locally, ``tile floor``: a plain loop reading and decoding (zstd) the
   variable's chunk of each leaf the tile meets; ``open floor``: reading and
-  ``json.loads``-ing the manifest, the root MOC and each such leaf's stamp;
+  ``json.loads``-ing the manifest and the root MOC (the store's, once) and
+  each such leaf's stamp (the tile's);
 - over S3, each floor is its dependent round trips at the latency (the
   chunks: one round per ``--limit`` GETs; the open: the manifest and root MOC
-  in one round, then the stamps) plus the local floor (the decoding).
+  in one round, then the stamps) plus the local floor (the decoding);
+- ``x{n}``: the ``n`` tiles share the machine's cores (``os.cpu_count()``), so
+  their floor is the sum of their local floors over the cores (``n x`` the
+  tile's, and the stamps of its open, ``/ cores``, and never below one
+  tile's; the store's open is one); over S3 their round trips overlap, so the latency part is one tile's. (The
+  reader's in-flight limit is one per opened store, which the ``n`` tiles
+  share: the rounds their GETs take at that limit are printed after the table.)
+
+A served tile also pays an HTTP round trip and titiler's routing, which no
+tile work avoids: the ``request floor`` (``req ms``) is the p50 of a GET of
+the server's ``/tileMatrixSets`` by the same client process (one at a time for
+``x1``, ``n`` at once for ``x{n}``). Each served case prints its p50 against
+its floor (``p50/fl``, as the reader's) and against its floor plus the request
+floor (``p50/fl+rq``).
 
 The targets: warm tiles within 2x of the tile floor; a cold tile within 2x of
-the open floor plus the tile floor. The 16-client figures are latencies under
-contention (16 tiles share two cores), printed beside the same floors.
+the open floor plus the tile floor.
 """
 
 from __future__ import annotations
@@ -52,11 +70,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.parse
-import urllib.request
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from http.client import HTTPConnection, HTTPException
 from pathlib import Path
 
 import numpy as np
@@ -75,16 +95,82 @@ from tests.tiles_oracle import oracle_lonlat, oracle_words  # noqa: E402
 
 GRID, VARIABLE = "WebMercatorQuad", "count"
 WRITER = Path(os.environ.get("MOCZARR_SHARED", REPO.parent / "shared")) / "tools" / "zagg_write.py"
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+REQUEST_FLOOR_ROUTE = "/tileMatrixSets"
 
 
-def fetch(url: str) -> float:
-    """Seconds to GET ``url`` whole (a non-200 answer is an error: the figures are of tiles)."""
-    t0 = time.perf_counter()
-    with DIRECT.open(url, timeout=300) as resp:
-        resp.read()
-        assert resp.status == 200, url
-    return time.perf_counter() - t0
+# -- the map client, in its own process ----------------------------------------------------------------
+def serve_clients() -> None:
+    """The clients' process: for each JSON line ``{"urls": [...], "at_once": bool}`` on stdin, GETs the URLs
+    one after the other on one connection, or all at once, the i-th on its own thread and connection;
+    writes their latencies (s, in the URLs' order) as one JSON line. Connections are kept alive across
+    lines, as a browser keeps them. A non-200 answer ends the process with its traceback (the figures are
+    of tiles)."""
+    connections: dict[tuple[str, int], HTTPConnection] = {}
+
+    def get(url: str, slot: int, latencies: list[float], index: int, start: threading.Barrier | None) -> None:
+        parts = urllib.parse.urlsplit(url)
+        key = (parts.netloc, slot)
+        if key not in connections:
+            connections[key] = HTTPConnection(parts.hostname, parts.port, timeout=300)
+        conn, path = connections[key], f"{parts.path}?{parts.query}" if parts.query else parts.path
+        if start is not None:
+            start.wait()
+        t0 = time.perf_counter()
+        for attempt in (1, 2):
+            try:
+                conn.request("GET", path)
+                resp = conn.getresponse()
+                body = resp.read()
+                break
+            except (HTTPException, ConnectionError):  # the server closed an idle kept connection: open another
+                conn.close()
+                if attempt == 2:
+                    raise
+        if resp.status != 200:
+            raise RuntimeError(f"GET {url}: {resp.status} {body[:200]!r}")
+        latencies[index] = time.perf_counter() - t0
+
+    for line in sys.stdin:
+        ask = json.loads(line)
+        urls = ask["urls"]
+        latencies = [0.0] * len(urls)
+        if ask["at_once"]:
+            start = threading.Barrier(len(urls))
+            threads = [threading.Thread(target=get, args=(u, i, latencies, i, start)) for i, u in enumerate(urls)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            if not all(latencies):
+                sys.exit("a request failed (its traceback is above)")
+        else:
+            for i, u in enumerate(urls):
+                get(u, 0, latencies, i, None)
+        print(json.dumps(latencies), flush=True)
+
+
+class Clients:
+    """The bench's handle on the clients' process (:func:`serve_clients`), started on entry, stopped on exit."""
+
+    def __enter__(self) -> Clients:
+        command = [sys.executable, os.fspath(Path(__file__).resolve()), "--serve-clients"]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        return self
+
+    def get(self, urls: list[str], *, at_once: bool) -> list[float]:
+        """Latencies (s) of GETs of ``urls``, one after the other or all at once; raises when one failed."""
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(json.dumps({"urls": urls, "at_once": at_once}) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError("the clients' process stopped (its error is above)")
+        return json.loads(line)
+
+    def __exit__(self, *exc) -> None:
+        assert self.process.stdin
+        self.process.stdin.close()
+        self.process.wait(30)
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -151,8 +237,8 @@ class Plan:
         order = str(self.manifest.cell_order)
         return [r / "zarr.json" for r in roots], [r / order / VARIABLE / "c" / "0" for r in roots]
 
-    def local_floors(self, tile) -> tuple[float, float, int, int]:
-        """(tile floor s, open floor s, chunks, stamps) of ``tile``: plain loops over what it needs."""
+    def local_floors(self, tile) -> Floors:
+        """``tile``'s local floors: plain loops over what it needs."""
         import zstandard
 
         stamps, chunks = self.files(self.met(tile))
@@ -163,25 +249,72 @@ class Plan:
         for path in chunks:
             payload = path.read_bytes()
             np.frombuffer(dctx.decompress(payload) if zstd else payload, dtype=np.uint8)
-        tile_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        t1 = time.perf_counter()
         json.loads((self.store / "morton_hive.json").read_text())
         (self.store / "coverage.moc").read_bytes()
+        t2 = time.perf_counter()
         for path in stamps:
             json.loads(path.read_text())
-        return tile_s, time.perf_counter() - t0, len(chunks), len(stamps)
+        return Floors(t1 - t0, t2 - t1, time.perf_counter() - t2, len(chunks), len(stamps))
+
+
+@dataclass(frozen=True)
+class Floors:
+    """A tile's floors at a place: the local work (s) of its chunks, of the store's open and of its stamps, how
+    many chunks and stamps it needs, and over S3 the dependent rounds of its chunks and of its open."""
+
+    tile: float
+    store: float
+    stamps: float
+    chunks: float
+    stamp_count: float
+    chunk_rounds: int = 0
+    open_rounds: int = 0
+    latency: float = 0.0
+
+    @classmethod
+    def median(cls, floors: list[Floors]) -> Floors:
+        """The median of each field of ``floors`` (local floors of a zoom's tiles, each measured a few times)."""
+        return cls(*(statistics.median(getattr(f, name) for f in floors) for name in cls.__dataclass_fields__))
+
+    def over_s3(self, latency: float, limit: int) -> Floors:
+        """These floors with the round trips at ``latency``: one per ``limit`` chunks; the open's manifest and root
+        MOC in one, then one per ``limit`` stamps."""
+        chunk_rounds = max(1, math.ceil(self.chunks / limit))
+        open_rounds = 1 + max(1, math.ceil(self.stamp_count / limit))
+        return replace(self, chunk_rounds=chunk_rounds, open_rounds=open_rounds, latency=latency)
+
+    def of(self, cold: bool, tiles: int, cores: int) -> float:
+        """The floor (s) of a tile among ``tiles`` asked at once on ``cores`` cores: their local work shared over
+        the cores (the store's open done once), their round trips overlapping (one tile's)."""
+        share = max(tiles, cores) / cores
+        local = (self.tile + (self.stamps if cold else 0.0)) * share + (self.store if cold else 0.0)
+        return local + (self.chunk_rounds + (self.open_rounds if cold else 0)) * self.latency
 
 
 # -- the measurement ----------------------------------------------------------------------------------
-def measure(server: str, url: str, tiles, clients: int, options: dict | None = None) -> dict[str, list[float]]:
-    """Latencies (s) of ``tiles`` by case: cold/warm, one client and ``clients`` at once; and ``reader``, the
-    reader's own ``tile()`` in this thread, no HTTP (what the server adds is the difference)."""
+def concurrency(tiles: list, clients: int) -> int:
+    """Tiles asked at once in the ``x{n}`` cases: ``clients``, or every tile of the zoom when fewer."""
+    return min(clients, len(tiles))
+
+
+def measure(
+    clients: Clients, server: str, url: str, tiles, at_once: int, options: dict | None = None
+) -> tuple[dict[str, list[float]], dict[int, float]]:
+    """Latencies (s) of ``tiles`` by case: cold/warm, one client and ``at_once`` tiles at once; and ``reader``,
+    the reader's own ``tile()`` in this process, no HTTP (what the server adds is the difference). Beside them,
+    the request floor (s) by concurrency (1 and ``at_once``): the p50 of a GET of a route that does no tile
+    work, by the same clients. The first tile is asked once before, by the reader and the server, untimed."""
     from moczarr.tiles import HiveReader, clear_cache
 
     params = urllib.parse.urlencode({"url": url, "variable": VARIABLE})
     urls = [f"{server}/tiles/{GRID}/{t.z}/{t.x}/{t.y}.npy?{params}" for t in tiles]
-    out: dict[str, list[float]] = {"cold x1": [], "warm x1": [], f"cold x{clients}": [], f"warm x{clients}": []}
-    out["cold reader"], out["warm reader"] = [], []
+    many = f"x{at_once}"
+    out: dict[str, list[float]] = {"cold reader": [], "warm reader": []}
+    out.update({"cold x1": [], "warm x1": [], f"cold {many}": [], f"warm {many}": []})
+    first = tiles[0]  # a server runs long: what the first tile of a process pays once (imports) is not a figure
+    HiveReader(url, tms=t_grid(), variable=VARIABLE, storage_options=options).tile(first.x, first.y, first.z)
+    clients.get(urls[:1], at_once=False)
     for t in tiles:
         for case in ("cold reader", "warm reader"):
             if case.startswith("cold"):
@@ -189,19 +322,23 @@ def measure(server: str, url: str, tiles, clients: int, options: dict | None = N
             t0 = time.perf_counter()
             HiveReader(url, tms=t_grid(), variable=VARIABLE, storage_options=options).tile(t.x, t.y, t.z)
             out[case].append(time.perf_counter() - t0)
+    trivial = server + REQUEST_FLOOR_ROUTE
+    request = {1: statistics.median(clients.get([trivial] * 40, at_once=False))}
+    request[at_once] = statistics.median(
+        s for _ in range(3) for s in clients.get([trivial] * at_once, at_once=at_once > 1)
+    )
     for u in urls:
         clear_cache()
-        out["cold x1"].append(fetch(u))
+        out["cold x1"] += clients.get([u], at_once=False)
     for _ in range(2):
-        out["warm x1"] += [fetch(u) for u in urls]
-    with ThreadPoolExecutor(clients) as pool:
-        for start in range(0, len(urls), clients):
-            batch = urls[start : start + clients]
-            clear_cache()
-            out[f"cold x{clients}"] += list(pool.map(fetch, batch))
-            out[f"warm x{clients}"] += list(pool.map(fetch, batch))
-            out[f"warm x{clients}"] += list(pool.map(fetch, batch))
-    return out
+        out["warm x1"] += clients.get(urls, at_once=False)
+    for start in range(0, len(urls), at_once):
+        batch = [urls[(start + i) % len(urls)] for i in range(at_once)]  # distinct tiles, wrapping round
+        clear_cache()
+        out[f"cold {many}"] += clients.get(batch, at_once=at_once > 1)
+        for _ in range(2):
+            out[f"warm {many}"] += clients.get(batch, at_once=at_once > 1)
+    return out, request
 
 
 def t_grid():
@@ -210,29 +347,48 @@ def t_grid():
     return morecantile.tms.get(GRID)
 
 
-def report(place: str, results: dict[str, list[float]], tile_floor: float, open_floor: float, args) -> None:
+HEADER = (
+    f"{'place':<12}{'case':<12}{'n':>5}{'floor ms':>10}{'req ms':>8}{'p50 ms':>9}{'p95 ms':>9}"
+    f"{'p50/fl':>9}{'p95/fl':>9}{'p50/fl+rq':>11}{'avg':>6}"
+)
+
+
+def report(place: str, results: dict[str, list[float]], floors: Floors, request: dict[int, float], args) -> None:
+    """One row a case: its p50 and p95 beside its floor, and a served case's beside its floor plus the request
+    floor at its concurrency too."""
+    cores = os.cpu_count() or 1
     for case, samples in results.items():
-        floor = tile_floor + (open_floor if case.startswith("cold") else 0.0)
+        cold, served = case.startswith("cold"), not case.endswith("reader")
+        tiles = int(case.rsplit("x", 1)[1]) if served else 1
+        floor = floors.of(cold, tiles, cores)
         p50, p95 = percentiles(samples)
+        req = request[tiles] if served else None
+        both = f"{p50 / (floor + req):>10.2f}x" if req is not None else f"{'':>11}"
         print(
-            f"{place:<12}{case:<12}{len(samples):>5}{floor * 1e3:>10.1f}{p50 * 1e3:>9.1f}{p95 * 1e3:>9.1f}"
-            f"{p50 / floor:>8.2f}x{p95 / floor:>8.2f}x{load_average():>6.1f}",
+            f"{place:<12}{case:<12}{len(samples):>5}{floor * 1e3:>10.1f}"
+            f"{f'{req * 1e3:.1f}' if req is not None else '':>8}{p50 * 1e3:>9.1f}{p95 * 1e3:>9.1f}"
+            f"{p50 / floor:>8.2f}x{p95 / floor:>8.2f}x{both}{load_average():>6.1f}",
             flush=True,
         )
-        emit(
-            args.json,
-            {
-                "case": f"tiles {place} {case}",
-                "figure": "tile latency",
-                "p50_s": p50,
-                "p95_s": p95,
-                "floor_s": floor,
-                "ratio": p50 / floor,
-                "samples": len(samples),
-                "load": load_average(),
-                "floor_is": "the leaves a tile meets: chunks" + (" + the open" if case.startswith("cold") else ""),
-            },
-        )
+        floor_is = "the leaves a tile meets: chunks" + (" + the open" if cold else "")
+        if tiles > 1:
+            floor_is += f", {tiles} tiles' local work over {cores} cores"
+        row = {
+            "case": f"tiles {place} {case}",
+            "figure": "tile latency",
+            "p50_s": p50,
+            "p95_s": p95,
+            "floor_s": floor,
+            "ratio": p50 / floor,
+            "samples": len(samples),
+            "tiles_at_once": tiles,
+            "cores": cores,
+            "load": load_average(),
+            "floor_is": floor_is,
+        }
+        if req is not None:
+            row.update(request_floor_s=req, ratio_with_request=p50 / (floor + req))
+        emit(args.json, row)
 
 
 def upload_all(endpoint: str, store: Path, bucket: str, prefix: str) -> int:
@@ -302,7 +458,11 @@ def main() -> None:
     parser.add_argument("--no-s3", action="store_true", help="the local figures only")
     parser.add_argument("--json", help="append every row to this file as a JSON line")
     parser.add_argument("--lifetime", type=float, default=1800.0, help="seconds before the S3 servers stop")
+    parser.add_argument("--serve-clients", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_clients:
+        serve_clients()
+        return
     warnings.simplefilter("ignore")
     from moczarr.tiles.app import create_app
 
@@ -314,27 +474,33 @@ def main() -> None:
     zooms = [maxzoom + int(z) for z in args.zoom_offsets.split(",")]
     print(
         f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, {os.cpu_count()} cores; "
-        f"{store} ({args.leaves} leaves); {GRID} 256x256 .npy tiles at zooms {zooms} (maxzoom {maxzoom})"
+        f"{store} ({args.leaves} leaves); {GRID} 256x256 .npy tiles at zooms {zooms} (maxzoom {maxzoom}); "
+        f"request floor: GET {REQUEST_FLOOR_ROUTE}"
     )
     sets = {z: list(dict.fromkeys(plan.tms.tile(lon, lat, z) for lon, lat in plan.centres(args.tiles))) for z in zooms}
-    floors = {}
+    floors: dict[int, Floors] = {}
     for z, tiles in sets.items():
-        measured = [plan.local_floors(t) for t in tiles for _ in range(3)]
-        floors[z] = [statistics.median(f[i] for f in measured) for i in range(4)]
+        floors[z] = Floors.median([plan.local_floors(t) for t in tiles for _ in range(3)])
         pixels = statistics.median(plan.pixel_seconds(t) for t in tiles for _ in range(3))
         print(
-            f"zoom {z}: {len(tiles)} tiles, a tile meets {floors[z][2]:g} leaves (median); its 65,536 pixel "
+            f"zoom {z}: {len(tiles)} tiles, a tile meets {floors[z].chunks:g} leaves (median); its 65,536 pixel "
             f"centres to cells (pyproj, then mortie) take {pixels * 1e3:.1f} ms, not in the floor"
         )
-    header = f"{'place':<12}{'case':<12}{'n':>5}{'floor ms':>10}{'p50 ms':>9}{'p95 ms':>9}{'p50/fl':>9}{'p95/fl':>9}"
-    print(header + f"{'avg':>6}")
-    with serve_asgi(create_app(allow=[os.fspath(store)])) as server:
-        for z, tiles in sets.items():
-            results = measure(server, os.fspath(store), tiles, args.clients)
-            report(f"local z{z}", results, floors[z][0], floors[z][1], args)
-    if args.no_s3:
-        return
-    latency = args.latency_ms / 1e3
+    print(HEADER)
+    with Clients() as clients:
+        with serve_asgi(create_app(allow=[os.fspath(store)])) as server:
+            for z, tiles in sets.items():
+                results, request = measure(clients, server, os.fspath(store), tiles, concurrency(tiles, args.clients))
+                report(f"local z{z}", results, floors[z], request, args)
+        if not args.no_s3:
+            over_s3(clients, plan, sets, floors, args)
+
+
+def over_s3(clients: Clients, plan: Plan, sets: dict, floors: dict[int, Floors], args) -> None:
+    """The S3 rows: the store uploaded to moto, read through the latency proxy (both child processes)."""
+    from moczarr.tiles.app import create_app
+
+    latency, store = args.latency_ms / 1e3, plan.store
     server_port, proxy_port = free_port(), free_port()
     children = [start_server("moto", Path(tempfile.gettempdir()), server_port, args.lifetime)]
     children.append(start_proxy(proxy_port, server_port, args.latency_ms, args.lifetime))
@@ -347,20 +513,29 @@ def main() -> None:
         endpoint = f"http://127.0.0.1:{proxy_port}"
         options = {"key": KEY, "secret": SECRET, "client_kwargs": {"endpoint_url": endpoint, "region_name": REGION}}
         proxy_stats(endpoint)
+        notes = []
         with serve_asgi(create_app(allow=["s3://bench/tiles"], storage_options=options)) as server:
             for z, tiles in sets.items():
-                tile_s, open_s, chunks, stamps = floors[z]
-                s3_tile = tile_s + max(1, math.ceil(chunks / args.limit)) * latency
-                s3_open = open_s + (1 + max(1, math.ceil(stamps / args.limit))) * latency
-                results = measure(server, "s3://bench/tiles", tiles, args.clients, options)
-                report(f"s3 z{z}", results, s3_tile, s3_open, args)
+                s3 = floors[z].over_s3(latency, args.limit)
+                at_once = concurrency(tiles, args.clients)
+                results, request = measure(clients, server, "s3://bench/tiles", tiles, at_once, options)
+                report(f"s3 z{z}", results, s3, request, args)
                 _, chunk_paths = plan.files(plan.met(tiles[0]))
                 keys = [f"tiles/{path.relative_to(store).as_posix()}" for path in chunk_paths]
                 gets = statistics.median(measured_gets(endpoint, keys, args.limit) for _ in range(3))
-                print(
+                one = s3.of(False, 1, 1)
+                notes.append(
                     f"s3 z{z}: the {len(keys)} chunk GETs of one tile alone (plain obstore, {args.limit} in flight): "
-                    f"{gets * 1e3:.1f} ms, against the latency floor's {s3_tile * 1e3:.1f} ms"
+                    f"{gets * 1e3:.1f} ms, against the latency floor's {one * 1e3:.1f} ms"
                 )
+                shared = math.ceil(at_once * s3.chunks / args.limit)
+                notes.append(
+                    f"s3 z{z}: x{at_once}'s tiles share the reader's in-flight limit ({args.limit}): their "
+                    f"{at_once * s3.chunks:g} chunk GETs take {shared} rounds at the latency "
+                    f"({shared * latency * 1e3:.0f} ms; the floor counts one tile's {s3.chunk_rounds})"
+                )
+        for note in notes:
+            print(note)
         print(f"(most requests in flight at the proxy: {proxy_stats(endpoint)['max_in_flight']})")
     finally:
         for child in children:
