@@ -57,15 +57,12 @@ def serve_folder(folder: Path, *, cors: bool = False) -> Iterator[str]:
 @contextmanager
 def serve_asgi(app) -> Iterator[str]:
     """An ASGI ``app`` served by uvicorn on 127.0.0.1 in a thread (quietly); yields its URL, stops it after."""
-    import socket
 
     import uvicorn
 
-    # asyncio sets TCP_NODELAY only on a socket made with proto=IPPROTO_TCP (create_server's is 0); without
-    # it, uvicorn's body write waits for the ACK of its header write: 40 ms on a kept-alive connection.
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(BurstServer.request_queue_size)
+    from moczarr_intake.cli.serve import listening_socket  # TCP_NODELAY on kept-alive connections
+
+    sock = listening_socket("127.0.0.1", 0, BurstServer.request_queue_size)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -96,3 +96,36 @@ def test_a_bad_endpoint_url_is_refused_before_serving(tmp_path):
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
     assert line.startswith("error: --endpoint-url"), line
+
+
+def test_the_served_connections_send_without_waiting_for_an_ack():
+    """TCP_NODELAY on every accepted connection: without it, a kept-alive request (a browser's) waits 40 ms for the
+    delayed ACK of the response's header write before its body goes out."""
+    import http.client
+    import threading
+
+    import uvicorn
+
+    from moczarr_intake.cli.serve import listening_socket
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = listening_socket("127.0.0.1", 0)
+    assert sock.getsockname()[0] == "127.0.0.1"
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        conn = http.client.HTTPConnection(*sock.getsockname()[:2], timeout=30)
+        for _ in range(2):  # the same kept-alive connection twice
+            conn.request("GET", "/")
+            assert conn.getresponse().read() == b"ok"
+        accepted = [c.transport.get_extra_info("socket") for c in server.server_state.connections]
+        assert accepted
+        assert all(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in accepted)
+        conn.close()
+    finally:
+        server.should_exit = True
+        thread.join(10)
