@@ -80,9 +80,17 @@ def read_manifest(storage, storage_options: dict | None = None) -> Manifest:
     when it is malformed.
     """
     storage = Storage.open(storage, storage_options)
+    return manifest_of(storage.get_bytes(MANIFEST_NAME), storage)
+
+
+def manifest_of(payload: bytes | None, storage: Storage) -> Manifest:
+    """The manifest in ``payload``, the bytes of ``storage``'s ``morton_hive.json`` (None: absent) read by the caller.
+
+    Raises as :func:`read_manifest`.
+    """
     where = storage.describe()
     try:
-        obj = parse_json(storage.get_bytes(MANIFEST_NAME), storage.describe(MANIFEST_NAME))
+        obj = parse_json(payload, storage.describe(MANIFEST_NAME))
     except StampError as exc:
         raise ManifestError(str(exc)) from None
     if obj is None:
@@ -97,4 +105,12 @@ def read_manifest(storage, storage_options: dict | None = None) -> Manifest:
     return parse_manifest(obj, where)
 
 
-__all__ = ["PRODUCT_RE", "SUPPORTED_SPECS", "is_product_name", "list_products", "read_manifest", "read_roster"]
+__all__ = [
+    "PRODUCT_RE",
+    "SUPPORTED_SPECS",
+    "is_product_name",
+    "list_products",
+    "manifest_of",
+    "read_manifest",
+    "read_roster",
+]

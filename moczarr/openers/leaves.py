@@ -100,11 +100,17 @@ class Leaf(NamedTuple):
         return self.ref.word if self.ref.word is not None else int(ids.to_words(self.ref.decimal)[0])
 
 
-def root_shards(storage: Storage, manifest: Manifest) -> np.ndarray | None:
-    """Shard words from the root ranges MOC (one GET per open), or None when the cache is unusable."""
+def root_shards(storage: Storage, manifest: Manifest, payload: bytes | None = None) -> np.ndarray | None:
+    """Shard words from the root ranges MOC (one GET per open), or None when the cache is unusable.
+
+    ``payload``: the root MOC's bytes, when the caller read them already (with
+    the manifest, in one round trip); kept for the rest of the open like a read.
+    """
     key = ("root_shards", manifest.shard_order)
     if key not in storage.memo:
-        storage.memo[key] = parse_root_moc(storage.get_bytes(ROOT_MOC_NAME), manifest.shard_order, storage.describe())
+        if payload is None:
+            payload = storage.get_bytes(ROOT_MOC_NAME)
+        storage.memo[key] = parse_root_moc(payload, manifest.shard_order, storage.describe())
     return storage.memo[key]
 
 

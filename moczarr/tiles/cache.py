@@ -35,7 +35,7 @@ from ..errors import LevelOmittedError, NotAHiveStoreError, ProductError
 from ..format.coverage import ROOT_MOC_NAME
 from ..format.declaration import pyramid_levels
 from ..format.manifest import MANIFEST_NAME, Manifest
-from ..format.roster import list_products, read_manifest
+from ..format.roster import list_products, manifest_of, read_manifest
 from ..openers.leaves import root_shards
 from ..openers.pyramid import open_level_in
 from ..openers.times import window_or_time
@@ -222,10 +222,15 @@ def cache_info() -> dict:
 
 
 def _open(key, url, product, window, time, storage_options) -> OpenedStore:
-    storage = _product_storage(Storage.open(url, storage_options), product)
-    token = _token(storage)
-    manifest = read_manifest(storage)
-    shards = root_shards(storage, manifest)
+    storage = Storage.open(url, storage_options)
+    if product is not None:
+        storage = _product_storage(storage, product)
+    payloads = storage.get_many([MANIFEST_NAME, ROOT_MOC_NAME])  # the open's one round trip for both
+    if payloads[0] is None and product is None:
+        _product_storage(storage, None)  # no store here: a multi-product root (ProductError naming its products)
+    manifest = manifest_of(payloads[0], storage)
+    token = _digest(payloads)
+    shards = root_shards(storage, manifest, payloads[1])
     levels = pyramid_levels(manifest)
     return OpenedStore(
         key=key,
@@ -264,9 +269,14 @@ def _product_storage(storage: Storage, product: str | None) -> Storage:
 
 
 def _token(storage: Storage) -> str:
+    """A digest of the manifest's and the root MOC's bytes as they are now (one round trip)."""
+    return _digest(storage.get_many([MANIFEST_NAME, ROOT_MOC_NAME]))
+
+
+def _digest(payloads: list[bytes | None]) -> str:
     """A digest of the manifest's and the root MOC's bytes (absent ones included as such)."""
     digest = hashlib.sha256()
-    for payload in storage.get_many([MANIFEST_NAME, ROOT_MOC_NAME]):
+    for payload in payloads:
         digest.update(b"-" if payload is None else hashlib.sha256(payload).digest())
     return digest.hexdigest()
 

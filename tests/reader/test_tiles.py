@@ -160,6 +160,8 @@ def test_a_tile_reads_only_the_leaves_its_pixels_fall_in_and_a_warm_tile_reads_n
         tile = reader.tms.tile(lon, lat, 9)  # well inside one order-6 shard
         reader.tile(tile.x, tile.y, tile.z)
     assert cold.kind("stamp") == 1, cold.summary()
+    # the open's manifest and root MOC: each read once (together, one round trip), however many uses they have
+    assert cold.kind("manifest") == 1 and cold.kind("root_moc") == 1, cold.summary()
     with moczarr.count_requests() as warm:
         again = tiles.HiveReader(str(store), variable="count")
         again.tile(tile.x, tile.y, tile.z)
