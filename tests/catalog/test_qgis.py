@@ -28,15 +28,16 @@ import pytest
 from PIL import Image
 
 from tests import qgis_driver
-from tests.catalog.test_stac_browser import served_png, uniform
 from tests.helpers import fixture_path
+from tests.pictures import served_png, uniform
 from tests.stac_browser import published_sample, tile_server
+from tests.tiles_oracle import first_numeric
 
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess]  # QGIS and its servers
 
 ITEM = "sample/elevation/elevation-o8/elevation-o8.json"
-#: the polar product of the generated stores (Antarctica), one window, and the zoom drawn
-POLAR = {"product": "atl06_windows", "window": "2019", "variable": "count"}
+#: the polar product of the test stores (Antarctica), one window, and the zoom drawn
+POLAR = {"product": "atl06_windows", "window": "2019"}
 POLAR_GRID, POLAR_ZOOM = "UPSAntarcticWGS84Quad", 3
 #: the most tiles a box spans each way before its one-tile margin
 MAX_SPAN = 3
@@ -142,6 +143,7 @@ def test_qgis_draws_an_items_web_map_link_as_the_tile_server_tiles_it(published,
     assert_drawn_like(shown, expected, rel)
 
 
+@pytest.mark.layers
 def test_qgis_draws_a_polar_wmts_layer_in_its_own_grid(qgis, tmp_path):
     """The capabilities declare UPSAntarcticWGS84Quad (EPSG:5042): QGIS takes the grid from them and draws
     the Antarctic product in its polar projection. QGIS 3.22 reads EPSG:5042's axes as inverted (north first)
@@ -150,7 +152,8 @@ def test_qgis_draws_a_polar_wmts_layer_in_its_own_grid(qgis, tmp_path):
     root = fixture_path("multiproduct_hive")
     tms = morecantile.tms.get(POLAR_GRID)
     with tile_server(str(root)) as tiles:
-        base = {"url": str(root), **POLAR}
+        variable = first_numeric(root / POLAR["product"], window=POLAR["window"])
+        base = {"url": str(root), **POLAR, "variable": variable}
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(f"{tiles}/statistics?{urlencode(base)}", timeout=60) as resp:
             (stats,) = json.load(resp).values()
