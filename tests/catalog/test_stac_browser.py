@@ -14,8 +14,6 @@ Locally the tests skip when Chromium, Playwright or the built STAC Browser is mi
 
 from __future__ import annotations
 
-import urllib.request
-from io import BytesIO
 from types import SimpleNamespace
 from urllib.parse import urlsplit
 
@@ -23,11 +21,11 @@ import numpy as np
 import pystac
 import pytest
 import shapely
-from PIL import Image
 from rio_tiler.colormap import cmap
 from shapely.geometry import shape
 
 from tests.loopback import serve_folder
+from tests.pictures import served_png, uniform
 from tests.stac_browser import MapShot, bundle_dir, headless_chromium, missing, published_sample, required, show
 
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess]  # a browser and its servers
@@ -86,20 +84,6 @@ def test_the_map_shows_the_footprint_of_an_item_built_today(browser, published):
     assert (shapely.distance(along, stroke) <= STROKE_SLACK).all(), "a part of the Item's outline is not drawn"
     height, width, _ = shot.pixels.shape
     assert shapely.box(0, 0, width, height).contains(outline)  # the map fits the Item
-
-
-def served_png(url: str) -> np.ndarray:
-    """The RGBA pixels of a PNG a server answers with."""
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with opener.open(url, timeout=60) as resp:
-        return np.asarray(Image.open(BytesIO(resp.read())).convert("RGBA"))
-
-
-def uniform(rgba: np.ndarray, radius: int) -> np.ndarray:
-    """Where every pixel within ``radius`` has the same RGBA (away from every edge of colour or of data)."""
-    packed = np.pad(rgba.astype(np.uint32) @ (1 << np.arange(24, -1, -8, dtype=np.uint32)), radius, mode="edge")
-    windows = np.lib.stride_tricks.sliding_window_view(packed, (2 * radius + 1, 2 * radius + 1))
-    return windows.min(axis=(-2, -1)) == windows.max(axis=(-2, -1))
 
 
 @pytest.mark.parametrize(
