@@ -144,9 +144,12 @@ def admit_leaves(
     """Read the candidates' stamps (one batch) and keep the committed leaves worth opening.
 
     Unstamped prefixes are debris and skipped silently. A stamped box that
-    misses the AOI is rejected. A version pointer is followed at no cost: the
-    version's objects are not read here (a version that is gone shows when its
-    leaf is read: :func:`first_schema`, and at compute the data plane). A shard
+    misses the AOI is rejected; an absent or unusable one
+    (:func:`~moczarr.format.coverage.box_members`) keeps its leaf. A stamp
+    that fails its checks raises only when its leaf is kept. A version
+    pointer is followed at no cost: the version's objects are not read here
+    (a version that is gone shows when its leaf is read: :func:`first_schema`,
+    and at compute the data plane). A shard
     the root MOC names (``named_by_moc``) of an unwindowed store whose leaf is
     missing entirely (no ``zarr.json``) is left out with a :class:`MissingLeafWarning`.
     """

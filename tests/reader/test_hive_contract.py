@@ -191,6 +191,17 @@ def test_a_malformed_box_among_good_ones_is_no_box_test(copy_fixture, member):
     assert len(cells) == 4 and all(c.startswith("43314211") for c in cells)  # the AOI cell's four at cell_order 8
 
 
+@pytest.mark.layers
+def test_a_bad_stamp_raises_only_when_its_box_is_kept(copy_fixture):
+    root = copy_fixture("serc_hive")
+    leaf = root / "4/3/3/1/4/2/2/4331422.zarr/zarr.json"  # box ['433142224']
+    set_attrs(leaf, lambda a: a["morton_hive_commit"].update(cells_with_data=-3))
+    with pytest.warns(moczarr.errors.EmptySelectionWarning):
+        assert moczarr.open_hive(root, aoi=["43314221"]).sizes["cells"] == 0  # in the shard, outside the box
+    with pytest.raises(moczarr.errors.StampError, match=r"4331422\.zarr.*cells_with_data"):
+        moczarr.open_hive(root, aoi=["433142224"])
+
+
 # -- windows ----------------------------------------------------------------------------------------------
 @pytest.mark.layers
 def test_window_rules():
