@@ -24,7 +24,7 @@ DECIMAL_RE = re.compile(r"^-?[1-6][1-4]*\Z")
 WINDOW_RE = re.compile(r"^[0-9A-Za-z-]{1,32}$")
 #: The reserved all-time token: never a window label.
 ALL_TOKEN = "all"
-#: A decimal id of an area cell, order 0..29 (never ``p``): what :func:`to_words` converts unchecked.
+#: A decimal id of an area cell, order 0..29 (never ``p``): what :func:`to_words` checks many of in one scan.
 _AREA_DECIMAL = r"-?[1-6][1-4]{0,29}"
 _AREA_DECIMAL_RE = re.compile(_AREA_DECIMAL)
 #: highest order of the rank space (at 28/29 the suffix packs digit tuples)
@@ -120,8 +120,8 @@ def canonical_words(words: np.ndarray) -> np.ndarray:
     return prefix_ok & (words & _BELOW_ORDER[suffix] == suffix)
 
 
-#: per suffix: the bits of a word below its order, the suffix's own six included (all body bits of an
-#: area word at order 0..27 there are zero); the order-28/29 and point suffixes use the whole body
+#: per suffix: the mask of the body bits below its order and the suffix's own six (a canonical area word at
+#: order 0..27 has the suffix alone there); the order-28/29 and point suffixes use the whole body: six bits
 _BELOW_ORDER = np.array([(1 << (60 - 2 * s)) - 1 if s <= 27 else 63 for s in range(64)], dtype=np.uint64)
 
 
