@@ -19,11 +19,14 @@ import numpy as np
 from .errors import AOIError, AOITypeError, ArgumentError, MoczarrError
 
 #: A morton decimal id as it appears in paths: sign, base digit, order digits (never ``p``).
-DECIMAL_RE = re.compile(r"^-?[1-6][1-4]*$")
+DECIMAL_RE = re.compile(r"^-?[1-6][1-4]*\Z")
 #: A window label (mortie §6.3): ids and labels never contain ``_`` or ``.``.
 WINDOW_RE = re.compile(r"^[0-9A-Za-z-]{1,32}$")
 #: The reserved all-time token: never a window label.
 ALL_TOKEN = "all"
+#: A decimal id of an area cell, order 0..29 (never ``p``): what :func:`to_words` checks many of in one scan.
+_AREA_DECIMAL = r"-?[1-6][1-4]{0,29}"
+_AREA_DECIMAL_RE = re.compile(_AREA_DECIMAL)
 #: highest order of the rank space (at 28/29 the suffix packs digit tuples)
 MAX_RANK_ORDER = 27
 
@@ -31,6 +34,11 @@ MAX_RANK_ORDER = 27
 def is_decimal_id(text: str) -> bool:
     """True when ``text`` is a morton decimal id usable in a path (no point marker)."""
     return bool(DECIMAL_RE.match(text))
+
+
+def is_area_decimal(text: str) -> bool:
+    """True when ``text`` is the decimal id of an area cell (order 0..29, no point marker, nothing around it)."""
+    return _AREA_DECIMAL_RE.fullmatch(text) is not None
 
 
 def decimal_order(decimal: str) -> int:
@@ -73,6 +81,13 @@ def _to_words(values: Any, keep_shape: bool, validate: bool) -> np.ndarray:
         return np.asarray(values.__morton_moc__(), dtype=np.uint64)
     if isinstance(values, bytes):
         values = _decode(values)
+    # decimal ids alone, the common case, skip the mixed-input path and the word check: the
+    # grammar _parse_decimals enforces admits only canonical words (FORMAT.md §1.1)
+    if isinstance(values, str):
+        words = _parse_decimals([values])
+        return words.reshape(()) if keep_shape else words
+    if isinstance(values, (list, tuple)) and values and all(type(v) is str for v in values):
+        return _parse_decimals(values)
     if isinstance(values, (list, tuple)):
         arr = np.empty(len(values), dtype=object)
         arr[:] = list(values)
@@ -100,14 +115,14 @@ def canonical_words(words: np.ndarray) -> np.ndarray:
     zero, or the order-28/29 and point suffixes 28..63 (which use the whole body).
     """
     words = np.asarray(words, dtype=np.uint64)
-    prefix = words >> np.uint64(60)
-    suffix = (words & np.uint64(63)).astype(np.int64)
-    ok = (prefix >= 1) & (prefix <= 12)
-    low = suffix <= 27
-    order = np.where(low, suffix, 27)
-    below = (np.uint64(1) << (54 - 2 * order).astype(np.uint64)) - np.uint64(1)
-    body_tail = (words >> np.uint64(6)) & below
-    return ok & (~low | (body_tail == 0))
+    suffix = words & np.uint64(63)
+    prefix_ok = (words >> np.uint64(60)) - np.uint64(1) < np.uint64(12)  # 0 wraps around to the largest word
+    return prefix_ok & (words & _BELOW_ORDER[suffix] == suffix)
+
+
+#: per suffix: the mask of the body bits below its order and the suffix's own six (a canonical area word at
+#: order 0..27 has the suffix alone there); the order-28/29 and point suffixes use the whole body: six bits
+_BELOW_ORDER = np.array([(1 << (60 - 2 * s)) - 1 if s <= 27 else 63 for s in range(64)], dtype=np.uint64)
 
 
 def _why_not_word(w: int) -> str:
@@ -132,13 +147,15 @@ def _decode(item: bytes) -> str:
 
 
 #: many decimal ids at once, one per line, none with the point marker: the common case checked in one scan
-_DECIMAL_LINES = re.compile(r"(?:-?[1-6][1-4]{0,29}\n)*")
+_DECIMAL_LINES = re.compile(rf"(?:{_AREA_DECIMAL}\n)*")
 
 
 def _parse_decimals(texts) -> np.ndarray:
+    """Words of decimal ids (str), checked against the grammar first; an object array is mortie's cheapest input."""
     texts = [t if type(t) is str else str(t) for t in texts]
-    if _DECIMAL_LINES.fullmatch("\n".join(texts) + "\n"):
-        return np.asarray(mortie.decimal_to_word(np.asarray(texts)), dtype=np.uint64).reshape(-1)
+    lines = "\n".join(texts) + "\n"
+    if lines.count("\n") == len(texts) and _DECIMAL_LINES.fullmatch(lines):  # no id hides a line break
+        return np.asarray(mortie.decimal_to_word(np.array(texts, dtype=object)), dtype=np.uint64).reshape(-1)
     for t in texts:
         if len(t) > 32 or not is_decimal_id(t.removesuffix("p")):
             raise AOIError(

@@ -127,8 +127,13 @@ def stamp_coverage(stamp: dict | None) -> dict | None:
     return None
 
 
-def box_words(stamp: dict | None) -> np.ndarray | None:
-    """The tier-0 box as words (a conservative superset of occupancy), or None when absent/unusable."""
+def box_members(stamp: dict | None) -> list[str] | None:
+    """The tier-0 box's decimal members (``null`` pads dropped), or None when the box is absent or unusable.
+
+    Unusable: no usable ``coverage`` envelope, a ``box`` that is not a list,
+    no member, or a member that is not the decimal id of an area cell
+    (:func:`~moczarr.ids.is_area_decimal`, FORMAT.md §1).
+    """
     cov = stamp_coverage(stamp)
     if cov is None:
         return None
@@ -136,9 +141,15 @@ def box_words(stamp: dict | None) -> np.ndarray | None:
     if not isinstance(box, list):
         return None
     members = [m for m in box if m is not None]
-    if not members or not all(isinstance(m, str) and ids.is_decimal_id(m) for m in members):
+    if not members or not all(isinstance(m, str) and ids.is_area_decimal(m) for m in members):
         return None
-    return ids.to_words(members)
+    return members
+
+
+def box_words(stamp: dict | None) -> np.ndarray | None:
+    """The tier-0 box as words (a conservative superset of occupancy), or None when unusable (:func:`box_members`)."""
+    members = box_members(stamp)
+    return None if members is None else ids.to_words(members)
 
 
 # -- leaf bitmap (tier 1) ----------------------------------------------------------------------------

@@ -30,6 +30,8 @@ when an opener is given ``verify_chunks=True``, the verifier on every object.
 from __future__ import annotations
 
 import copy
+import functools
+import json
 from typing import Any
 
 from ..errors import SchemaError, StampError
@@ -57,11 +59,35 @@ def parse_array_metadata(meta: Any, where: str) -> None:
     ):
         raise SchemaError(f"{where}: dimension_names {names!r} do not name the {len(shape)} axes")
     try:
-        from .._zarr import ArrayV3Metadata
-
-        ArrayV3Metadata.from_dict(copy.deepcopy(meta))
+        text = json.dumps(meta, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON (a caller's own dict): zarr's verdict on a copy, unremembered
+        text = None
+    try:
+        if text is None:
+            _zarr_parse(copy.deepcopy(meta))
+        else:
+            _zarr_parses(text)
     except Exception as exc:  # zarr raises TypeError/ValueError/KeyError/NotImplementedError here
         raise SchemaError(f"{where}: zarr cannot parse the array metadata ({type(exc).__name__}: {exc})") from exc
+
+
+def _zarr_parse(meta: dict) -> None:
+    from .._zarr import ArrayV3Metadata
+
+    ArrayV3Metadata.from_dict(meta)
+
+
+@functools.lru_cache(maxsize=1024)
+def _zarr_parses(text: str) -> bool:
+    """zarr's verdict on one array document (its canonical JSON), remembered when it parses.
+
+    A schema's arrays mostly share one document but for ``data_type``, and
+    the levels, windows and stores a process opens share them again: zarr's
+    parse is the costly step of an open's schema, so each distinct document
+    is parsed once. A document zarr refuses raises, and nothing is remembered.
+    """
+    _zarr_parse(json.loads(text))
+    return True
 
 
 def check_declared_arrays(declared: list[str], found: dict, where: str, source: str) -> None:

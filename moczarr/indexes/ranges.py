@@ -21,6 +21,7 @@ Every operation is numpy arithmetic on the interval arrays (``searchsorted``,
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -284,7 +285,11 @@ class MortonRanges:
         return (_restore, (np.asarray(self._lo64), np.asarray(self._hi64), self.order))
 
     def __dask_tokenize__(self):
-        return ("moczarr.MortonRanges", self.order, self._lo64, self._hi64)
+        # dask takes this value as it is and hashes its str: the intervals go in as a digest of their bytes (an
+        # array's str elides the middle of a long one, so two domains would share a token, and costs a print)
+        digest = hashlib.blake2b(self._lo64.tobytes(), digest_size=16)
+        digest.update(self._hi64.tobytes())
+        return ("moczarr.MortonRanges", self.order, self.n_intervals, digest.hexdigest())
 
     def __copy__(self) -> MortonRanges:
         return self  # immutable

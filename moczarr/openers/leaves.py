@@ -27,7 +27,7 @@ from ..errors import (
     warn,
 )
 from ..format.content import recorded_hashes
-from ..format.coverage import ROOT_MOC_NAME, box_words, meets, parse_root_moc
+from ..format.coverage import ROOT_MOC_NAME, box_members, meets, parse_root_moc
 from ..format.integrity import check_cells_extent, leaf_stamp_fields
 from ..format.manifest import Manifest
 from ..format.stamps import (
@@ -150,9 +150,12 @@ def admit_leaves(
     """Read the candidates' stamps (one batch) and keep the committed leaves worth opening.
 
     Unstamped prefixes are debris and skipped silently. A stamped box that
-    misses the AOI is rejected. A version pointer is followed at no cost: the
-    version's objects are not read here (a version that is gone shows when its
-    leaf is read: :func:`first_schema`, and at compute the data plane). A shard
+    misses the AOI is rejected; an absent or unusable one
+    (:func:`~moczarr.format.coverage.box_members`) keeps its leaf. A stamp
+    that fails its checks raises only when its leaf is kept. A version
+    pointer is followed at no cost: the version's objects are not read here
+    (a version that is gone shows when its leaf is read: :func:`first_schema`,
+    and at compute the data plane). A shard
     the root MOC names (``named_by_moc``) of an unwindowed store whose leaf is
     missing entirely (no ``zarr.json``) is left out with a :class:`MissingLeafWarning`.
     """
@@ -164,17 +167,17 @@ def admit_leaves(
             f"(e.g. {missing[0]}): removed out of band, or a stale MOC; left out",
             MissingLeafWarning,
         )
-    # each document parsed, admitted and dropped in turn (see Leaf); a bad stamp raises only if its box is kept
+    # each document parsed, admitted and dropped in turn (see Leaf), its box kept as its few decimals;
+    # a bad stamp raises only if its box is kept
     admitted: list[Leaf | MoczarrError] = []
-    boxes: list[np.ndarray] = []
+    boxes: list[list[str] | None] = []
     for ref, payload in zip(candidates, payloads, strict=True):
         if payload is None:
             continue  # no leaf at all (in ``missing`` above)
         stamp = stamp_of(parse_root(payload, storage.describe(f"{ref.path}/zarr.json")))
         if stamp is None:
             continue
-        box = box_words(stamp) if cover is not None else None
-        boxes.append(np.empty(0, np.uint64) if box is None else box)
+        boxes.append(box_members(stamp) if cover is not None else None)
         try:
             admitted.append(Leaf.admit(ref, stamp, storage.describe(ref.path), payload))
         except MoczarrError as exc:
@@ -189,17 +192,23 @@ def admit_leaves(
     return leaves
 
 
-def _boxes_meet(boxes: list[np.ndarray], cover: np.ndarray | None) -> np.ndarray:
-    """Per box: does it meet ``cover``? An empty box (none stamped) and no cover keep their leaf. One mortie call."""
+def _boxes_meet(boxes: list[list[str] | None], cover: np.ndarray | None) -> np.ndarray:
+    """Per box (its decimal members, :func:`box_members`): does it meet ``cover``?
+
+    A box that is None (absent or unusable) and no cover keep their leaf.
+    Every box's members are converted in one :func:`~moczarr.ids.to_words`
+    call and tested in one mortie call.
+    """
     keep = np.ones(len(boxes), dtype=bool)
-    if cover is None or not boxes:
+    if cover is None:
         return keep
-    sizes = np.fromiter((b.size for b in boxes), dtype=np.int64, count=len(boxes))
-    if not sizes.any():
+    flat = [m for box in boxes if box is not None for m in box]
+    if not flat:
         return keep
-    hit = meets(np.concatenate(boxes), cover)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    hit = meets(ids.to_words(flat), cover)
+    sizes = np.fromiter((0 if box is None else len(box) for box in boxes), dtype=np.int64, count=len(boxes))
     boxed = sizes > 0
+    starts = np.cumsum(sizes) - sizes
     keep[boxed] = np.logical_or.reduceat(hit, starts[boxed])
     return keep
 

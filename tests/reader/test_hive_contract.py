@@ -175,6 +175,33 @@ def test_box_rejects_leaf_whose_box_misses_the_aoi():
     assert counter.kind("stamp") >= 1
 
 
+@pytest.mark.layers
+@pytest.mark.parametrize("member", ["4331421" + "1" * 24, "43314212\n"], ids=["order-30", "line-break"])
+def test_a_malformed_box_among_good_ones_is_no_box_test(copy_fixture, member):
+    """FORMAT.md §6: an unusable box gives no answer, so its leaf is kept; the good boxes still reject."""
+    root = copy_fixture("serc_hive")
+    aoi = ["43314211", "43314221"]  # inside shards 4331421 and 4331422, outside both their boxes
+    with pytest.warns(moczarr.errors.EmptySelectionWarning):
+        assert moczarr.open_hive(root, aoi=aoi).sizes["cells"] == 0
+    leaf = root / "4/3/3/1/4/2/1/4331421.zarr/zarr.json"
+    set_attrs(leaf, lambda a: a["morton_hive_commit"]["coverage"].update(box=["43314212", member, None, None]))
+    ds = _open_quiet(root, aoi=aoi)
+    assert ds.attrs["morton_hive"]["leaves"] == ["4331421"]
+    cells = ids.to_decimals(ds["morton"].values)
+    assert len(cells) == 4 and all(c.startswith("43314211") for c in cells)  # the AOI cell's four at cell_order 8
+
+
+@pytest.mark.layers
+def test_a_bad_stamp_raises_only_when_its_box_is_kept(copy_fixture):
+    root = copy_fixture("serc_hive")
+    leaf = root / "4/3/3/1/4/2/2/4331422.zarr/zarr.json"  # box ['433142224']
+    set_attrs(leaf, lambda a: a["morton_hive_commit"].update(cells_with_data=-3))
+    with pytest.warns(moczarr.errors.EmptySelectionWarning):
+        assert moczarr.open_hive(root, aoi=["43314221"]).sizes["cells"] == 0  # in the shard, outside the box
+    with pytest.raises(moczarr.errors.StampError, match=r"4331422\.zarr.*cells_with_data"):
+        moczarr.open_hive(root, aoi=["433142224"])
+
+
 # -- windows ----------------------------------------------------------------------------------------------
 @pytest.mark.layers
 def test_window_rules():

@@ -8,6 +8,7 @@ import pickle
 import mortie
 import numpy as np
 import pytest
+from dask.base import tokenize
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -372,6 +373,19 @@ def test_equality_hash_repr_pickle_copy():
     assert copy.deepcopy(r) is r
     with pytest.raises(ValueError):
         r.lo[0] = 1  # immutable
+
+
+def test_dask_token_tells_long_domains_apart():
+    """The token names dask arrays built on a domain (cell_ids): two domains differing only deep inside a long
+    interval list must not share one, equal domains must."""
+    lo = np.arange(4**8, 4**8 + 40_000, 4, dtype=np.int64)  # 10,000 intervals: an array's str elides the middle
+    moved = lo.copy()
+    moved[5_000] += 1
+    a = MortonRanges.from_rank_intervals(lo, lo + 1, 8)
+    b = MortonRanges.from_rank_intervals(moved, moved + 1, 8)
+    assert a != b
+    assert tokenize(a) != tokenize(b)
+    assert tokenize(a) == tokenize(MortonRanges.from_words(a.words()))
 
 
 def test_small_footprint_for_a_huge_domain():
