@@ -38,11 +38,14 @@ the server:
 
 - locally, ``tile floor``: a plain loop reading and decoding (zstd) the
   variable's chunk of each leaf the tile meets; ``open floor``: reading and
-  ``json.loads``-ing the manifest and the root MOC (the store's, once) and
-  each such leaf's stamp (the tile's);
+  ``json.loads``-ing the manifest, the root MOC and the drawn array's
+  ``zarr.json`` in one met leaf (the store's, once) and each such leaf's
+  stamp (the tile's);
 - over S3, each floor is its dependent round trips at the latency (the
   chunks: one round per ``--limit`` GETs; the open: the manifest and root MOC
-  in one round, then the stamps) plus the local floor (the decoding);
+  in one round, then the stamps, then the array's metadata: a leaf's arrays
+  are named by its stamp and a chunk's codecs by its ``zarr.json``) plus the
+  local floor (the decoding);
 - ``x{n}``: the ``n`` tiles share the machine's cores (``os.cpu_count()``), so
   their floor is the sum of their local floors over the cores (``n x`` the
   tile's, and the stamps of its open, ``/ cores``, and never below one
@@ -254,6 +257,8 @@ class Plan:
         t1 = time.perf_counter()
         json.loads((self.store / "morton_hive.json").read_text())
         (self.store / "coverage.moc").read_bytes()
+        if chunks:  # the drawn array's metadata (its codecs), in one met leaf
+            json.loads((chunks[0].parent.parent / "zarr.json").read_text())
         t2 = time.perf_counter()
         for path in stamps:
             json.loads(path.read_text())
@@ -281,9 +286,10 @@ class Floors:
 
     def over_s3(self, latency: float, limit: int) -> Floors:
         """These floors with the round trips at ``latency``: one per ``limit`` chunks; the open's manifest and root
-        MOC in one, then one per ``limit`` stamps."""
+        MOC in one, then one per ``limit`` stamps, then one for the drawn array's metadata (a leaf's arrays are
+        named by its stamp, and a chunk's codecs by its array's ``zarr.json``)."""
         chunk_rounds = max(1, math.ceil(self.chunks / limit))
-        open_rounds = 1 + max(1, math.ceil(self.stamp_count / limit))
+        open_rounds = 2 + max(1, math.ceil(self.stamp_count / limit))
         return replace(self, chunk_rounds=chunk_rounds, open_rounds=open_rounds, latency=latency)
 
     def of(self, cold: bool, tiles: int, cores: int) -> float:
