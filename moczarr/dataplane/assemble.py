@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import posixpath
 import weakref
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, NamedTuple, overload
 
@@ -22,7 +22,7 @@ import dask.array as da
 import mortie
 import numpy as np
 import xarray as xr
-from dask.base import tokenize
+from dask.base import compute, tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from .. import ids
@@ -295,22 +295,13 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None, verify_chunks: bool |
         raise ArgumentError(f"pick_cells: verify_chunks must be None, True or False, got {verify_chunks!r}")
     if morton is not None:
         cells = ds.xindexes[COORD].sel({COORD: morton}).dim_indexers[CELLS]
-    positions = np.asarray(cells)
-    if positions.size == 0:
-        positions = positions.astype(np.int64)
-    if positions.ndim != 1 or positions.dtype.kind not in "biu":
-        raise ArgumentError(f"pick_cells: cells must be 1-D integer positions or a boolean mask, got {cells!r}")
-    rows, _ = cells_rows(positions, ds.sizes[CELLS])
+    rows = _picked_rows("pick_cells", cells, ds.sizes[CELLS])
     sources = {
         name: source
         for name, var in ds.variables.items()
         if CELLS in var.dims and var.chunks and (source := _source_of(var.data)) is not None
     }
-    if verify_chunks is True and any(not s.verified for s in sources.values()):
-        raise ArgumentError(
-            "pick_cells(verify_chunks=True): the Dataset was opened with verify_chunks=False and kept no "
-            "content hashes to check against; open it again with verify_chunks=True"
-        )
+    _check_verifiable("pick_cells", verify_chunks, sources.values())
     out = ds.isel({CELLS: rows})
     for name, source in sources.items():
         var = ds.variables[name]
@@ -320,6 +311,54 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None, verify_chunks: bool |
             source, rows, max(chunks[var.dims.index(CELLS)]), verify=verify_chunks is not False
         )
     return out
+
+
+def pick_values(arr: xr.DataArray, cells, *, verify_chunks: bool | None = None) -> np.ndarray:
+    """The values of ``arr.isel(cells=cells)`` as a numpy array, read now, in the calling thread, without dask.
+
+    ``arr`` is one variable of a Dataset with a ``cells`` dimension;
+    ``cells`` and ``verify_chunks`` are as :func:`pick_cells` takes them, and
+    the values are what ``pick_cells(...)[name].values`` gives (the dims in
+    ``arr``'s order). A variable still exactly as opened reads only the
+    objects holding the picked cells, through its source, checked against
+    their recorded content hashes as :func:`pick_cells` checks them; any
+    other (persisted, derived, stacked on ``window``) is ``isel``'s, computed
+    with dask's synchronous scheduler. Raises as :func:`pick_cells` does.
+    """
+    if verify_chunks not in (None, True, False):
+        raise ArgumentError(f"pick_values: verify_chunks must be None, True or False, got {verify_chunks!r}")
+    if CELLS not in arr.dims:
+        raise ArgumentError(f"pick_values: {arr.name!r} has no {CELLS!r} dimension (dims {arr.dims})")
+    rows = _picked_rows("pick_values", cells, arr.sizes[CELLS])
+    source = _source_of(arr.data) if arr.chunks else None
+    _check_verifiable("pick_values", verify_chunks, [] if source is None else [source])
+    if source is None:
+        (values,) = compute(arr.variable.isel({CELLS: rows}).data, scheduler="synchronous")
+        return np.asarray(values)
+    if not rows.size:
+        shape = list(source.shape)
+        shape[source.axis] = 0
+        return np.empty(shape, dtype=source.dtype)
+    return source.pick(rows, verify=verify_chunks is not False)[...]
+
+
+def _picked_rows(caller: str, cells, n: int) -> np.ndarray:
+    """The row positions of a pick (integers in any order, repeats and negatives, or a boolean mask)."""
+    positions = np.asarray(cells)
+    if positions.size == 0:
+        positions = positions.astype(np.int64)
+    if positions.ndim != 1 or positions.dtype.kind not in "biu":
+        raise ArgumentError(f"{caller}: cells must be 1-D integer positions or a boolean mask, got {cells!r}")
+    rows, _ = cells_rows(positions, n)
+    return rows
+
+
+def _check_verifiable(caller: str, verify_chunks: bool | None, sources: Iterable[CellsSource]) -> None:
+    if verify_chunks is True and any(not s.verified for s in sources):
+        raise ArgumentError(
+            f"{caller}(verify_chunks=True): the Dataset was opened with verify_chunks=False and kept no "
+            "content hashes to check against; open it again with verify_chunks=True"
+        )
 
 
 def _source_of(arr) -> CellsSource | None:
@@ -577,6 +616,7 @@ __all__ = [
     "domain_of",
     "ids",
     "pick_cells",
+    "pick_values",
     "read_schema",
     "rows_in",
 ]
