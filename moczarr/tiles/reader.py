@@ -6,7 +6,7 @@ at the level :func:`~moczarr.tiles.levels.pick_order` picks for the pixel size
 (NaN), are masked. A read opens only the leaves holding the pixels' cells (the
 opener's AOI path, with the pixels' cells at the shard order as the place, so
 a polar tile is as exact as any other) and reads only the objects holding
-them (:func:`~moczarr.pick_cells`); the opened store and levels are shared
+them (:func:`~moczarr.dataplane.assemble.pick_values`); the opened store and levels are shared
 across readers (:mod:`moczarr.tiles.cache`), so a reader is cheap to make per
 request.
 """
@@ -21,7 +21,6 @@ import morecantile
 import mortie
 import numpy as np
 import xarray as xr
-from dask.base import compute
 from morecantile import Tile, TileMatrixSet
 from rasterio.crs import CRS as RioCRS
 from rasterio.features import bounds as feature_bounds
@@ -34,7 +33,7 @@ from rio_tiler.io.base import BaseReader
 from rio_tiler.models import BandStatistics, ImageData, Info, PointData
 from rio_tiler.utils import CRS_to_uri, get_array_statistics
 
-from ..dataplane.assemble import CELLS, COORD, pick_cells
+from ..dataplane.assemble import CELLS, COORD, pick_values
 from ..errors import ArgumentError
 from ..format.coverage import meets
 from .cache import OpenedStore, opened_store
@@ -149,13 +148,10 @@ class HiveReader(BaseReader):
             raise
         pos = ds.xindexes[COORD].ranges.find(cells.words)  # type: ignore[attr-defined]
         held = pos >= 0
-        # the drawn variable alone, without the cell coordinates a pick would carry along and nothing reads
-        one = ds[[variable]].drop_vars([n for n, c in ds.coords.items() if CELLS in c.dims])
-        da = pick_cells(one, cells=pos[held])[variable].transpose(..., CELLS)
-        names = [str(w) for w in da["window"].values] if "window" in da.dims else [variable]
+        arr = ds[variable]
+        names = [str(w) for w in arr["window"].values] if "window" in arr.dims else [variable]
         # in this thread: a tile's reads are batched below dask, and a server runs many tiles at once
-        (picked,) = compute(da.data, scheduler="synchronous")
-        picked = np.asarray(picked).reshape(len(names), -1)
+        picked = np.moveaxis(pick_values(arr, pos[held]), arr.dims.index(CELLS), -1).reshape(len(names), -1)
         values = np.zeros((len(names), cells.words.size + 1), dtype=picked.dtype)  # the last: no cell
         values[:, :-1][:, held] = picked
         known = np.append(held, False)
