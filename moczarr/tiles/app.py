@@ -62,6 +62,7 @@ from ..errors import (
     StoreNotFoundError,
 )
 from ..storage import is_remote, normalize_location
+from .levels import TILE_MATRIX_SETS
 from .reader import HiveReader
 
 #: the HTTP status of each of the reader's error families (a subclass takes its nearest listed ancestor): a
@@ -182,10 +183,12 @@ def tiler_factory(
 
     ``allow`` lists the folders and URL prefixes whose stores requests may open (:class:`StoreAccess`);
     ``storage_options`` are given to every open (the server's credentials and endpoint); ``router_prefix``
-    is the prefix the router is mounted at. ``factory_options`` go to the factory (``supported_tms=``,
-    ``add_viewer=``, ...). Mount ``factory.router`` into an application as the module's docstring shows.
+    is the prefix the router is mounted at. ``factory_options`` go to the factory (``supported_tms=``, by
+    default morecantile's grids as :data:`~moczarr.tiles.levels.TILE_MATRIX_SETS` shares them, ``add_viewer=``,
+    ...). Mount ``factory.router`` into an application as the module's docstring shows.
     Raises :class:`~moczarr.errors.ArgumentError` for an empty ``allow``.
     """
+    factory_options.setdefault("supported_tms", TILE_MATRIX_SETS)  # one shared grid per id, not a copy a request
     factory = TilerFactory(
         reader=HiveReader,
         path_dependency=path_dependency(StoreAccess(allow)),

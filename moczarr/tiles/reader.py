@@ -17,11 +17,11 @@ import math
 from typing import Any
 
 import attr
-import morecantile
 import mortie
 import numpy as np
 import xarray as xr
 from morecantile import Tile, TileMatrixSet
+from pyproj import CRS as ProjCRS
 from rasterio.crs import CRS as RioCRS
 from rasterio.features import bounds as feature_bounds
 from rasterio.features import geometry_mask
@@ -37,7 +37,16 @@ from ..dataplane.assemble import CELLS, COORD, pick_values
 from ..errors import ArgumentError
 from ..format.coverage import meets
 from .cache import OpenedStore, opened_store
-from .levels import cell_size_m, check_cell_order, crs_from_wkt, pick_order, pixel_size_m, zoom_pixel_size_m
+from .levels import (
+    TILE_MATRIX_SETS,
+    cell_size_m,
+    check_cell_order,
+    crs_from_wkt,
+    grid_crs,
+    pick_order,
+    pixel_size_m,
+    zoom_pixel_size_m,
+)
 from .pixels import GridCells, cell_words, grid_cells, to_lonlat
 
 #: The longest side of a ``part``/``preview`` image whose size the caller leaves open.
@@ -48,9 +57,9 @@ def _tms(value) -> TileMatrixSet:
     """A TileMatrixSet, or the id of one morecantile knows; else :class:`~moczarr.errors.ArgumentError`."""
     if isinstance(value, TileMatrixSet):
         return value
-    known = morecantile.tms.list()
+    known = TILE_MATRIX_SETS.list()
     if isinstance(value, str) and value in known:
-        return morecantile.tms.get(value)
+        return TILE_MATRIX_SETS.get(value)
     raise ArgumentError(f"tms={value!r} is not a TileMatrixSet nor the id of one; ids: {', '.join(known)}")
 
 
@@ -199,7 +208,12 @@ class HiveReader(BaseReader):
         Its ``metadata`` says the ``cell_order`` read and whether any pixel lies in a stored shard (``in_data``).
         """
         rio_crs = RioCRS.from_user_input(crs)
-        pyproj_crs = crs_from_wkt(rio_crs.to_wkt())
+        return self._read_grid(bounds, rio_crs, crs_from_wkt(rio_crs.to_wkt()), width, height, order)
+
+    def _read_grid(
+        self, bounds, rio_crs: RioCRS, pyproj_crs: ProjCRS, width: int, height: int, order: int | None
+    ) -> ImageData:
+        """:meth:`read_grid` in ``rio_crs``, ``pyproj_crs`` being the pyproj CRS of its WKT."""
         if order is None:
             order = self.order_for(pixel_size_m(pyproj_crs, (bounds[2] - bounds[0]) / width))
         data, names, in_data = self.values_of(grid_cells(pyproj_crs, bounds, width, height, order), order)
@@ -219,7 +233,7 @@ class HiveReader(BaseReader):
         matrix = self.tms.matrix(tile_z)
         bounds = tuple(self.tms.xy_bounds(Tile(x=tile_x, y=tile_y, z=tile_z)))
         width, height = tilesize or matrix.tileWidth, tilesize or matrix.tileHeight
-        img = self.read_grid(bounds, self.tms.rasterio_crs, width, height)
+        img = self._read_grid(bounds, *grid_crs(self.tms), width, height, None)
         if not (img.metadata or {}).get("in_data"):
             raise TileOutsideBounds(f"Tile(x={tile_x}, y={tile_y}, z={tile_z}) holds no cell of {self.input}")
         return img

@@ -286,6 +286,25 @@ def test_a_cold_tile_builds_the_arrays_of_its_variable_alone(monkeypatch, zoom):
     assert "count" in built
 
 
+@pytest.mark.layers
+@pytest.mark.parametrize("grid", ["WebMercatorQuad", "UPSAntarcticWGS84Quad"])
+def test_a_grid_is_one_shared_instance_and_its_crs_is_made_once(grid):
+    from moczarr.tiles.app import tiler_factory
+
+    root = fixture_path("zagg/pyramid/store")
+    readers = [tiles.HiveReader(str(root), tms=grid, variable="count") for _ in range(2)]
+    assert readers[0].tms is readers[1].tms  # an id names one instance, not a copy per reader
+    served = tiler_factory(allow=[str(root)]).supported_tms
+    assert served.get(grid) is served.get(grid) is readers[0].tms  # nor a copy per request
+    with pytest.raises(morecantile.errors.InvalidIdentifier):
+        served.get("Nowhere")
+    # grids copied apart (morecantile's get) draw in one CRS object: its WKT and authority are found once
+    copies = [tiles.HiveReader(str(root), tms=morecantile.tms.get(grid), variable="count") for _ in range(2)]
+    tile = copies[0].tms.tile(*data_centre(root, "count"), 3)
+    first, second = (r.tile(tile.x, tile.y, tile.z).crs for r in copies)
+    assert first is second and first == morecantile.tms.get(grid).rasterio_crs
+
+
 def test_a_grid_s_cells_are_computed_once_and_kept_within_their_bound(monkeypatch):
     from moczarr.tiles import pixels
 
