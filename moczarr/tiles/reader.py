@@ -149,12 +149,7 @@ class HiveReader(BaseReader):
             variable = self._variable(None, order)
             return np.ma.masked_all((1, *cells.inverse.shape), dtype=np.float64), [variable], False
         variable = self._variable(None, order)
-        ds = self.store.level(order, shards, variable)
-        try:
-            self._variable(ds, order)
-        except ArgumentError:  # the level opened with every variable names those the tile could draw
-            self._variable(self.store.level(order, shards), order)
-            raise
+        ds = self._level(order, shards)
         pos = ds.xindexes[COORD].ranges.find(cells.words)  # type: ignore[attr-defined]
         held = pos >= 0
         arr = ds[variable]
@@ -169,6 +164,16 @@ class HiveReader(BaseReader):
         if out.dtype.kind == "f":
             mask |= np.isnan(out)
         return np.ma.MaskedArray(out, mask=mask), names, True
+
+    def _level(self, order: int, shards: np.ndarray) -> xr.Dataset:
+        """The level at ``order`` below ``shards`` with :attr:`variable` alone, the variable checked."""
+        ds = self.store.level(order, shards, self._variable(None, order))
+        try:
+            self._variable(ds, order)
+        except ArgumentError:  # the level opened with every variable names those the tile could draw
+            self._variable(self.store.level(order, shards), order)
+            raise
+        return ds
 
     def _shards_of(self, words: np.ndarray, order: int) -> np.ndarray:
         """The cells at the shard order (or ``order``, when coarser) holding ``words`` whose object may hold data.
@@ -297,14 +302,21 @@ class HiveReader(BaseReader):
 
     # -- descriptions ----------------------------------------------------------------------------------
     def info(self) -> Info:
-        """Bounds, CRS, band and level facts (``levels``, ``minzoom``, ``maxzoom``, the variable)."""
+        """Bounds, CRS, band and level facts (``levels``, ``minzoom``, ``maxzoom``, the variable).
+
+        ``dtype`` is the variable's, as its array metadata at the finest level
+        declares it, which a tile's values keep (but for ``time=`` over windows
+        holding different cells: stacking them makes integers float64); without
+        ``variable=`` none is named and float64 stands in. Raises :class:`~moczarr.errors.ArgumentError`
+        for an unknown or non-numeric ``variable`` (naming the level's variables).
+        """
         return Info.model_validate(
             {
                 "bounds": self.bounds,
                 "crs": CRS_to_uri(self.crs) or self.crs.to_wkt(),
                 "band_metadata": [("b1", {})],
                 "band_descriptions": [("b1", self.variable or "b1")],
-                "dtype": "float64",
+                "dtype": "float64" if self.variable is None else self._dtype(),
                 "nodata_type": "Mask",
                 "name": self.variable,
                 "levels": list(self.levels),
@@ -314,6 +326,14 @@ class HiveReader(BaseReader):
                 "window": self.window,
             }
         )
+
+    def _dtype(self) -> str:
+        """:attr:`variable`'s dtype at the finest level: the level opened below one stored shard (its schema's
+        few GETs; without a root MOC, below none, which lists the leaves to find a schema)."""
+        order = max(self.levels)
+        known = self.store.shards
+        shards = np.empty(0, dtype=np.uint64) if known is None else self._shards_of(known[:1], order)
+        return str(self._level(order, shards)[self.variable].dtype)
 
     def statistics(
         self,

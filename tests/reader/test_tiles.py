@@ -390,6 +390,21 @@ def test_part_preview_statistics_and_info_describe_the_data():
     assert w <= lon <= e and s <= lat <= n
 
 
+@pytest.mark.layers
+@pytest.mark.parametrize("variable", ["count", "h_mean"])  # an integer variable and a float one
+def test_info_names_the_variable_s_dtype_which_its_tiles_carry(variable):
+    root = fixture_path("zagg/pyramid/store")
+    stored = moczarr.open_level(root, 8)[variable].dtype
+    reader = tiles.HiveReader(str(root), variable=variable)
+    info = reader.info()
+    assert info.dtype == str(stored)
+    tile = reader.tms.tile(*data_centre(root, variable), reader.maxzoom)
+    assert reader.tile(tile.x, tile.y, tile.z).array.dtype == stored
+    assert tiles.HiveReader(str(root)).info().dtype == "float64"  # no variable named: the stand-in
+    with pytest.raises(ArgumentError, match=r"variable='h_nope'.*variables: .*count"):
+        tiles.HiveReader(str(root), variable="h_nope").info()
+
+
 # -- typed errors ----------------------------------------------------------------------------------------------
 @pytest.mark.layers
 def test_bad_arguments_raise_one_typed_error_naming_the_choices():
