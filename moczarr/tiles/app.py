@@ -36,13 +36,17 @@ cache); each request runs in the server's thread pool, so tiles are answered con
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import unquote
 
+import numpy as np
 from fastapi import FastAPI, HTTPException, Query
+from numpy.lib import format as npy_format
+from rio_tiler.models import ImageData
 from starlette import status
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -50,6 +54,8 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from titiler.core.dependencies import DefaultDependency
 from titiler.core.errors import DEFAULT_STATUS_CODES, add_exception_handlers
 from titiler.core.factory import ColorMapFactory, TilerFactory, TMSFactory
+from titiler.core.resources.enums import ImageType
+from titiler.core.utils import render_image
 from titiler.extensions.wmts import wmtsExtension
 
 from ..errors import (
@@ -184,11 +190,12 @@ def tiler_factory(
     ``allow`` lists the folders and URL prefixes whose stores requests may open (:class:`StoreAccess`);
     ``storage_options`` are given to every open (the server's credentials and endpoint); ``router_prefix``
     is the prefix the router is mounted at. ``factory_options`` go to the factory (``supported_tms=``, by
-    default morecantile's grids as :data:`~moczarr.tiles.levels.TILE_MATRIX_SETS` shares them, ``add_viewer=``,
-    ...). Mount ``factory.router`` into an application as the module's docstring shows.
-    Raises :class:`~moczarr.errors.ArgumentError` for an empty ``allow``.
+    default morecantile's grids as :data:`~moczarr.tiles.levels.TILE_MATRIX_SETS` shares them,
+    ``render_func=``, by default :func:`render_tile`, ``add_viewer=``, ...). Mount ``factory.router`` into an
+    application as the module's docstring shows. Raises :class:`~moczarr.errors.ArgumentError` for an empty ``allow``.
     """
     factory_options.setdefault("supported_tms", TILE_MATRIX_SETS)  # one shared grid per id, not a copy a request
+    factory_options.setdefault("render_func", render_tile)
     factory = TilerFactory(
         reader=HiveReader,
         path_dependency=path_dependency(StoreAccess(allow)),
@@ -199,6 +206,53 @@ def tiler_factory(
     )
     _add_wmts_per_grid(factory)
     return factory
+
+
+def render_tile(
+    image: ImageData,
+    colormap: Any = None,
+    output_format: ImageType | None = None,
+    add_mask: bool = True,
+    rescale: Any = None,
+    color_formula: str | None = None,
+    **kwargs: Any,
+) -> tuple[bytes, str]:
+    """titiler's :func:`~titiler.core.utils.render_image` (the factory's ``render_func``), byte for byte.
+
+    A plain ``.npy`` (no colormap, rescale or colour formula) is written
+    straight from the values and the mask band: titiler copies both, joins
+    them and saves the join through ``numpy.save``, several copies of a tile
+    whose values are 8 bytes a pixel, the costliest step of a warm tile.
+    """
+    data, mask = image.data, image.mask if add_mask else None
+    if (
+        output_format != ImageType.npy
+        or colormap
+        or rescale
+        or color_formula
+        or kwargs
+        or (mask is not None and mask.dtype != data.dtype)
+    ):
+        return render_image(
+            image,
+            colormap=colormap,
+            output_format=output_format,
+            add_mask=add_mask,
+            rescale=rescale,
+            color_formula=color_formula,
+            **kwargs,
+        )
+    bands = [np.ascontiguousarray(data)] + ([] if mask is None else [np.ascontiguousarray(mask[None])])
+    header = io.BytesIO()
+    npy_format.write_array_header_1_0(  # what numpy.save writes for a header this short
+        header,
+        {
+            "shape": (sum(b.shape[0] for b in bands), *data.shape[1:]),
+            "fortran_order": False,
+            "descr": npy_format.dtype_to_descr(data.dtype),
+        },
+    )
+    return b"".join([header.getvalue(), *bands]), ImageType.npy.mediatype
 
 
 def _add_wmts_per_grid(factory: TilerFactory) -> None:
@@ -253,5 +307,6 @@ __all__ = [
     "create_app",
     "path_dependency",
     "reader_dependency",
+    "render_tile",
     "tiler_factory",
 ]
