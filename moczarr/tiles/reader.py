@@ -17,7 +17,6 @@ import math
 from typing import Any
 
 import attr
-import mortie
 import numpy as np
 import xarray as xr
 from morecantile import Tile, TileMatrixSet
@@ -144,7 +143,7 @@ class HiveReader(BaseReader):
 
         Reads only ``variable``, and only the objects holding ``cells``.
         """
-        shards = self._shards_of(cells.words, order)
+        shards = self._shards_of(cells, order)
         if not shards.size:
             variable = self._variable(None, order)
             return np.ma.masked_all((1, *cells.inverse.shape), dtype=np.float64), [variable], False
@@ -158,9 +157,9 @@ class HiveReader(BaseReader):
         picked = np.moveaxis(pick_values(arr, pos[held]), arr.dims.index(CELLS), -1).reshape(len(names), -1)
         values = np.zeros((len(names), cells.words.size + 1), dtype=picked.dtype)  # the last: no cell
         values[:, :-1][:, held] = picked
-        known = np.append(held, False)
         out = values[:, cells.inverse]  # -1 (no cell) takes the last
-        mask = np.broadcast_to(~known[cells.inverse], out.shape).copy()
+        missing = np.take(~np.append(held, False), cells.inverse)[None]
+        mask = missing if len(names) == 1 else np.broadcast_to(missing, out.shape).copy()
         if out.dtype.kind == "f":
             mask |= np.isnan(out)
         return np.ma.MaskedArray(out, mask=mask), names, True
@@ -175,22 +174,19 @@ class HiveReader(BaseReader):
             raise
         return ds
 
-    def _shards_of(self, words: np.ndarray, order: int) -> np.ndarray:
-        """The cells at the shard order (or ``order``, when coarser) holding ``words`` whose object may hold data.
+    def _shards_of(self, cells: GridCells, order: int) -> np.ndarray:
+        """The cells at the shard order (or ``order``, when coarser) holding ``cells`` whose object may hold data.
 
         A level's objects sit at its node order (the shard order for source
         leaves, an ancestor for overviews), so a cell is kept when its ancestor
         at that order meets a stored shard.
         """
-        if words.size == 0:
-            return words
         manifest = self.store.manifest
-        cells = np.unique(np.asarray(mortie.clip2order(min(order, manifest.shard_order), words), dtype=np.uint64))
-        if self.store.shards is None:
-            return cells
         node_order = self.store.node_orders.get(order, manifest.shard_order)
-        nodes = np.asarray(mortie.clip2order(node_order, cells), dtype=np.uint64)
-        return cells[meets(nodes, self.store.shards)]
+        shards, nodes = cells.ancestors(min(order, manifest.shard_order), node_order)
+        if self.store.shards is None or not shards.size:
+            return shards
+        return shards[meets(nodes, self.store.shards)]
 
     def _variable(self, ds: xr.Dataset | None, order: int) -> str:
         """``variable`` checked against the level's numeric variables."""
@@ -332,7 +328,7 @@ class HiveReader(BaseReader):
         few GETs; without a root MOC, below none, which lists the leaves to find a schema)."""
         order = max(self.levels)
         known = self.store.shards
-        shards = np.empty(0, dtype=np.uint64) if known is None else self._shards_of(known[:1], order)
+        shards = np.empty(0, dtype=np.uint64) if known is None else self._shards_of(GridCells.of(known[:1]), order)
         return str(self._level(order, shards)[self.variable].dtype)
 
     def statistics(

@@ -305,6 +305,32 @@ def test_a_grid_is_one_shared_instance_and_its_crs_is_made_once(grid):
     assert first is second and first == morecantile.tms.get(grid).rasterio_crs
 
 
+@pytest.mark.filterwarnings("ignore::rio_tiler.errors.InvalidDatatypeWarning")  # rescale's and PNG's, titiler's
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
+@pytest.mark.parametrize("dtype", ["int64", "float32", "uint8"])
+@pytest.mark.parametrize("bands", [1, 2])
+def test_a_served_npy_is_titiler_s_npy_byte_for_byte(dtype, bands):
+    from rio_tiler.models import ImageData
+    from titiler.core.resources.enums import ImageType
+    from titiler.core.utils import render_image
+
+    from moczarr.tiles.app import render_tile, tiler_factory
+
+    rng = np.random.default_rng(41)
+    values = (rng.random((bands, 32, 48)) * 200).astype(dtype)
+    mask = rng.random((bands, 32, 48)) < 0.3
+    mask[:, :4] = True  # whole masked rows: the mask band's minimum shows
+
+    def image():  # a fresh one per render: titiler's rescale rescales the image it is given
+        return ImageData(np.ma.MaskedArray(values.copy(), mask=mask.copy()))
+
+    for options in ({}, {"add_mask": False}, {"rescale": [(0, 100)] * bands}):
+        got = render_tile(image(), output_format=ImageType.npy, **options)
+        assert got == render_image(image(), output_format=ImageType.npy, **options), options
+    assert render_tile(image(), output_format=ImageType.png) == render_image(image(), output_format=ImageType.png)
+    assert tiler_factory(allow=["."]).render_func is render_tile
+
+
 def test_a_grid_s_cells_are_computed_once_and_kept_within_their_bound(monkeypatch):
     from moczarr.tiles import pixels
 
@@ -322,6 +348,24 @@ def test_a_grid_s_cells_are_computed_once_and_kept_within_their_bound(monkeypatc
     pixels.grid_cells(crs, bounds[1], 256, 256, 6)  # over the bound: the least recently asked dropped
     pixels.grid_cells(crs, bounds[0], 256, 256, 6)
     assert calls == [6, 7, 6, 6]
+
+
+def test_a_grid_s_ancestor_cells_are_computed_once_per_pair_of_orders(monkeypatch):
+    import mortie
+
+    from moczarr.tiles import pixels
+
+    tms = morecantile.tms.get("WebMercatorQuad")
+    cells = pixels.grid_cells(tiles.levels.tms_crs(tms), tuple(tms.xy_bounds(morecantile.Tile(9, 5, 4))), 64, 64, 8)
+    calls = []
+    real = mortie.clip2order
+    monkeypatch.setattr(mortie, "clip2order", lambda order, words: calls.append(order) or real(order, words))
+    shards, nodes = cells.ancestors(6, 4)
+    assert np.array_equal(shards, np.unique(np.asarray(real(6, cells.words), dtype=np.uint64)))
+    assert np.array_equal(nodes, np.asarray(real(4, shards), dtype=np.uint64)) and shards.size > 1
+    assert cells.ancestors(6, 4)[0] is shards and calls == [6, 4]  # asked again: kept
+    cells.ancestors(6, 6)
+    assert calls == [6, 4, 6, 6]
 
 
 @pytest.mark.parametrize("grid", ["WebMercatorQuad", "WorldCRS84Quad", "UPSArcticWGS84Quad"])
