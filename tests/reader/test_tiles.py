@@ -331,6 +331,22 @@ def test_a_served_npy_is_titiler_s_npy_byte_for_byte(dtype, bands):
     assert tiler_factory(allow=["."]).render_func is render_tile
 
 
+def test_a_tile_route_parses_its_parameters_in_the_event_loop():
+    import inspect
+
+    from moczarr.tiles.app import tiler_factory
+
+    factory = tiler_factory(allow=["."])
+    (route,) = [r for r in factory.router.routes if getattr(r, "path", "") == "/tiles/{tileMatrixSetId}/{z}/{x}/{y}"]
+    calls = [d.call for d in route.dependant.dependencies]  # type: ignore[attr-defined]
+    assert len(calls) == 9 and all(inspect.iscoroutinefunction(c) for c in calls), calls  # no thread pool hop
+    params = {p.alias for d in route.dependant.dependencies for p in d.query_params}  # type: ignore[attr-defined]
+    assert {"url", "variable", "time", "cell_order", "rescale", "colormap_name", "bidx", "return_mask"} <= params
+    (wmts,) = factory.extensions  # it calls a layer's dependencies itself, as plain functions
+    assert len(wmts.tile_dependencies) == 7
+    assert not any(inspect.iscoroutinefunction(d) for d in wmts.tile_dependencies)
+
+
 def test_a_grid_s_cells_are_computed_once_and_kept_within_their_bound(monkeypatch):
     from moczarr.tiles import pixels
 
