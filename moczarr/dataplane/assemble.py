@@ -22,7 +22,7 @@ import dask.array as da
 import mortie
 import numpy as np
 import xarray as xr
-from dask.base import compute, tokenize
+from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
 from .. import ids
@@ -291,17 +291,15 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None, verify_chunks: bool |
     """
     if (cells is None) == (morton is None):
         raise ArgumentError("pick_cells takes exactly one of cells= (positions or a mask) and morton= (labels)")
-    if verify_chunks not in (None, True, False):
-        raise ArgumentError(f"pick_cells: verify_chunks must be None, True or False, got {verify_chunks!r}")
     if morton is not None:
         cells = ds.xindexes[COORD].sel({COORD: morton}).dim_indexers[CELLS]
-    rows = _picked_rows("pick_cells", cells, ds.sizes[CELLS])
+    rows = picked_rows("pick_cells", cells, ds.sizes[CELLS])
     sources = {
         name: source
         for name, var in ds.variables.items()
-        if CELLS in var.dims and var.chunks and (source := _source_of(var.data)) is not None
+        if CELLS in var.dims and var.chunks and (source := source_of(var.data)) is not None
     }
-    _check_verifiable("pick_cells", verify_chunks, sources.values())
+    check_verifiable("pick_cells", verify_chunks, sources.values())
     out = ds.isel({CELLS: rows})
     for name, source in sources.items():
         var = ds.variables[name]
@@ -313,37 +311,12 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None, verify_chunks: bool |
     return out
 
 
-def pick_values(arr: xr.DataArray, cells, *, verify_chunks: bool | None = None) -> np.ndarray:
-    """The values of ``arr.isel(cells=cells)`` as a numpy array, read now, in the calling thread, without dask.
+def picked_rows(caller: str, cells, n: int) -> np.ndarray:
+    """The row positions, among ``n``, of a pick (integers in any order, repeats and negatives, or a boolean mask).
 
-    ``arr`` is one variable of a Dataset with a ``cells`` dimension;
-    ``cells`` and ``verify_chunks`` are as :func:`pick_cells` takes them, and
-    the values are what ``pick_cells(...)[name].values`` gives (the dims in
-    ``arr``'s order). A variable still exactly as opened reads only the
-    objects holding the picked cells, through its source, checked against
-    their recorded content hashes as :func:`pick_cells` checks them; any
-    other (persisted, derived, stacked on ``window``) is ``isel``'s, computed
-    with dask's synchronous scheduler. Raises as :func:`pick_cells` does.
+    Raises :class:`~moczarr.errors.ArgumentError` (naming ``caller``) for anything but a 1-D pick,
+    :class:`IndexError` for positions out of range or a mask of another length.
     """
-    if verify_chunks not in (None, True, False):
-        raise ArgumentError(f"pick_values: verify_chunks must be None, True or False, got {verify_chunks!r}")
-    if CELLS not in arr.dims:
-        raise ArgumentError(f"pick_values: {arr.name!r} has no {CELLS!r} dimension (dims {arr.dims})")
-    rows = _picked_rows("pick_values", cells, arr.sizes[CELLS])
-    source = _source_of(arr.data) if arr.chunks else None
-    _check_verifiable("pick_values", verify_chunks, [] if source is None else [source])
-    if source is None:
-        (values,) = compute(arr.variable.isel({CELLS: rows}).data, scheduler="synchronous")
-        return np.asarray(values)
-    if not rows.size:
-        shape = list(source.shape)
-        shape[source.axis] = 0
-        return np.empty(shape, dtype=source.dtype)
-    return source.pick(rows, verify=verify_chunks is not False)[...]
-
-
-def _picked_rows(caller: str, cells, n: int) -> np.ndarray:
-    """The row positions of a pick (integers in any order, repeats and negatives, or a boolean mask)."""
     positions = np.asarray(cells)
     if positions.size == 0:
         positions = positions.astype(np.int64)
@@ -353,7 +326,11 @@ def _picked_rows(caller: str, cells, n: int) -> np.ndarray:
     return rows
 
 
-def _check_verifiable(caller: str, verify_chunks: bool | None, sources: Iterable[CellsSource]) -> None:
+def check_verifiable(caller: str, verify_chunks: bool | None, sources: Iterable[CellsSource]) -> None:
+    """:class:`~moczarr.errors.ArgumentError` (naming ``caller``) for a ``verify_chunks`` that is not None, True or
+    False, and for True on sources that kept no digests to check against."""
+    if verify_chunks not in (None, True, False):
+        raise ArgumentError(f"{caller}: verify_chunks must be None, True or False, got {verify_chunks!r}")
     if verify_chunks is True and any(not s.verified for s in sources):
         raise ArgumentError(
             f"{caller}(verify_chunks=True): the Dataset was opened with verify_chunks=False and kept no "
@@ -361,7 +338,7 @@ def _check_verifiable(caller: str, verify_chunks: bool | None, sources: Iterable
         )
 
 
-def _source_of(arr) -> CellsSource | None:
+def source_of(arr) -> CellsSource | None:
     """The source of an array still exactly as built (not persisted: its blocks still come from reads)."""
     name = getattr(arr, "name", None)
     source = _SOURCES.get(name) if isinstance(name, str) else None
@@ -616,7 +593,6 @@ __all__ = [
     "domain_of",
     "ids",
     "pick_cells",
-    "pick_values",
     "read_schema",
     "rows_in",
 ]

@@ -6,7 +6,7 @@ at the level :func:`~moczarr.tiles.levels.pick_order` picks for the pixel size
 (NaN), are masked. A read opens only the leaves holding the pixels' cells (the
 opener's AOI path, with the pixels' cells at the shard order as the place, so
 a polar tile is as exact as any other) and reads only the objects holding
-them (:func:`~moczarr.dataplane.assemble.pick_values`); the opened store and levels are shared
+them (:func:`~moczarr.dataplane.picks.pick_values`); the opened store and levels are shared
 across readers (:mod:`moczarr.tiles.cache`), so a reader is cheap to make per
 request.
 """
@@ -32,7 +32,8 @@ from rio_tiler.io.base import BaseReader
 from rio_tiler.models import BandStatistics, ImageData, Info, PointData
 from rio_tiler.utils import CRS_to_uri, get_array_statistics
 
-from ..dataplane.assemble import CELLS, COORD, pick_values
+from ..dataplane.assemble import CELLS, COORD
+from ..dataplane.picks import pick_values
 from ..errors import ArgumentError
 from ..format.coverage import meets
 from .cache import OpenedStore, opened_store

@@ -2,7 +2,7 @@
 
 dask answers an integer-array index with a shuffle whose tasks take whole
 batches; :func:`moczarr.pick_cells` rebuilds the open's variables
-over just the picked rows, and :func:`~moczarr.dataplane.assemble.pick_values`
+over just the picked rows, and :func:`~moczarr.dataplane.picks.pick_values`
 reads one variable's picked values now, without dask. Counts are GETs of
 ``chunk:data`` objects.
 """
@@ -18,7 +18,7 @@ import pytest
 
 import moczarr
 from moczarr import pick_cells
-from moczarr.dataplane.assemble import pick_values
+from moczarr.dataplane.picks import pick_values
 from moczarr.storage import count_requests
 from tests.helpers import fixture_path
 
@@ -140,6 +140,8 @@ def test_pick_refuses_bad_arguments():
         pick_cells(ds, [ds.sizes["cells"]])
     with pytest.raises(IndexError, match="boolean index"):
         pick_cells(ds, np.ones(3, dtype=bool))
+    with pytest.raises(moczarr.errors.ArgumentError, match="verify_chunks must be None, True or False"):
+        pick_cells(ds, [1], verify_chunks="yes")
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ import xarray as xr
 
 import moczarr
 import moczarr.moraine
-from moczarr.dataplane.assemble import pick_values
+from moczarr.dataplane.picks import pick_values
 from moczarr.errors import (
     ArgumentError,
     ArgumentTypeError,
