@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import posixpath
 import weakref
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, NamedTuple, overload
 
@@ -291,26 +291,15 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None, verify_chunks: bool |
     """
     if (cells is None) == (morton is None):
         raise ArgumentError("pick_cells takes exactly one of cells= (positions or a mask) and morton= (labels)")
-    if verify_chunks not in (None, True, False):
-        raise ArgumentError(f"pick_cells: verify_chunks must be None, True or False, got {verify_chunks!r}")
     if morton is not None:
         cells = ds.xindexes[COORD].sel({COORD: morton}).dim_indexers[CELLS]
-    positions = np.asarray(cells)
-    if positions.size == 0:
-        positions = positions.astype(np.int64)
-    if positions.ndim != 1 or positions.dtype.kind not in "biu":
-        raise ArgumentError(f"pick_cells: cells must be 1-D integer positions or a boolean mask, got {cells!r}")
-    rows, _ = cells_rows(positions, ds.sizes[CELLS])
+    rows = picked_rows("pick_cells", cells, ds.sizes[CELLS])
     sources = {
         name: source
         for name, var in ds.variables.items()
-        if CELLS in var.dims and var.chunks and (source := _source_of(var.data)) is not None
+        if CELLS in var.dims and var.chunks and (source := source_of(var.data)) is not None
     }
-    if verify_chunks is True and any(not s.verified for s in sources.values()):
-        raise ArgumentError(
-            "pick_cells(verify_chunks=True): the Dataset was opened with verify_chunks=False and kept no "
-            "content hashes to check against; open it again with verify_chunks=True"
-        )
+    check_verifiable("pick_cells", verify_chunks, sources.values())
     out = ds.isel({CELLS: rows})
     for name, source in sources.items():
         var = ds.variables[name]
@@ -322,7 +311,34 @@ def pick_cells(ds: xr.Dataset, cells=None, *, morton=None, verify_chunks: bool |
     return out
 
 
-def _source_of(arr) -> CellsSource | None:
+def picked_rows(caller: str, cells, n: int) -> np.ndarray:
+    """The row positions, among ``n``, of a pick (integers in any order, repeats and negatives, or a boolean mask).
+
+    Raises :class:`~moczarr.errors.ArgumentError` (naming ``caller``) for anything but a 1-D pick,
+    :class:`IndexError` for positions out of range or a mask of another length.
+    """
+    positions = np.asarray(cells)
+    if positions.size == 0:
+        positions = positions.astype(np.int64)
+    if positions.ndim != 1 or positions.dtype.kind not in "biu":
+        raise ArgumentError(f"{caller}: cells must be 1-D integer positions or a boolean mask, got {cells!r}")
+    rows, _ = cells_rows(positions, n)
+    return rows
+
+
+def check_verifiable(caller: str, verify_chunks: bool | None, sources: Iterable[CellsSource]) -> None:
+    """:class:`~moczarr.errors.ArgumentError` (naming ``caller``) for a ``verify_chunks`` that is not None, True or
+    False, and for True on sources that kept no digests to check against."""
+    if verify_chunks not in (None, True, False):
+        raise ArgumentError(f"{caller}: verify_chunks must be None, True or False, got {verify_chunks!r}")
+    if verify_chunks is True and any(not s.verified for s in sources):
+        raise ArgumentError(
+            f"{caller}(verify_chunks=True): the Dataset was opened with verify_chunks=False and kept no "
+            "content hashes to check against; open it again with verify_chunks=True"
+        )
+
+
+def source_of(arr) -> CellsSource | None:
     """The source of an array still exactly as built (not persisted: its blocks still come from reads)."""
     name = getattr(arr, "name", None)
     source = _SOURCES.get(name) if isinstance(name, str) else None

@@ -151,7 +151,7 @@ class CellsSource(ReadChecks):
             self._dtype,
             digests=None if kept is None else digests,
         )
-        picked._decoder = self._decoder
+        picked._decoder = self.decoder  # parsed once, here, and shared by every pick of this source
         return picked
 
     def __getitem__(self, key) -> np.ndarray:

@@ -36,13 +36,19 @@ cache); each request runs in the server's thread pool, so tiles are answered con
 
 from __future__ import annotations
 
+import inspect
+import io
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import unquote
 
+import attr
+import numpy as np
 from fastapi import FastAPI, HTTPException, Query
+from numpy.lib import format as npy_format
+from rio_tiler.models import ImageData
 from starlette import status
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -50,6 +56,8 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from titiler.core.dependencies import DefaultDependency
 from titiler.core.errors import DEFAULT_STATUS_CODES, add_exception_handlers
 from titiler.core.factory import ColorMapFactory, TilerFactory, TMSFactory
+from titiler.core.resources.enums import ImageType
+from titiler.core.utils import render_image
 from titiler.extensions.wmts import wmtsExtension
 
 from ..errors import (
@@ -62,6 +70,7 @@ from ..errors import (
     StoreNotFoundError,
 )
 from ..storage import is_remote, normalize_location
+from .levels import TILE_MATRIX_SETS
 from .reader import HiveReader
 
 #: the HTTP status of each of the reader's error families (a subclass takes its nearest listed ancestor): a
@@ -182,20 +191,115 @@ def tiler_factory(
 
     ``allow`` lists the folders and URL prefixes whose stores requests may open (:class:`StoreAccess`);
     ``storage_options`` are given to every open (the server's credentials and endpoint); ``router_prefix``
-    is the prefix the router is mounted at. ``factory_options`` go to the factory (``supported_tms=``,
-    ``add_viewer=``, ...). Mount ``factory.router`` into an application as the module's docstring shows.
-    Raises :class:`~moczarr.errors.ArgumentError` for an empty ``allow``.
+    is the prefix the router is mounted at. ``factory_options`` go to the factory (``supported_tms=``, by
+    default morecantile's grids as :data:`~moczarr.tiles.levels.TILE_MATRIX_SETS` shares them,
+    ``render_func=``, by default :func:`render_tile`, ``add_viewer=``, ...). The routes' parameter
+    dependencies (the store's, the reader's and titiler's defaults) are called in the event loop
+    (:func:`in_event_loop`), one given in ``factory_options`` as given. Mount ``factory.router`` into an
+    application as the module's docstring shows. Raises :class:`~moczarr.errors.ArgumentError` for an empty ``allow``.
     """
+    factory_options.setdefault("supported_tms", TILE_MATRIX_SETS)  # one shared grid per id, not a copy a request
+    factory_options.setdefault("render_func", render_tile)
+    params = reader_dependency(storage_options)
+    plain = {name: factory_options.pop(name, default) for name, default in PARSING_DEPENDENCIES.items()}
+    served = {name: dep if dep is not PARSING_DEPENDENCIES[name] else in_event_loop(dep) for name, dep in plain.items()}
+    # the WMTS extension calls a layer's tile dependencies itself, as plain functions: it is given those
+    wmts = wmtsExtension(
+        layer_identifier_provider=_layer_name,
+        tile_dependencies=[params, *(plain[f"{name}_dependency"] for name in WMTS_TILE_DEPENDENCIES)],
+    )
     factory = TilerFactory(
         reader=HiveReader,
-        path_dependency=path_dependency(StoreAccess(allow)),
-        reader_dependency=reader_dependency(storage_options),
+        path_dependency=in_event_loop(path_dependency(StoreAccess(allow))),
+        reader_dependency=in_event_loop(params),
         router_prefix=router_prefix,
-        extensions=[wmtsExtension(layer_identifier_provider=_layer_name)],
+        extensions=[wmts],
+        **served,
         **factory_options,
     )
     _add_wmts_per_grid(factory)
     return factory
+
+
+#: the factory's dependencies titiler's WMTS extension checks a layer's query against, in its order, after the reader's
+WMTS_TILE_DEPENDENCIES = ("tile", "layer", "dataset", "process", "colormap", "render")
+#: titiler's default dependencies of the tile routes, by factory field: each only parses a request's parameters
+PARSING_DEPENDENCIES: dict[str, Any] = {
+    name: attr.fields_dict(TilerFactory)[name].default
+    for name in (
+        "layer_dependency",
+        "dataset_dependency",
+        "tile_dependency",
+        "process_dependency",
+        "colormap_dependency",
+        "render_dependency",
+        "environment_dependency",
+    )
+}
+
+
+def in_event_loop(dependency: Callable[..., Any]) -> Any:
+    """``dependency`` (a function or a dataclass of query parameters) as a coroutine function of the same
+    parameters, so FastAPI calls it in the event loop: it runs a plain one in its thread pool, a hop between
+    threads that costs more than parsing a few parameters (a tile route has nine such dependencies)."""
+
+    if inspect.iscoroutinefunction(dependency):
+        return dependency
+
+    async def call(**params: Any) -> Any:
+        return dependency(**params)
+
+    call.__signature__ = inspect.signature(dependency, eval_str=True)  # type: ignore[attr-defined]
+    call.__name__ = call.__qualname__ = getattr(dependency, "__name__", "dependency")
+    call.__doc__ = dependency.__doc__
+    return call
+
+
+def render_tile(
+    image: ImageData,
+    colormap: Any = None,
+    output_format: ImageType | None = None,
+    add_mask: bool = True,
+    rescale: Any = None,
+    color_formula: str | None = None,
+    **kwargs: Any,
+) -> tuple[bytes, str]:
+    """titiler's :func:`~titiler.core.utils.render_image` (the factory's ``render_func``), byte for byte.
+
+    A plain ``.npy`` (no colormap, rescale or colour formula) is written
+    straight from the values and the mask band: titiler copies both, joins
+    them and saves the join through ``numpy.save``, several copies of a tile
+    whose values are 8 bytes a pixel, the costliest step of a warm tile.
+    """
+    data, mask = image.data, image.mask if add_mask else None
+    if (
+        output_format != ImageType.npy
+        or colormap
+        or rescale
+        or color_formula
+        or kwargs
+        or (mask is not None and mask.dtype != data.dtype)
+    ):
+        return render_image(
+            image,
+            colormap=colormap,
+            output_format=output_format,
+            add_mask=add_mask,
+            rescale=rescale,
+            color_formula=color_formula,
+            **kwargs,
+        )
+    bands = [np.ascontiguousarray(data)] + ([] if mask is None else [np.ascontiguousarray(mask[None])])
+    header = io.BytesIO()
+    npy_format.write_array_header_1_0(  # what numpy.save writes for a header this short
+        header,
+        {
+            "shape": (sum(b.shape[0] for b in bands), *data.shape[1:]),
+            "fortran_order": False,
+            "descr": npy_format.dtype_to_descr(data.dtype),
+        },
+    )
+    return b"".join([header.getvalue(), *bands]), ImageType.npy.mediatype
 
 
 def _add_wmts_per_grid(factory: TilerFactory) -> None:
@@ -248,7 +352,9 @@ __all__ = [
     "StoreLocation",
     "add_error_handlers",
     "create_app",
+    "in_event_loop",
     "path_dependency",
     "reader_dependency",
+    "render_tile",
     "tiler_factory",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import mortie
 import numpy as np
@@ -34,6 +34,21 @@ class GridCells:
 
     words: np.ndarray
     inverse: np.ndarray
+    _ancestors: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def ancestors(self, order: int, node_order: int) -> tuple[np.ndarray, np.ndarray]:
+        """The sorted distinct cells at ``order`` holding ``words``, and each one's ancestor at ``node_order``
+        (``order`` or coarser); computed once per pair of orders (a kept grid's tiles ask them every time)."""
+        key = (int(order), int(node_order))
+        found = self._ancestors.get(key)
+        if found is None:
+            cells = nodes = self.words
+            if cells.size:
+                cells = np.unique(np.asarray(mortie.clip2order(key[0], cells), dtype=np.uint64))
+                nodes = np.asarray(mortie.clip2order(key[1], cells), dtype=np.uint64)
+                cells.flags.writeable = nodes.flags.writeable = False  # shared by every tile of the grid
+            found = self._ancestors.setdefault(key, (cells, nodes))
+        return found
 
     @classmethod
     def of(cls, words: np.ndarray) -> GridCells:

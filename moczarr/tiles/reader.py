@@ -6,7 +6,7 @@ at the level :func:`~moczarr.tiles.levels.pick_order` picks for the pixel size
 (NaN), are masked. A read opens only the leaves holding the pixels' cells (the
 opener's AOI path, with the pixels' cells at the shard order as the place, so
 a polar tile is as exact as any other) and reads only the objects holding
-them (:func:`~moczarr.pick_cells`); the opened store and levels are shared
+them (:func:`~moczarr.dataplane.picks.pick_values`); the opened store and levels are shared
 across readers (:mod:`moczarr.tiles.cache`), so a reader is cheap to make per
 request.
 """
@@ -17,12 +17,10 @@ import math
 from typing import Any
 
 import attr
-import morecantile
-import mortie
 import numpy as np
 import xarray as xr
-from dask.base import compute
 from morecantile import Tile, TileMatrixSet
+from pyproj import CRS as ProjCRS
 from rasterio.crs import CRS as RioCRS
 from rasterio.features import bounds as feature_bounds
 from rasterio.features import geometry_mask
@@ -34,11 +32,21 @@ from rio_tiler.io.base import BaseReader
 from rio_tiler.models import BandStatistics, ImageData, Info, PointData
 from rio_tiler.utils import CRS_to_uri, get_array_statistics
 
-from ..dataplane.assemble import CELLS, COORD, pick_cells
+from ..dataplane.assemble import CELLS, COORD
+from ..dataplane.picks import pick_values
 from ..errors import ArgumentError
 from ..format.coverage import meets
 from .cache import OpenedStore, opened_store
-from .levels import cell_size_m, check_cell_order, crs_from_wkt, pick_order, pixel_size_m, zoom_pixel_size_m
+from .levels import (
+    TILE_MATRIX_SETS,
+    cell_size_m,
+    check_cell_order,
+    crs_from_wkt,
+    grid_crs,
+    pick_order,
+    pixel_size_m,
+    zoom_pixel_size_m,
+)
 from .pixels import GridCells, cell_words, grid_cells, to_lonlat
 
 #: The longest side of a ``part``/``preview`` image whose size the caller leaves open.
@@ -49,9 +57,9 @@ def _tms(value) -> TileMatrixSet:
     """A TileMatrixSet, or the id of one morecantile knows; else :class:`~moczarr.errors.ArgumentError`."""
     if isinstance(value, TileMatrixSet):
         return value
-    known = morecantile.tms.list()
+    known = TILE_MATRIX_SETS.list()
     if isinstance(value, str) and value in known:
-        return morecantile.tms.get(value)
+        return TILE_MATRIX_SETS.get(value)
     raise ArgumentError(f"tms={value!r} is not a TileMatrixSet nor the id of one; ids: {', '.join(known)}")
 
 
@@ -136,51 +144,50 @@ class HiveReader(BaseReader):
 
         Reads only ``variable``, and only the objects holding ``cells``.
         """
-        shards = self._shards_of(cells.words, order)
+        shards = self._shards_of(cells, order)
         if not shards.size:
             variable = self._variable(None, order)
             return np.ma.masked_all((1, *cells.inverse.shape), dtype=np.float64), [variable], False
         variable = self._variable(None, order)
-        ds = self.store.level(order, shards, variable)
+        ds = self._level(order, shards)
+        pos = ds.xindexes[COORD].ranges.find(cells.words)  # type: ignore[attr-defined]
+        held = pos >= 0
+        arr = ds[variable]
+        names = [str(w) for w in arr["window"].values] if "window" in arr.dims else [variable]
+        # in this thread: a tile's reads are batched below dask, and a server runs many tiles at once
+        picked = np.moveaxis(pick_values(arr, pos[held]), arr.dims.index(CELLS), -1).reshape(len(names), -1)
+        values = np.zeros((len(names), cells.words.size + 1), dtype=picked.dtype)  # the last: no cell
+        values[:, :-1][:, held] = picked
+        out = values[:, cells.inverse]  # -1 (no cell) takes the last
+        missing = np.take(~np.append(held, False), cells.inverse)[None]
+        mask = missing if len(names) == 1 else np.broadcast_to(missing, out.shape).copy()
+        if out.dtype.kind == "f":
+            mask |= np.isnan(out)
+        return np.ma.MaskedArray(out, mask=mask), names, True
+
+    def _level(self, order: int, shards: np.ndarray) -> xr.Dataset:
+        """The level at ``order`` below ``shards`` with :attr:`variable` alone, the variable checked."""
+        ds = self.store.level(order, shards, self._variable(None, order))
         try:
             self._variable(ds, order)
         except ArgumentError:  # the level opened with every variable names those the tile could draw
             self._variable(self.store.level(order, shards), order)
             raise
-        pos = ds.xindexes[COORD].ranges.find(cells.words)  # type: ignore[attr-defined]
-        held = pos >= 0
-        # the drawn variable alone, without the cell coordinates a pick would carry along and nothing reads
-        one = ds[[variable]].drop_vars([n for n, c in ds.coords.items() if CELLS in c.dims])
-        da = pick_cells(one, cells=pos[held])[variable].transpose(..., CELLS)
-        names = [str(w) for w in da["window"].values] if "window" in da.dims else [variable]
-        # in this thread: a tile's reads are batched below dask, and a server runs many tiles at once
-        (picked,) = compute(da.data, scheduler="synchronous")
-        picked = np.asarray(picked).reshape(len(names), -1)
-        values = np.zeros((len(names), cells.words.size + 1), dtype=picked.dtype)  # the last: no cell
-        values[:, :-1][:, held] = picked
-        known = np.append(held, False)
-        out = values[:, cells.inverse]  # -1 (no cell) takes the last
-        mask = np.broadcast_to(~known[cells.inverse], out.shape).copy()
-        if out.dtype.kind == "f":
-            mask |= np.isnan(out)
-        return np.ma.MaskedArray(out, mask=mask), names, True
+        return ds
 
-    def _shards_of(self, words: np.ndarray, order: int) -> np.ndarray:
-        """The cells at the shard order (or ``order``, when coarser) holding ``words`` whose object may hold data.
+    def _shards_of(self, cells: GridCells, order: int) -> np.ndarray:
+        """The cells at the shard order (or ``order``, when coarser) holding ``cells`` whose object may hold data.
 
         A level's objects sit at its node order (the shard order for source
         leaves, an ancestor for overviews), so a cell is kept when its ancestor
         at that order meets a stored shard.
         """
-        if words.size == 0:
-            return words
         manifest = self.store.manifest
-        cells = np.unique(np.asarray(mortie.clip2order(min(order, manifest.shard_order), words), dtype=np.uint64))
-        if self.store.shards is None:
-            return cells
         node_order = self.store.node_orders.get(order, manifest.shard_order)
-        nodes = np.asarray(mortie.clip2order(node_order, cells), dtype=np.uint64)
-        return cells[meets(nodes, self.store.shards)]
+        shards, nodes = cells.ancestors(min(order, manifest.shard_order), node_order)
+        if self.store.shards is None or not shards.size:
+            return shards
+        return shards[meets(nodes, self.store.shards)]
 
     def _variable(self, ds: xr.Dataset | None, order: int) -> str:
         """``variable`` checked against the level's numeric variables."""
@@ -203,7 +210,12 @@ class HiveReader(BaseReader):
         Its ``metadata`` says the ``cell_order`` read and whether any pixel lies in a stored shard (``in_data``).
         """
         rio_crs = RioCRS.from_user_input(crs)
-        pyproj_crs = crs_from_wkt(rio_crs.to_wkt())
+        return self._read_grid(bounds, rio_crs, crs_from_wkt(rio_crs.to_wkt()), width, height, order)
+
+    def _read_grid(
+        self, bounds, rio_crs: RioCRS, pyproj_crs: ProjCRS, width: int, height: int, order: int | None
+    ) -> ImageData:
+        """:meth:`read_grid` in ``rio_crs``, ``pyproj_crs`` being the pyproj CRS of its WKT."""
         if order is None:
             order = self.order_for(pixel_size_m(pyproj_crs, (bounds[2] - bounds[0]) / width))
         data, names, in_data = self.values_of(grid_cells(pyproj_crs, bounds, width, height, order), order)
@@ -223,7 +235,7 @@ class HiveReader(BaseReader):
         matrix = self.tms.matrix(tile_z)
         bounds = tuple(self.tms.xy_bounds(Tile(x=tile_x, y=tile_y, z=tile_z)))
         width, height = tilesize or matrix.tileWidth, tilesize or matrix.tileHeight
-        img = self.read_grid(bounds, self.tms.rasterio_crs, width, height)
+        img = self._read_grid(bounds, *grid_crs(self.tms), width, height, None)
         if not (img.metadata or {}).get("in_data"):
             raise TileOutsideBounds(f"Tile(x={tile_x}, y={tile_y}, z={tile_z}) holds no cell of {self.input}")
         return img
@@ -287,14 +299,21 @@ class HiveReader(BaseReader):
 
     # -- descriptions ----------------------------------------------------------------------------------
     def info(self) -> Info:
-        """Bounds, CRS, band and level facts (``levels``, ``minzoom``, ``maxzoom``, the variable)."""
+        """Bounds, CRS, band and level facts (``levels``, ``minzoom``, ``maxzoom``, the variable).
+
+        ``dtype`` is the variable's, as its array metadata at the finest level
+        declares it, which a tile's values keep (but for ``time=`` over windows
+        holding different cells: stacking them makes integers float64); without
+        ``variable=`` none is named and float64 stands in. Raises :class:`~moczarr.errors.ArgumentError`
+        for an unknown or non-numeric ``variable`` (naming the level's variables).
+        """
         return Info.model_validate(
             {
                 "bounds": self.bounds,
                 "crs": CRS_to_uri(self.crs) or self.crs.to_wkt(),
                 "band_metadata": [("b1", {})],
                 "band_descriptions": [("b1", self.variable or "b1")],
-                "dtype": "float64",
+                "dtype": "float64" if self.variable is None else self._dtype(),
                 "nodata_type": "Mask",
                 "name": self.variable,
                 "levels": list(self.levels),
@@ -304,6 +323,14 @@ class HiveReader(BaseReader):
                 "window": self.window,
             }
         )
+
+    def _dtype(self) -> str:
+        """:attr:`variable`'s dtype at the finest level: the level opened below one stored shard (its schema's
+        few GETs; without a root MOC, below none, which lists the leaves to find a schema)."""
+        order = max(self.levels)
+        known = self.store.shards
+        shards = np.empty(0, dtype=np.uint64) if known is None else self._shards_of(GridCells.of(known[:1]), order)
+        return str(self._level(order, shards)[self.variable].dtype)
 
     def statistics(
         self,

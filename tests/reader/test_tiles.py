@@ -288,6 +288,67 @@ def test_a_cold_tile_builds_the_arrays_of_its_variable_alone(monkeypatch, zoom):
     assert "count" in built
 
 
+@pytest.mark.layers
+@pytest.mark.parametrize("grid", ["WebMercatorQuad", "UPSAntarcticWGS84Quad"])
+def test_a_grid_is_one_shared_instance_and_its_crs_is_made_once(grid):
+    from moczarr.tiles.app import tiler_factory
+
+    root = fixture_path("zagg/pyramid/store")
+    readers = [tiles.HiveReader(str(root), tms=grid, variable="count") for _ in range(2)]
+    assert readers[0].tms is readers[1].tms  # an id names one instance, not a copy per reader
+    served = tiler_factory(allow=[str(root)]).supported_tms
+    assert served.get(grid) is served.get(grid) is readers[0].tms  # nor a copy per request
+    with pytest.raises(morecantile.errors.InvalidIdentifier):
+        served.get("Nowhere")
+    # grids copied apart (morecantile's get) draw in one CRS object: its WKT and authority are found once
+    copies = [tiles.HiveReader(str(root), tms=morecantile.tms.get(grid), variable="count") for _ in range(2)]
+    tile = copies[0].tms.tile(*data_centre(root, "count"), 3)
+    first, second = (r.tile(tile.x, tile.y, tile.z).crs for r in copies)
+    assert first is second and first == morecantile.tms.get(grid).rasterio_crs
+
+
+@pytest.mark.filterwarnings("ignore::rio_tiler.errors.InvalidDatatypeWarning")  # rescale's and PNG's, titiler's
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
+@pytest.mark.parametrize("dtype", ["int64", "float32", "uint8"])
+@pytest.mark.parametrize("bands", [1, 2])
+def test_a_served_npy_is_titiler_s_npy_byte_for_byte(dtype, bands):
+    from rio_tiler.models import ImageData
+    from titiler.core.resources.enums import ImageType
+    from titiler.core.utils import render_image
+
+    from moczarr.tiles.app import render_tile, tiler_factory
+
+    rng = np.random.default_rng(41)
+    values = (rng.random((bands, 32, 48)) * 200).astype(dtype)
+    mask = rng.random((bands, 32, 48)) < 0.3
+    mask[:, :4] = True  # whole masked rows: the mask band's minimum shows
+
+    def image():  # a fresh one per render: titiler's rescale rescales the image it is given
+        return ImageData(np.ma.MaskedArray(values.copy(), mask=mask.copy()))
+
+    for options in ({}, {"add_mask": False}, {"rescale": [(0, 100)] * bands}):
+        got = render_tile(image(), output_format=ImageType.npy, **options)
+        assert got == render_image(image(), output_format=ImageType.npy, **options), options
+    assert render_tile(image(), output_format=ImageType.png) == render_image(image(), output_format=ImageType.png)
+    assert tiler_factory(allow=["."]).render_func is render_tile
+
+
+def test_a_tile_route_parses_its_parameters_in_the_event_loop():
+    import inspect
+
+    from moczarr.tiles.app import tiler_factory
+
+    factory = tiler_factory(allow=["."])
+    (route,) = [r for r in factory.router.routes if getattr(r, "path", "") == "/tiles/{tileMatrixSetId}/{z}/{x}/{y}"]
+    calls = [d.call for d in route.dependant.dependencies]  # type: ignore[attr-defined]
+    assert len(calls) == 9 and all(inspect.iscoroutinefunction(c) for c in calls), calls  # no thread pool hop
+    params = {p.alias for d in route.dependant.dependencies for p in d.query_params}  # type: ignore[attr-defined]
+    assert {"url", "variable", "time", "cell_order", "rescale", "colormap_name", "bidx", "return_mask"} <= params
+    (wmts,) = factory.extensions  # it calls a layer's dependencies itself, as plain functions
+    assert len(wmts.tile_dependencies) == 7
+    assert not any(inspect.iscoroutinefunction(d) for d in wmts.tile_dependencies)
+
+
 def test_a_grid_s_cells_are_computed_once_and_kept_within_their_bound(monkeypatch):
     from moczarr.tiles import pixels
 
@@ -305,6 +366,24 @@ def test_a_grid_s_cells_are_computed_once_and_kept_within_their_bound(monkeypatc
     pixels.grid_cells(crs, bounds[1], 256, 256, 6)  # over the bound: the least recently asked dropped
     pixels.grid_cells(crs, bounds[0], 256, 256, 6)
     assert calls == [6, 7, 6, 6]
+
+
+def test_a_grid_s_ancestor_cells_are_computed_once_per_pair_of_orders(monkeypatch):
+    import mortie
+
+    from moczarr.tiles import pixels
+
+    tms = morecantile.tms.get("WebMercatorQuad")
+    cells = pixels.grid_cells(tiles.levels.tms_crs(tms), tuple(tms.xy_bounds(morecantile.Tile(9, 5, 4))), 64, 64, 8)
+    calls = []
+    real = mortie.clip2order
+    monkeypatch.setattr(mortie, "clip2order", lambda order, words: calls.append(order) or real(order, words))
+    shards, nodes = cells.ancestors(6, 4)
+    assert np.array_equal(shards, np.unique(np.asarray(real(6, cells.words), dtype=np.uint64)))
+    assert np.array_equal(nodes, np.asarray(real(4, shards), dtype=np.uint64)) and shards.size > 1
+    assert cells.ancestors(6, 4)[0] is shards and calls == [6, 4]  # asked again: kept
+    cells.ancestors(6, 6)
+    assert calls == [6, 4, 6, 6]
 
 
 @pytest.mark.parametrize("grid", ["WebMercatorQuad", "WorldCRS84Quad", "UPSArcticWGS84Quad"])
@@ -371,6 +450,21 @@ def test_part_preview_statistics_and_info_describe_the_data():
     w, s, e, n = reader.bounds
     lon, lat = data_centre(root, "count")
     assert w <= lon <= e and s <= lat <= n
+
+
+@pytest.mark.layers
+@pytest.mark.parametrize("variable", ["count", "h_mean"])  # an integer variable and a float one
+def test_info_names_the_variable_s_dtype_which_its_tiles_carry(variable):
+    root = fixture_path("zagg/pyramid/store")
+    stored = moczarr.open_level(root, 8)[variable].dtype
+    reader = tiles.HiveReader(str(root), variable=variable)
+    info = reader.info()
+    assert info.dtype == str(stored)
+    tile = reader.tms.tile(*data_centre(root, variable), reader.maxzoom)
+    assert reader.tile(tile.x, tile.y, tile.z).array.dtype == stored
+    assert tiles.HiveReader(str(root)).info().dtype == "float64"  # no variable named: the stand-in
+    with pytest.raises(ArgumentError, match=r"variable='h_nope'.*variables: .*count"):
+        tiles.HiveReader(str(root), variable="h_nope").info()
 
 
 # -- typed errors ----------------------------------------------------------------------------------------------

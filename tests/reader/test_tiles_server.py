@@ -99,7 +99,8 @@ def test_npy_tiles_equal_the_oracle_at_several_zooms(server, grid, store, produc
     maxzoom = json.loads(body)["maxzoom"]
     status, body, _ = get(f"{server}/info?{query(**common)}")
     assert status == 200, body
-    levels = json.loads(body)["levels"]
+    info = json.loads(body)
+    levels = info["levels"]
     tms = morecantile.tms.get(grid)
     lon, lat = data_centre(data, variable, window=window)
     held = 0
@@ -108,6 +109,7 @@ def test_npy_tiles_equal_the_oracle_at_several_zooms(server, grid, store, produc
         status, body, kind = get(f"{server}/tiles/{grid}/{zoom}/{tile.x}/{tile.y}.npy?{query(**common)}")
         assert status == 200 and kind == "application/x-binary", body
         got = npy(body)
+        assert str(got.dtype) == info["dtype"]  # /info names the dtype the tiles carry
         order = expected_order(levels, tms, zoom)
         want = expected_tile(data, tms, tile, 256, order, variable, window=window)
         assert got.shape == (256, 256)

@@ -24,6 +24,7 @@ import xarray as xr
 
 import moczarr
 import moczarr.moraine
+from moczarr.dataplane.picks import pick_values
 from moczarr.errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -175,6 +176,23 @@ def test_pick_cells_keeps_drops_or_refuses_the_check(damaged):
     assert unchecked[0] == golden[0]
     with pytest.raises(ArgumentError, match="verify_chunks=False"):
         moczarr.pick_cells(moczarr.open_hive(root), cells=picks, verify_chunks=True)
+
+
+@pytest.mark.layers
+@pytest.mark.parametrize("name", list(STORES))
+def test_pick_values_keep_drops_or_refuse_the_check(damaged, name):
+    root, window, _, index, golden, stored = damaged(name, "replaced")
+    checked = moczarr.open_hive(root, window=window, verify_chunks=True)
+    with pytest.raises(ContentHashError, match=rf"/8/{VAR}/c/0: "):
+        pick_values(checked[VAR], [0, index * ROWS + 3])
+    clean = [0, (index - 1) * ROWS + 3, 1]  # the damaged leaf not among them: its chunk is not read
+    np.testing.assert_array_equal(pick_values(checked[VAR], clean), golden[clean])
+    unchecked = pick_values(checked[VAR], [index * ROWS + 3], verify_chunks=False)
+    assert stored is not None
+    expected = np.frombuffer(stored, dtype=unchecked.dtype)[3]  # a plain-bytes chunk: the random bytes, read as is
+    assert unchecked[0] == expected or (np.isnan(unchecked[0]) and np.isnan(expected))
+    with pytest.raises(ArgumentError, match="verify_chunks=False"):
+        pick_values(moczarr.open_hive(root, window=window)[VAR], [0], verify_chunks=True)
 
 
 @pytest.mark.layers
