@@ -50,7 +50,7 @@ the server:
   their floor is the sum of their local floors over the cores (``n x`` the
   tile's, and the stamps of its open, ``/ cores``, and never below one
   tile's; the store's open is one); over S3 their round trips overlap, so the latency part is one tile's. (The
-  reader's in-flight limit is one per opened store, which the ``n`` tiles
+  server's in-flight limit (``TILE_CONCURRENCY``) is one per opened store, which the ``n`` tiles
   share: the rounds their GETs take at that limit are printed after the table.)
 
 A served tile also pays an HTTP round trip and titiler's routing, which no
@@ -90,7 +90,7 @@ from bench_s3 import KEY, REGION, SECRET, free_port, proxy_stats, start_proxy, s
 
 import moczarr
 from moczarr import ids
-from moczarr.storage import DEFAULT_CONCURRENCY
+from moczarr.tiles.cache import TILE_CONCURRENCY
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, os.fspath(REPO))  # tests.loopback and tests.tiles_oracle: the suite's server and pixel oracle
@@ -462,7 +462,9 @@ def main() -> None:
     parser.add_argument("--zoom-offsets", default="0,3", help="the zooms, as offsets from the tilejson's maxzoom")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--latency-ms", type=float, default=20.0)
-    parser.add_argument("--limit", type=int, default=DEFAULT_CONCURRENCY, help="the reader's in-flight limit")
+    parser.add_argument(
+        "--limit", type=int, default=TILE_CONCURRENCY, help="GETs in flight the floors count (the server's, per store)"
+    )
     parser.add_argument("--no-s3", action="store_true", help="the local figures only")
     parser.add_argument(
         "--server",
@@ -552,10 +554,17 @@ def over_s3(clients: Clients, plan: Plan, sets: dict, floors: dict[int, Floors],
                     f"{gets * 1e3:.1f} ms, against the latency floor's {one * 1e3:.1f} ms"
                 )
                 shared = math.ceil(at_once * s3.chunks / args.limit)
+                batch = [
+                    f"tiles/{path.relative_to(store).as_posix()}"
+                    for t in tiles[:at_once]
+                    for path in plan.files(plan.met(t))[1]
+                ]
+                all_gets = statistics.median(measured_gets(endpoint, batch, args.limit) for _ in range(3))
                 notes.append(
-                    f"s3 z{z}: x{at_once}'s tiles share the reader's in-flight limit ({args.limit}): their "
-                    f"{at_once * s3.chunks:g} chunk GETs take {shared} rounds at the latency "
-                    f"({shared * latency * 1e3:.0f} ms; the floor counts one tile's {s3.chunk_rounds})"
+                    f"s3 z{z}: x{at_once}'s tiles share the server's in-flight limit ({args.limit}): their "
+                    f"{len(batch)} chunk GETs take {shared} rounds at the latency "
+                    f"({shared * latency * 1e3:.0f} ms; the floor counts one tile's {s3.chunk_rounds}); "
+                    f"with plain obstore alone: {all_gets * 1e3:.1f} ms"
                 )
         for note in notes:
             print(note)

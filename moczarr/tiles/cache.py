@@ -47,6 +47,9 @@ from .pixels import clear_grid_cells
 MAX_STORES = 16
 #: Level Datasets (one per level and set of shards) kept per store.
 MAX_DATASETS = 64
+#: Requests in flight at once per opened store. Every tile of a store reads through its one handle, so the
+#: limit is all its clients' together: 16 close tiles at once ask some 350 chunks, a zoomed-out one 250.
+TILE_CONCURRENCY = 256
 #: Seconds between two checks that a store's manifest and root MOC are unchanged.
 REVALIDATE_SECONDS = 5.0
 #: A footprint of more shards than this is not drawn for the bounds (the whole globe is given instead).
@@ -222,7 +225,7 @@ def cache_info() -> dict:
 
 
 def _open(key, url, product, window, time, storage_options) -> OpenedStore:
-    storage = Storage.open(url, storage_options)
+    storage = Storage.open(url, storage_options, TILE_CONCURRENCY)
     if product is not None:
         storage = _product_storage(storage, product)
     payloads = storage.get_many([MANIFEST_NAME, ROOT_MOC_NAME])  # the open's one round trip for both

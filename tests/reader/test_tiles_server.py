@@ -284,6 +284,14 @@ def test_an_s3_store_is_served_and_other_buckets_refused(s3_server):
     assert np.array_equal(got.mask, want.mask) and np.array_equal(got.data[~got.mask], want.data[~want.mask])
     assert (~got.mask).any()
     assert refused[0] == 403
+    # every client's tiles of a store read through its one handle: its in-flight limit is theirs together
+    from moczarr.storage import DEFAULT_CONCURRENCY
+    from moczarr.tiles.cache import TILE_CONCURRENCY, opened_store
+
+    opened = opened_store(
+        f"s3://{bucket}/stores/sample", "elevation", None, None, s3_server.storage_options(anon=False)
+    )
+    assert opened.storage.concurrency == TILE_CONCURRENCY > DEFAULT_CONCURRENCY
 
 
 @pytest.mark.parametrize(
