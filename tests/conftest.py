@@ -124,6 +124,16 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("store_layer", layers, indirect=True, ids=list(layers), scope="module")
 
 
+@pytest.fixture
+def fresh_tile_cache():
+    """The map-tile cache (opened stores, levels, pixel cells) empty before and after the test."""
+    import moczarr.tiles as tiles
+
+    tiles.clear_cache()
+    yield
+    tiles.clear_cache()
+
+
 @pytest.fixture(scope="session")
 def s3_server():
     """Moto's S3 server on 127.0.0.1, one per test process, started by the first test that asks for it.

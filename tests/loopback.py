@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -76,3 +78,16 @@ def serve_asgi(app) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+#: an opener that ignores proxy settings: the suite's servers are on 127.0.0.1
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def http_get(url: str) -> tuple[int, bytes, str]:
+    """The status, body and content type of a GET (an HTTP error's too)."""
+    try:
+        with DIRECT.open(url, timeout=120) as resp:
+            return resp.status, resp.read(), resp.headers.get("content-type", "")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(), exc.headers.get("content-type", "")

@@ -9,6 +9,7 @@ rule computed apart (:func:`expected_order`). The reader's tests and the server'
 
 from __future__ import annotations
 
+import io
 import math
 import warnings
 
@@ -106,3 +107,13 @@ def first_numeric(root, **kw) -> str:
         ds = moczarr.open_hive(root, **kw)
     names = [str(n) for n, v in ds.data_vars.items() if v.dtype.kind in "iuf" and v.dims == ("cells",)]
     return "count" if "count" in names else names[0]
+
+
+def served_npy(body: bytes) -> np.ma.MaskedArray:
+    """A ``.npy`` tile as titiler renders it, as one masked band: the band, then the mask band (rasterio's: the
+    dtype's maximum where valid, its minimum where masked)."""
+    from rasterio.dtypes import dtype_ranges
+
+    arr = np.load(io.BytesIO(body))
+    assert arr.ndim == 3 and arr.shape[0] == 2, arr.shape
+    return np.ma.MaskedArray(arr[0], mask=arr[1] == dtype_ranges[str(arr.dtype)][0])

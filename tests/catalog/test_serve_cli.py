@@ -15,8 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,19 +22,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import SAMPLE, catalog_script, run_catalog
+from tests.loopback import http_get
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.slow]
-
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def get(url: str) -> tuple[int, bytes]:
-    """The status and body of a GET (an HTTP error's too)."""
-    try:
-        with DIRECT.open(url, timeout=120) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
 
 
 @contextmanager
@@ -61,13 +49,13 @@ def test_serve_answers_for_the_stores_under_allow_and_403_elsewhere(tmp_path):
     shutil.copytree(SAMPLE, tmp_path / "stores" / "sample")
     (tmp_path / "private").mkdir()
     with serving("--allow", tmp_path / "stores", cwd=tmp_path) as (url, proc):
-        status, body = get(f"{url}/info?url=stores/sample&product=elevation")
+        status, body, _ = http_get(f"{url}/info?url=stores/sample&product=elevation")
         assert status == 200, body
         assert json.loads(body)["bounds"]
-        status, body = get(f"{url}/info?url={tmp_path / 'private'}")
+        status, body, _ = http_get(f"{url}/info?url={tmp_path / 'private'}")
         assert status == 403
         assert "outside the stores this server serves" in json.loads(body)["detail"]
-        status, body = get(f"{url}/info?url={tmp_path / 'stores' / '..' / 'private'}")
+        status, body, _ = http_get(f"{url}/info?url={tmp_path / 'stores' / '..' / 'private'}")
         assert status == 403
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
@@ -78,8 +66,8 @@ def test_serve_answers_for_the_stores_under_allow_and_403_elsewhere(tmp_path):
 def test_serve_without_allow_serves_the_current_folder_only(tmp_path):
     shutil.copytree(SAMPLE, tmp_path / "sample")
     with serving(cwd=tmp_path) as (url, _):
-        assert get(f"{url}/info?url=sample&product=elevation")[0] == 200
-        assert get(f"{url}/info?url={SAMPLE}&product=elevation")[0] == 403
+        assert http_get(f"{url}/info?url=sample&product=elevation")[0] == 200
+        assert http_get(f"{url}/info?url={SAMPLE}&product=elevation")[0] == 403
 
 
 def test_a_port_in_use_is_one_error_line(tmp_path):

@@ -38,10 +38,8 @@ from tests.tiles_oracle import (
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    tiles.clear_cache()
-    yield
-    tiles.clear_cache()
+def _fresh_cache(fresh_tile_cache):
+    """Every test starts with no store, level or pixel cells kept."""
 
 
 # -- the oracle (tests/tiles_oracle.py) ------------------------------------------------------------------

@@ -13,7 +13,6 @@ spelled (mortie's own answer there depends on the spelling: the reader takes lon
 
 from __future__ import annotations
 
-import io
 import json
 import urllib.error
 import urllib.parse
@@ -26,8 +25,8 @@ import pytest
 
 import moczarr.tiles as tiles
 from tests.helpers import generated_dir
-from tests.loopback import serve_asgi
-from tests.tiles_oracle import expected_order, expected_tile, oracle_values, oracle_words
+from tests.loopback import http_get, serve_asgi
+from tests.tiles_oracle import expected_order, expected_tile, oracle_values, oracle_words, served_npy
 
 app_module = pytest.importorskip("moczarr.tiles.app")
 
@@ -49,10 +48,8 @@ HIGH_LATITUDE = [
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    tiles.clear_cache()
-    yield
-    tiles.clear_cache()
+def _fresh_cache(fresh_tile_cache):
+    """Every test starts with no store, level or pixel cells kept."""
 
 
 @pytest.fixture(scope="module")
@@ -127,28 +124,6 @@ def test_a_point_on_a_base_cell_meridian_is_the_oracle_s_whichever_way_its_longi
 
 
 # -- over HTTP -----------------------------------------------------------------------------------------------
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def get(url: str) -> tuple[int, bytes]:
-    """The status and body of a GET (an HTTP error's too)."""
-    try:
-        with DIRECT.open(url, timeout=120) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
-
-
-def npy(body: bytes) -> np.ma.MaskedArray:
-    """A ``.npy`` tile as titiler renders it (the band, then rasterio's mask band: the dtype's minimum where
-    masked), as one masked band."""
-    from rasterio.dtypes import dtype_ranges
-
-    arr = np.load(io.BytesIO(body))
-    assert arr.ndim == 3 and arr.shape[0] == 2, arr.shape
-    return np.ma.MaskedArray(arr[0], mask=arr[1] == dtype_ranges[str(arr.dtype)][0])
-
-
 @pytest.fixture(scope="module")
 def server(root):
     """The application serving the Arctic store (and nothing else), for the module."""
@@ -158,7 +133,7 @@ def server(root):
 
 def served_levels(server: str, params: str) -> list[int]:
     """The levels the server's ``/info`` names."""
-    status, body = get(f"{server}/info?{params}")
+    status, body, _ = http_get(f"{server}/info?{params}")
     assert status == 200, body
     return json.loads(body)["levels"]
 
@@ -170,9 +145,9 @@ def test_npy_tiles_meeting_at_the_pole_are_the_oracle_s(server, root, zoom):
     tms = morecantile.tms.get(ARCTIC)
     order = expected_order(served_levels(server, params), tms, zoom)
     for tile in pole_tiles(tms, zoom):
-        status, body = get(f"{server}/tiles/{ARCTIC}/{zoom}/{tile.x}/{tile.y}.npy?{params}")
+        status, body, _ = http_get(f"{server}/tiles/{ARCTIC}/{zoom}/{tile.x}/{tile.y}.npy?{params}")
         assert status == 200, body
-        assert_is_oracle(npy(body), root, tms, tile, order, LEAST_HELD[zoom])
+        assert_is_oracle(served_npy(body), root, tms, tile, order, LEAST_HELD[zoom])
 
 
 @pytest.mark.slow
@@ -180,6 +155,6 @@ def test_an_npy_web_mercator_tile_at_high_latitude_is_the_oracle_s(server, root)
     params = urllib.parse.urlencode({"url": str(root), "variable": VARIABLE})
     tms = morecantile.tms.get("WebMercatorQuad")
     tile = tms.tile(179.9, 80.0, 4)
-    status, body = get(f"{server}/tiles/WebMercatorQuad/{tile.z}/{tile.x}/{tile.y}.npy?{params}")
+    status, body, _ = http_get(f"{server}/tiles/WebMercatorQuad/{tile.z}/{tile.x}/{tile.y}.npy?{params}")
     assert status == 200, body
-    assert_is_oracle(npy(body), root, tms, tile, expected_order(served_levels(server, params), tms, 4), 0.5)
+    assert_is_oracle(served_npy(body), root, tms, tile, expected_order(served_levels(server, params), tms, 4), 0.5)

@@ -27,46 +27,24 @@ import moczarr
 from moczarr.storage import count_requests
 from moczarr.testing import write_sample_store
 from tests.helpers import SAMPLE, fixture_path, layer_dir
-from tests.loopback import serve_asgi
-from tests.tiles_oracle import data_centre, expected_order, expected_tile, first_numeric
+from tests.loopback import http_get, serve_asgi
+from tests.tiles_oracle import data_centre, expected_order, expected_tile, first_numeric, served_npy
 
 tiles = pytest.importorskip("moczarr.tiles")
 app_module = pytest.importorskip("moczarr.tiles.app")
 
 pytestmark = pytest.mark.slow
 
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 WMTS = {"wmts": "http://www.opengis.net/wmts/1.0", "ows": "http://www.opengis.net/ows/1.1"}
-
-
-def get(url: str) -> tuple[int, bytes, str]:
-    """The status, body and content type of a GET (an HTTP error's too)."""
-    try:
-        with DIRECT.open(url, timeout=120) as resp:
-            return resp.status, resp.read(), resp.headers.get("content-type", "")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read(), exc.headers.get("content-type", "")
 
 
 def query(**params) -> str:
     return urllib.parse.urlencode({k: str(v) for k, v in params.items() if v is not None})
 
 
-def npy(body: bytes) -> np.ma.MaskedArray:
-    """A ``.npy`` tile as titiler renders it, as one masked band: the band, then the mask band (rasterio's: the
-    dtype's maximum where valid, its minimum where masked)."""
-    from rasterio.dtypes import dtype_ranges
-
-    arr = np.load(io.BytesIO(body))
-    assert arr.ndim == 3 and arr.shape[0] == 2, arr.shape
-    return np.ma.MaskedArray(arr[0], mask=arr[1] == dtype_ranges[str(arr.dtype)][0])
-
-
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    tiles.clear_cache()
-    yield
-    tiles.clear_cache()
+def _fresh_cache(fresh_tile_cache):
+    """Every test starts with no store, level or pixel cells kept."""
 
 
 @pytest.fixture(scope="module")
@@ -94,10 +72,10 @@ def test_npy_tiles_equal_the_oracle_at_several_zooms(server, grid, store, produc
     data = root / product if product else root
     variable = first_numeric(data, window=window)
     common = {"url": root, "product": product, "window": window, "variable": variable}
-    status, body, _ = get(f"{server}/{grid}/tilejson.json?{query(**common)}")
+    status, body, _ = http_get(f"{server}/{grid}/tilejson.json?{query(**common)}")
     assert status == 200, body
     maxzoom = json.loads(body)["maxzoom"]
-    status, body, _ = get(f"{server}/info?{query(**common)}")
+    status, body, _ = http_get(f"{server}/info?{query(**common)}")
     assert status == 200, body
     info = json.loads(body)
     levels = info["levels"]
@@ -106,9 +84,9 @@ def test_npy_tiles_equal_the_oracle_at_several_zooms(server, grid, store, produc
     held = 0
     for zoom in sorted({max(maxzoom - 2, 0), maxzoom, maxzoom + 2}):
         tile = tms.tile(lon, lat, zoom)
-        status, body, kind = get(f"{server}/tiles/{grid}/{zoom}/{tile.x}/{tile.y}.npy?{query(**common)}")
+        status, body, kind = http_get(f"{server}/tiles/{grid}/{zoom}/{tile.x}/{tile.y}.npy?{query(**common)}")
         assert status == 200 and kind == "application/x-binary", body
-        got = npy(body)
+        got = served_npy(body)
         assert str(got.dtype) == info["dtype"]  # /info names the dtype the tiles carry
         order = expected_order(levels, tms, zoom)
         want = expected_tile(data, tms, tile, 256, order, variable, window=window)
@@ -123,16 +101,16 @@ def test_npy_tiles_equal_the_oracle_at_several_zooms(server, grid, store, produc
 def test_tilejson_and_wmts_point_at_the_server_and_their_tiles_answer(server):
     root = fixture_path("zagg/pyramid/store")
     common = query(url=root, variable="count")
-    status, body, _ = get(f"{server}/WebMercatorQuad/tilejson.json?{common}&tile_format=png")
+    status, body, _ = http_get(f"{server}/WebMercatorQuad/tilejson.json?{common}&tile_format=png")
     assert status == 200, body
     doc = json.loads(body)
     (template,) = doc["tiles"]
     assert template.startswith(f"{server}/tiles/WebMercatorQuad/{{z}}/{{x}}/{{y}}.png?")
     tile = morecantile.tms.get("WebMercatorQuad").tile(*data_centre(root, "count"), doc["maxzoom"])
-    status, body, kind = get(template.format(z=tile.z, x=tile.x, y=tile.y))
+    status, body, kind = http_get(template.format(z=tile.z, x=tile.x, y=tile.y))
     assert status == 200 and kind == "image/png", body
 
-    status, body, kind = get(f"{server}/WMTSCapabilities.xml?{query(url=f'{root}/', variable='count')}")
+    status, body, kind = http_get(f"{server}/WMTSCapabilities.xml?{query(url=f'{root}/', variable='count')}")
     assert status == 200 and "xml" in kind, body
     xml = ET.fromstring(body)
     layers = {
@@ -146,7 +124,7 @@ def test_tilejson_and_wmts_point_at_the_server_and_their_tiles_answer(server):
     (arctic,) = polar.values()
     assert arctic.startswith(f"{server}/tiles/UPSArcticWGS84Quad/{{TileMatrix}}/{{TileCol}}/{{TileRow}}.png?")
     tile = morecantile.tms.get("UPSArcticWGS84Quad").tile(*data_centre(root, "count"), 3)
-    status, body, kind = get(arctic.format(TileMatrix=tile.z, TileCol=tile.x, TileRow=tile.y))
+    status, body, kind = http_get(arctic.format(TileMatrix=tile.z, TileCol=tile.x, TileRow=tile.y))
     assert status == 200 and kind == "image/png", body
 
 
@@ -155,10 +133,10 @@ def test_the_wmts_route_of_one_grid_answers_the_capabilities(server):
     """``/{tms}/WMTSCapabilities.xml`` (older titiler's route) leads to the same document, its query kept."""
     root = fixture_path("zagg/pyramid/store")
     common = query(url=f"{root}/", variable="count")
-    status, body, kind = get(f"{server}/UPSAntarcticWGS84Quad/WMTSCapabilities.xml?{common}")
+    status, body, kind = http_get(f"{server}/UPSAntarcticWGS84Quad/WMTSCapabilities.xml?{common}")
     assert status == 200 and "xml" in kind, body
-    assert body == get(f"{server}/WMTSCapabilities.xml?{common}")[1]
-    status, body, _ = get(f"{server}/NoSuchGrid/WMTSCapabilities.xml?{common}")
+    assert body == http_get(f"{server}/WMTSCapabilities.xml?{common}")[1]
+    status, body, _ = http_get(f"{server}/NoSuchGrid/WMTSCapabilities.xml?{common}")
     assert status == 404 and b"NoSuchGrid" in body
 
 
@@ -166,7 +144,7 @@ def test_the_wmts_route_of_one_grid_answers_the_capabilities(server):
 def test_point_is_the_cell_value_open_level_selects(server):
     root = fixture_path("zagg/pyramid/store")
     lon, lat = data_centre(root, "count")
-    status, body, _ = get(f"{server}/point/{lon},{lat}?{query(url=root, variable='count')}")
+    status, body, _ = http_get(f"{server}/point/{lon},{lat}?{query(url=root, variable='count')}")
     assert status == 200, body
     (value,) = json.loads(body)["values"]
     with warnings.catch_warnings():
@@ -181,7 +159,7 @@ def test_point_is_the_cell_value_open_level_selects(server):
 @pytest.mark.layers
 def test_statistics_lie_within_the_values_of_the_finest_level(server):
     root = fixture_path("zagg/pyramid/store")
-    status, body, _ = get(f"{server}/statistics?{query(url=root, variable='count')}")
+    status, body, _ = http_get(f"{server}/statistics?{query(url=root, variable='count')}")
     assert status == 200, body
     stats = json.loads(body)["b1"]
     values = moczarr.open_level(root, 8)["count"].values
@@ -198,13 +176,13 @@ def test_a_png_with_rescale_and_colormap_is_the_colormap_of_the_values_and_trans
     root = fixture_path("zagg/pyramid/store")
     tms = morecantile.tms.get("WebMercatorQuad")
     common = {"url": root, "variable": "count"}
-    status, body, _ = get(f"{server}/WebMercatorQuad/tilejson.json?{query(**common)}")
+    status, body, _ = http_get(f"{server}/WebMercatorQuad/tilejson.json?{query(**common)}")
     tile = tms.tile(*data_centre(root, "count"), json.loads(body)["maxzoom"])
     path = f"{server}/tiles/WebMercatorQuad/{tile.z}/{tile.x}/{tile.y}"
-    status, body, _ = get(f"{path}.npy?{query(**common)}")
-    values = npy(body)
+    status, body, _ = http_get(f"{path}.npy?{query(**common)}")
+    values = served_npy(body)
     lo, hi = 0.0, float(values.max())
-    status, body, kind = get(f"{path}.png?{query(**common, rescale=f'{lo},{hi}', colormap_name='viridis')}")
+    status, body, kind = http_get(f"{path}.png?{query(**common, rescale=f'{lo},{hi}', colormap_name='viridis')}")
     assert status == 200 and kind == "image/png", body
     rgba = np.asarray(Image.open(io.BytesIO(body)).convert("RGBA"))
     assert rgba.shape == (256, 256, 4)
@@ -224,11 +202,11 @@ def concurrent_cold(server: str, clients: int = 16):
     tile = morecantile.tms.get("WebMercatorQuad").tile(*data_centre(root, "count"), 5)
     url = f"{server}/tiles/WebMercatorQuad/{tile.z}/{tile.x}/{tile.y}.npy?{query(url=root, variable='count')}"
     with count_requests() as one:
-        status, single, _ = get(url)
+        status, single, _ = http_get(url)
     assert status == 200
     tiles.clear_cache()
     with count_requests() as many, ThreadPoolExecutor(clients) as pool:
-        answers = list(pool.map(get, [url] * clients))
+        answers = list(pool.map(http_get, [url] * clients))
     return single, answers, (one, many)
 
 
@@ -257,13 +235,13 @@ def test_a_changed_store_is_noticed(tmp_path, monkeypatch):
     params = query(url=store, product="elevation", variable="count", cell_order=8)
     with serve_asgi(app_module.create_app(allow=[str(tmp_path)])) as server:
         path = f"{server}/tiles/WebMercatorQuad/{tile.z}/{tile.x}/{tile.y}.npy?{params}"
-        status, before, _ = get(path)
+        status, before, _ = http_get(path)
         assert status == 200
         write_sample_store(store, seed=2, overwrite=True)
-        status, after, _ = get(path)
+        status, after, _ = http_get(path)
     assert status == 200 and after != before
     want = expected_tile(data, tms, tile, 256, 8, "count")
-    got = npy(after)
+    got = served_npy(after)
     assert np.array_equal(got.mask, want.mask) and np.array_equal(got.data[~got.mask], want.data[~want.mask])
 
 
@@ -277,10 +255,10 @@ def test_an_s3_store_is_served_and_other_buckets_refused(s3_server):
     params = {"product": "elevation", "variable": "count", "cell_order": 8}
     with serve_asgi(app) as server:
         path = f"{server}/tiles/WorldCRS84Quad/{tile.z}/{tile.x}/{tile.y}.npy"
-        status, body, _ = get(f"{path}?{query(url=f's3://{bucket}/stores/sample', **params)}")
+        status, body, _ = http_get(f"{path}?{query(url=f's3://{bucket}/stores/sample', **params)}")
         assert status == 200, body
-        refused = get(f"{path}?{query(url=f's3://{bucket}/other', **params)}")
-    got, want = npy(body), expected_tile(data, tms, tile, 256, 8, "count")
+        refused = http_get(f"{path}?{query(url=f's3://{bucket}/other', **params)}")
+    got, want = served_npy(body), expected_tile(data, tms, tile, 256, 8, "count")
     assert np.array_equal(got.mask, want.mask) and np.array_equal(got.data[~got.mask], want.data[~want.mask])
     assert (~got.mask).any()
     assert refused[0] == 403
@@ -317,7 +295,7 @@ def test_a_bad_request_is_one_line_with_its_status(tmp_path, params, status, wor
     params = {k: str(v).replace("{allowed}", str(allowed)) for k, v in params.items()}
     route = "statistics" if "variable" in params else "info"
     with serve_asgi(app_module.create_app(allow=[str(allowed)])) as server:
-        got, body, _ = get(f"{server}/{route}?{query(**params)}")
+        got, body, _ = http_get(f"{server}/{route}?{query(**params)}")
     assert got == status, body
     detail = json.loads(body)["detail"]
     assert words in detail and "\n" not in detail, detail
