@@ -1,7 +1,8 @@
 """Map-tile latency of the tile server (moczarr.tiles.app): p50 / p95 of 256x256 tiles beside their floors.
 
     python benchmarks/bench_tiles.py [--work ../bench] [--leaves 500] [--zoom-offsets 0,3] [--tiles 24]
-                                     [--latency-ms 20] [--clients 16] [--no-s3] [--json rows.jsonl]
+                                     [--latency-ms 20] [--clients 16] [--server rclone|moto] [--no-s3]
+                                     [--json rows.jsonl]
 
 The store is ``{work}/single_{leaves}/store``, written first when missing with
 ``../shared/tools/zagg_write.py`` (``$MOCZARR_SHARED/tools``; run with this
@@ -15,8 +16,8 @@ first reach the store's cells (the tilejson's ``maxzoom``: a zoomed-out view
 meeting hundreds of leaves; +3: a close view meeting tens), centred on
 ``--tiles`` leaves spread over the store.
 
-For each place (the local folder, then the store in moto's S3 server, or in
-``rclone serve s3`` of the folder with ``--server rclone``, behind the latency
+For each place (the local folder, then the store in ``rclone serve s3`` of the
+folder, or uploaded to moto's S3 server with ``--server moto``, behind the latency
 proxy of ``bench_s3.py`` at ``+--latency-ms`` per request, unless
 ``--no-s3``) and each case it prints the median (p50) and the 95th percentile
 (p95) of the requests' latencies:
@@ -469,8 +470,9 @@ def main() -> None:
     parser.add_argument(
         "--server",
         choices=("moto", "rclone"),
-        default="moto",
-        help="the S3 server: moto (Python, about 2.7 ms of CPU a GET here) or rclone serve s3 (the bench extra)",
+        default="rclone",
+        help="the S3 server: rclone serve s3 of the folder (the bench extra), or moto's (Python: about 2.7 ms "
+        "of CPU a GET on these cores, and slower the more are in flight: it measures moto, not the tiles)",
     )
     parser.add_argument("--json", help="append every row to this file as a JSON line")
     parser.add_argument("--lifetime", type=float, default=1800.0, help="seconds before the S3 servers stop")
