@@ -54,12 +54,14 @@ the server:
   server's in-flight limit (``TILE_CONCURRENCY``) is one per opened store, which the ``n`` tiles
   share: the rounds their GETs take at that limit are printed after the table.)
 
-A served tile also pays an HTTP round trip and titiler's routing, which no
-tile work avoids: the ``request floor`` (``req ms``) is the p50 of a GET of
-the server's ``/tileMatrixSets`` by the same client process (one at a time for
-``x1``, ``n`` at once for ``x{n}``). Each served case prints its p50 against
-its floor (``p50/fl``, as the reader's) and against its floor plus the request
-floor (``p50/fl+rq``).
+A served tile also pays what titiler's tile route costs around any reader:
+the HTTP round trip, routing, the parsing of some thirty query parameters,
+the ``.npy`` written out. The ``request floor`` (``req ms``) is that route
+measured alone: the same tiles from a second server of the same application
+whose reader answers each tile from memory (:class:`ReadyReader`, made once
+per tile), by the same client process (one at a time for ``x1``, ``n`` at once
+for ``x{n}``). Each served case prints its p50 against its floor (``p50/fl``,
+as the reader's) and against its floor plus the request floor (``p50/fl+rq``).
 
 The targets: warm tiles within 2x of the tile floor; a cold tile within 2x of
 the open floor plus the tile floor.
@@ -84,6 +86,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from http.client import HTTPConnection, HTTPException
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 from bench_open import emit, load_average
@@ -91,6 +94,7 @@ from bench_s3 import KEY, REGION, SECRET, free_port, proxy_stats, start_proxy, s
 
 import moczarr
 from moczarr import ids
+from moczarr.tiles import HiveReader
 from moczarr.tiles.cache import TILE_CONCURRENCY
 
 REPO = Path(__file__).resolve().parents[1]
@@ -101,7 +105,6 @@ from tests.tiles_oracle import oracle_lonlat, oracle_words  # noqa: E402
 
 GRID, VARIABLE = "WebMercatorQuad", "count"
 WRITER = Path(os.environ.get("MOCZARR_SHARED", REPO.parent / "shared")) / "tools" / "zagg_write.py"
-REQUEST_FLOOR_ROUTE = "/tileMatrixSets"
 
 
 # -- the map client, in its own process ----------------------------------------------------------------
@@ -301,6 +304,19 @@ class Floors:
         return local + (self.chunk_rounds + (self.open_rounds if cold else 0)) * self.latency
 
 
+class ReadyReader(HiveReader):
+    """A :class:`HiveReader` whose tiles are made once, then answered from memory: served by the same
+    application, it measures what the tile route costs around a tile that costs nothing."""
+
+    made: ClassVar[dict[tuple, Any]] = {}
+
+    def tile(self, tile_x: int, tile_y: int, tile_z: int, tilesize: int | None = None, **kwargs: Any):
+        key = (self.input, self.variable, tile_x, tile_y, tile_z, tilesize)
+        if key not in self.made:
+            self.made[key] = super().tile(tile_x, tile_y, tile_z, tilesize, **kwargs)
+        return self.made[key]
+
+
 # -- the measurement ----------------------------------------------------------------------------------
 def concurrency(tiles: list, clients: int) -> int:
     """Tiles asked at once in the ``x{n}`` cases: ``clients``, or every tile of the zoom when fewer."""
@@ -308,13 +324,14 @@ def concurrency(tiles: list, clients: int) -> int:
 
 
 def measure(
-    clients: Clients, server: str, url: str, tiles, at_once: int, options: dict | None = None
+    clients: Clients, server: str, ready: str, url: str, tiles, at_once: int, options: dict | None = None
 ) -> tuple[dict[str, list[float]], dict[int, float]]:
     """Latencies (s) of ``tiles`` by case: cold/warm, one client and ``at_once`` tiles at once; and ``reader``,
     the reader's own ``tile()`` in this process, no HTTP (what the server adds is the difference). Beside them,
-    the request floor (s) by concurrency (1 and ``at_once``): the p50 of a GET of a route that does no tile
-    work, by the same clients. The first tile is asked once before, by the reader and the server, untimed."""
-    from moczarr.tiles import HiveReader, clear_cache
+    the request floor (s) by concurrency (1 and ``at_once``): the p50 of the same tiles from ``ready``, the
+    server whose reader answers them from memory, by the same clients. The first tile is asked once before, by
+    the reader and the server, untimed."""
+    from moczarr.tiles import clear_cache
 
     params = urllib.parse.urlencode({"url": url, "variable": VARIABLE})
     urls = [f"{server}/tiles/{GRID}/{t.z}/{t.x}/{t.y}.npy?{params}" for t in tiles]
@@ -331,10 +348,12 @@ def measure(
             t0 = time.perf_counter()
             HiveReader(url, tms=t_grid(), variable=VARIABLE, storage_options=options).tile(t.x, t.y, t.z)
             out[case].append(time.perf_counter() - t0)
-    trivial = server + REQUEST_FLOOR_ROUTE
-    request = {1: statistics.median(clients.get([trivial] * 40, at_once=False))}
+    made = [u.replace(server, ready, 1) for u in urls]
+    clients.get(made, at_once=False)  # each ready tile made once
+    request = {1: statistics.median(s for _ in range(2) for s in clients.get(made, at_once=False))}
+    batches = [[made[(start + i) % len(made)] for i in range(at_once)] for start in range(0, len(made), at_once)]
     request[at_once] = statistics.median(
-        s for _ in range(3) for s in clients.get([trivial] * at_once, at_once=at_once > 1)
+        s for _ in range(2) for batch in batches for s in clients.get(batch, at_once=at_once > 1)
     )
     for u in urls:
         clear_cache()
@@ -486,14 +505,12 @@ def main() -> None:
 
     store = ensure_store(Path(args.work), args.leaves)
     plan = Plan(store)
-    from moczarr.tiles import HiveReader
-
     maxzoom = HiveReader(os.fspath(store), tms=plan.tms, variable=VARIABLE).maxzoom
     zooms = [maxzoom + int(z) for z in args.zoom_offsets.split(",")]
     print(
         f"python {sys.version.split()[0]}, moczarr {moczarr.__version__}, {os.cpu_count()} cores; "
         f"{store} ({args.leaves} leaves); {GRID} 256x256 .npy tiles at zooms {zooms} (maxzoom {maxzoom}); "
-        f"request floor: GET {REQUEST_FLOOR_ROUTE}"
+        "request floor: the tile route around tiles made before (ReadyReader)"
     )
     sets = {z: list(dict.fromkeys(plan.tms.tile(lon, lat, z) for lon, lat in plan.centres(args.tiles))) for z in zooms}
     floors: dict[int, Floors] = {}
@@ -506,9 +523,14 @@ def main() -> None:
         )
     print(HEADER)
     with Clients() as clients:
-        with serve_asgi(create_app(allow=[os.fspath(store)])) as server:
+        allow = [os.fspath(store)]
+        with (
+            serve_asgi(create_app(allow=allow)) as server,
+            serve_asgi(create_app(allow=allow, reader=ReadyReader)) as ready,
+        ):
             for z, tiles in sets.items():
-                results, request = measure(clients, server, os.fspath(store), tiles, concurrency(tiles, args.clients))
+                at_once = concurrency(tiles, args.clients)
+                results, request = measure(clients, server, ready, os.fspath(store), tiles, at_once)
                 report(f"local z{z}", results, floors[z], request, args)
         if not args.no_s3:
             over_s3(clients, plan, sets, floors, args)
@@ -541,11 +563,15 @@ def over_s3(clients: Clients, plan: Plan, sets: dict, floors: dict[int, Floors],
         options = {"key": KEY, "secret": SECRET, "client_kwargs": {"endpoint_url": endpoint, "region_name": REGION}}
         proxy_stats(endpoint)
         notes = []
-        with serve_asgi(create_app(allow=["s3://bench/tiles"], storage_options=options)) as server:
+        allow = ["s3://bench/tiles"]
+        with (
+            serve_asgi(create_app(allow=allow, storage_options=options)) as server,
+            serve_asgi(create_app(allow=allow, storage_options=options, reader=ReadyReader)) as ready,
+        ):
             for z, tiles in sets.items():
                 s3 = floors[z].over_s3(latency, args.limit)
                 at_once = concurrency(tiles, args.clients)
-                results, request = measure(clients, server, "s3://bench/tiles", tiles, at_once, options)
+                results, request = measure(clients, server, ready, "s3://bench/tiles", tiles, at_once, options)
                 report(f"s3 z{z}", results, s3, request, args)
                 _, chunk_paths = plan.files(plan.met(tiles[0]))
                 keys = [f"tiles/{path.relative_to(store).as_posix()}" for path in chunk_paths]

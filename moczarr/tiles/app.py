@@ -193,11 +193,16 @@ def tiler_factory(
     ``storage_options`` are given to every open (the server's credentials and endpoint); ``router_prefix``
     is the prefix the router is mounted at. ``factory_options`` go to the factory (``supported_tms=``, by
     default morecantile's grids as :data:`~moczarr.tiles.levels.TILE_MATRIX_SETS` shares them,
-    ``render_func=``, by default :func:`render_tile`, ``add_viewer=``, ...). The routes' parameter
+    ``render_func=``, by default :func:`render_tile`, ``add_viewer=``, ``reader=``, a subclass of
+    :class:`HiveReader`, ...). The routes' parameter
     dependencies (the store's, the reader's and titiler's defaults) are called in the event loop
     (:func:`in_event_loop`), one given in ``factory_options`` as given. Mount ``factory.router`` into an
-    application as the module's docstring shows. Raises :class:`~moczarr.errors.ArgumentError` for an empty ``allow``.
+    application as the module's docstring shows. Raises :class:`~moczarr.errors.ArgumentError` for an empty ``allow``
+    or a ``reader`` that is no :class:`HiveReader`.
     """
+    reader = factory_options.pop("reader", HiveReader)
+    if not (isinstance(reader, type) and issubclass(reader, HiveReader)):
+        raise ArgumentError(f"tiler_factory: reader= must be HiveReader or a subclass of it, got {reader!r}")
     factory_options.setdefault("supported_tms", TILE_MATRIX_SETS)  # one shared grid per id, not a copy a request
     factory_options.setdefault("render_func", render_tile)
     params = reader_dependency(storage_options)
@@ -209,7 +214,7 @@ def tiler_factory(
         tile_dependencies=[params, *(plain[f"{name}_dependency"] for name in WMTS_TILE_DEPENDENCIES)],
     )
     factory = TilerFactory(
-        reader=HiveReader,
+        reader=reader,
         path_dependency=in_event_loop(path_dependency(StoreAccess(allow))),
         reader_dependency=in_event_loop(params),
         router_prefix=router_prefix,
@@ -329,15 +334,17 @@ def _handler(code: int) -> Callable[[Request, Exception], Response]:
     return handler
 
 
-def create_app(*, allow: Sequence[str], storage_options: dict | None = None) -> FastAPI:
-    """A FastAPI application serving the tiles of the stores under ``allow`` (:func:`tiler_factory`).
+def create_app(*, allow: Sequence[str], storage_options: dict | None = None, **factory_options: Any) -> FastAPI:
+    """A FastAPI application serving the tiles of the stores under ``allow`` (:func:`tiler_factory`, which
+    ``factory_options`` go to).
 
     Beside the tile routes: titiler's ``/tileMatrixSets`` and ``/colorMaps``; errors as JSON ``{"detail":
     one line}`` with the status of :data:`STATUS_CODES` (titiler's own for the rest); CORS open to every
     origin for ``GET``, so a web map served elsewhere (STAC Browser) can draw the tiles.
     """
     app = FastAPI(title="moczarr tiles", description="Map tiles of morton-hive (HEALPix) zarr stores")
-    app.include_router(tiler_factory(allow=allow, storage_options=storage_options).router, tags=["Tiles"])
+    factory = tiler_factory(allow=allow, storage_options=storage_options, **factory_options)
+    app.include_router(factory.router, tags=["Tiles"])
     app.include_router(TMSFactory().router, tags=["Tiling schemes"])
     app.include_router(ColorMapFactory().router, tags=["Color maps"])
     add_exception_handlers(app, DEFAULT_STATUS_CODES)

@@ -347,6 +347,21 @@ def test_a_tile_route_parses_its_parameters_in_the_event_loop():
     assert not any(inspect.iscoroutinefunction(d) for d in wmts.tile_dependencies)
 
 
+def test_a_factory_serves_a_reader_subclass_and_refuses_anything_else():
+    from moczarr.errors import ArgumentError
+    from moczarr.tiles.app import create_app, tiler_factory
+
+    class Subclass(tiles.HiveReader):
+        pass
+
+    assert tiler_factory(allow=["."], reader=Subclass).reader is Subclass
+    assert tiler_factory(allow=["."]).reader is tiles.HiveReader
+    assert create_app(allow=["."], reader=Subclass).routes  # create_app hands the factory its options
+    for wrong in (object, "HiveReader", 1):
+        with pytest.raises(ArgumentError, match="reader= must be HiveReader"):
+            tiler_factory(allow=["."], reader=wrong)
+
+
 def test_a_grid_s_cells_are_computed_once_and_kept_within_their_bound(monkeypatch):
     from moczarr.tiles import pixels
 
