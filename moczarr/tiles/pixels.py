@@ -129,29 +129,52 @@ def grid_lonlat(crs: CRS, bounds, width: int, height: int) -> tuple[np.ndarray, 
     only the grid's two axes are transformed (the same per-point figures, as
     a point's longitude there depends on its x alone and its latitude on its y).
     """
-    xs, ys = pixel_axes(bounds, width, height)
+    axes = _grid_axes(crs, bounds, width, height)
+    if axes is None:
+        return to_lonlat(crs, *pixel_centres(bounds, width, height))
+    return _checked(*np.meshgrid(*axes))
+
+
+def _grid_axes(crs: CRS, bounds, width: int, height: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The longitude of each column and the latitude of each row of a grid in a :data:`SEPARABLE` CRS; None
+    in any other."""
     if not _separable(crs.srs):
-        return to_lonlat(crs, *np.meshgrid(xs, ys))
+        return None
+    xs, ys = pixel_axes(bounds, width, height)
     transformer = _to_lonlat(crs.srs)
     lon, _ = transformer.transform(xs, np.zeros_like(xs))
     _, lat = transformer.transform(np.zeros_like(ys), ys)
-    lon, lat = np.meshgrid(np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64))
-    return _checked(lon, lat)
+    return np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)
 
 
-def cell_words(lon, lat, order: int) -> np.ndarray:
-    """The packed morton word of the cell at ``order`` holding each point; 0 (no cell) where a point is NaN."""
+def cell_words(lon, lat, order: int, *, authalic: bool = False) -> np.ndarray:
+    """The packed morton word of the cell at ``order`` holding each point; 0 (no cell) where a point is NaN.
+
+    ``authalic``: ``lat`` are authalic latitudes already (``mortie.geodetic_to_authalic``'s), not geodetic.
+    """
     # longitudes in [0, 360): mortie puts a point on a polar base cell's meridian spelled negative (-180, -90,
     # -0.0) in the cell west of it and the same point spelled 180, 270 or 0 in the cell east of it
     lon, lat = np.mod(np.asarray(lon, dtype=np.float64), 360.0), np.asarray(lat, dtype=np.float64)
-    out = np.zeros(lon.shape, dtype=np.uint64)
-    ok = np.isfinite(lon) & np.isfinite(lat)
-    if ok.all():  # most grids: no point to leave out, no masked copies
-        words = mortie.geo2mort(lat.ravel(), lon.ravel(), order=int(order))
-        return np.asarray(words, dtype=np.uint64).reshape(lon.shape)
-    if ok.any():
-        out[ok] = np.asarray(mortie.geo2mort(lat[ok], lon[ok], order=int(order)), dtype=np.uint64).ravel()
-    return out
+    convention = "geodetic-spherical" if authalic else "authalic"  # mortie: non-finite points give word 0
+    words = mortie.geo2mort(lat.ravel(), lon.ravel(), order=int(order), latitude=convention)
+    return np.asarray(words, dtype=np.uint64).reshape(lon.shape)
+
+
+def grid_words(crs: CRS, bounds, width: int, height: int, order: int) -> np.ndarray:
+    """:func:`cell_words` of the pixel centres of a grid (``height x width``) over ``bounds`` of ``crs``.
+
+    In a :data:`SEPARABLE` CRS a row's pixels share one latitude: its authalic
+    latitude is taken once a row (``mortie.geodetic_to_authalic``), not once a
+    pixel inside ``geo2mort`` (the same words: mortie's own conversion either way).
+    """
+    axes = _grid_axes(crs, bounds, width, height)
+    if axes is None:
+        return cell_words(*grid_lonlat(crs, bounds, width, height), order)
+    lon, lat = axes  # a pixel without a place (an axis value NaN, or beyond a pole) has word 0
+    lat = np.where(np.abs(lat) <= 90, lat, np.nan)
+    lat = np.asarray(mortie.geodetic_to_authalic(lat), dtype=np.float64)
+    lons, lats = np.meshgrid(lon, lat)
+    return cell_words(lons, lats, order, authalic=True)
 
 
 _kept: OrderedDict[tuple, GridCells] = OrderedDict()
@@ -172,7 +195,7 @@ def grid_cells(crs: CRS, bounds, width: int, height: int, order: int) -> GridCel
         if cells is not None:
             _kept.move_to_end(key)
             return cells
-    cells = GridCells.of(cell_words(*grid_lonlat(crs, bounds, width, height), order))
+    cells = GridCells.of(grid_words(crs, bounds, width, height, order))
     cells.words.flags.writeable = False
     cells.inverse.flags.writeable = False
     with _kept_lock:

@@ -367,7 +367,7 @@ def test_a_grid_s_cells_are_computed_once_and_kept_within_their_bound(monkeypatc
 
     calls = []
     real = pixels.cell_words
-    monkeypatch.setattr(pixels, "cell_words", lambda *a: calls.append(a[2]) or real(*a))
+    monkeypatch.setattr(pixels, "cell_words", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
     tms = morecantile.tms.get("WebMercatorQuad")
     crs = tiles.levels.tms_crs(tms)
     bounds = [tuple(tms.xy_bounds(morecantile.Tile(x, 5, 4))) for x in (3, 4)]
