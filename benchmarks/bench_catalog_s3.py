@@ -67,7 +67,17 @@ import time
 import warnings
 from pathlib import Path
 
-from bench_s3 import KEY, REGION, SECRET, free_port, proxy_stats, start_proxy, start_server, wait_for_port
+from bench_s3 import (
+    KEY,
+    REGION,
+    SECRET,
+    free_port,
+    proxy_stats,
+    start_proxy,
+    start_server,
+    stop_children,
+    wait_for_port,
+)
 
 from moczarr.storage import count_requests
 from moczarr.testing import write_sample_store
@@ -285,13 +295,7 @@ def main() -> None:
         if args.update:
             bench_update(args.update, served, options, scratch, latency, limit)
     finally:
-        for child in children:
-            child.terminate()
-        for child in children:
-            try:
-                child.wait(10)
-            except subprocess.TimeoutExpired:
-                child.kill()
+        stop_children(children)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

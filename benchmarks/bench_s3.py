@@ -178,6 +178,17 @@ def wait_for_port(port: int, timeout: float = 30.0) -> None:
     raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
 
 
+def stop_children(children: list[subprocess.Popen]) -> None:
+    """Each child asked to stop at once, then waited for (killed after 10 s)."""
+    for child in children:
+        child.terminate()
+    for child in children:
+        try:
+            child.wait(10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+
+
 def start_server(
     kind: str, root: Path, port: int, lifetime: float, rclone_flags: tuple[str, ...] = ()
 ) -> subprocess.Popen:
@@ -241,12 +252,12 @@ def bench_files(store: Path) -> list[Path]:
     return [p for p in files if not (p.parent.name == "c" and p.parent.parent.name in ("morton", "cell_ids"))]
 
 
-def upload(endpoint: str, store: Path, prefix: str) -> int:
-    """The bench files of a store put into moto, 32 uploads at once."""
+def s3_client(endpoint: str):
+    """A boto3 S3 client of the bench's credentials at ``endpoint``, 32 connections (for uploads)."""
     import boto3
     from botocore.config import Config
 
-    s3 = boto3.client(
+    return boto3.client(
         "s3",
         endpoint_url=endpoint,
         aws_access_key_id=KEY,
@@ -254,6 +265,11 @@ def upload(endpoint: str, store: Path, prefix: str) -> int:
         region_name=REGION,
         config=Config(max_pool_connections=32),
     )
+
+
+def upload(endpoint: str, store: Path, prefix: str) -> int:
+    """The bench files of a store put into moto, 32 uploads at once."""
+    s3 = s3_client(endpoint)
     files = bench_files(store)
 
     def put(p: Path) -> None:
@@ -482,13 +498,7 @@ def main() -> None:
                         },
                     )
     finally:
-        for child in children:
-            child.terminate()
-        for child in children:
-            try:
-                child.wait(10)
-            except subprocess.TimeoutExpired:
-                child.kill()
+        stop_children(children)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -90,7 +90,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 from bench_open import emit, load_average
-from bench_s3 import KEY, REGION, SECRET, free_port, proxy_stats, start_proxy, start_server, wait_for_port
+from bench_s3 import (
+    KEY,
+    REGION,
+    SECRET,
+    free_port,
+    proxy_stats,
+    s3_client,
+    start_proxy,
+    start_server,
+    stop_children,
+    wait_for_port,
+)
 
 import moczarr
 from moczarr import ids
@@ -421,17 +432,7 @@ def report(place: str, results: dict[str, list[float]], floors: Floors, request:
 
 def upload_all(endpoint: str, store: Path, bucket: str, prefix: str) -> int:
     """Every file of ``store`` put under ``s3://bucket/prefix`` (32 at once)."""
-    import boto3
-    from botocore.config import Config
-
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id=KEY,
-        aws_secret_access_key=SECRET,
-        region_name=REGION,
-        config=Config(max_pool_connections=32),
-    )
+    s3 = s3_client(endpoint)
     s3.create_bucket(Bucket=bucket)
     files = [p for p in store.rglob("*") if p.is_file()]
 
@@ -598,13 +599,7 @@ def over_s3(clients: Clients, plan: Plan, sets: dict, floors: dict[int, Floors],
             print(note)
         print(f"(most requests in flight at the proxy: {proxy_stats(endpoint)['max_in_flight']})")
     finally:
-        for child in children:
-            child.terminate()
-        for child in children:
-            try:
-                child.wait(10)
-            except subprocess.TimeoutExpired:
-                child.kill()
+        stop_children(children)
         shutil.rmtree(buckets, ignore_errors=True)
 
 

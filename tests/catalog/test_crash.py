@@ -54,6 +54,31 @@ def _change(sample: Path, prefix: Path) -> None:
     rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
 
 
+def _change_one_product(sample: Path, prefix: Path) -> None:
+    """One product changed, every other store as it was."""
+    rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
+
+
+def _before_and_after(sample: Path, base: Path, change, *, user_file: bool = False) -> tuple:
+    """The stores laid out under ``base``, built, changed by ``change(sample, prefix)`` and built again, each
+    build fresh into one folder (holding only :data:`USER_FILE` first, with ``user_file``): the build's
+    arguments, the folder, and every file of each build."""
+    prefix = _stores(sample, base / "stores")
+    args = ["build", prefix, "--discover", "--href-base", HREF, "--stores-root", prefix]
+    out = base / "runs" / "cat"
+    states = []
+    for step in (None, change):
+        if step is not None:
+            step(sample, prefix)
+        shutil.rmtree(out.parent, ignore_errors=True)
+        out.mkdir(parents=True)
+        if user_file:
+            (out / USER_FILE).write_text("placed by the operator\n")
+        assert main([*map(str, args), "--out", str(out)]) == 0
+        states.append(_files(out))
+    return args, out, states[0], states[1]
+
+
 class Paused:
     """A ``moczarr-catalog`` process paused at ``step`` (its marker line read from stderr), killed by its pid."""
 
@@ -147,20 +172,7 @@ def snapshots(sample, tmp_path_factory):
     """Stores changed after a catalog was built of them: the build's arguments, the catalog's folder, and every
     file of a fresh build of the stores before the change (``before``) and after it (``after``), each into that
     folder (its pgstac lines name it) holding only :data:`USER_FILE`."""
-    base = tmp_path_factory.mktemp("crash")
-    prefix = _stores(sample, base / "stores")
-    args = ["build", prefix, "--discover", "--href-base", HREF, "--stores-root", prefix]
-    out = base / "runs" / "cat"
-    states = []
-    for change in (None, _change):
-        if change is not None:
-            change(sample, prefix)
-        shutil.rmtree(out.parent, ignore_errors=True)
-        out.mkdir(parents=True)
-        (out / USER_FILE).write_text("placed by the operator\n")
-        assert main([*map(str, args), "--out", str(out)]) == 0
-        states.append(_files(out))
-    return args, out, states[0], states[1]
+    return _before_and_after(sample, tmp_path_factory.mktemp("crash"), _change, user_file=True)
 
 
 @pytest.fixture
@@ -205,18 +217,8 @@ def test_a_run_killed_at_any_step_leaves_one_whole_generation_and_the_next_run_c
 def one_product_changed(sample, tmp_path_factory):
     """As :func:`snapshots`, the stores changed in one product only: an update writes that product's documents
     and keeps the others'."""
-    base = tmp_path_factory.mktemp("partial")
-    prefix = _stores(sample, base / "stores")
-    args = ["build", prefix, "--discover", "--href-base", HREF, "--stores-root", prefix]
-    out = base / "runs" / "cat"
-    states = []
-    for changed in (False, True):
-        if changed:
-            rewrite_manifest(prefix / "two" / "elevation_yearly", generated_at="2032-02-02T00:00:00+00:00")
-        shutil.rmtree(out.parent, ignore_errors=True)
-        assert main([*map(str, args), "--out", str(out)]) == 0
-        states.append(_files(out))
-    return out, states[0], states[1]
+    _, out, before, after = _before_and_after(sample, tmp_path_factory.mktemp("partial"), _change_one_product)
+    return out, before, after
 
 
 @pytest.mark.parametrize("step", ["linked", "swapped"])
